@@ -1,0 +1,135 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Migrate applies, in version order, the migrations in fsys/<dialect>/ not yet recorded in schema_migrations.
+// Files are named NNN_description.sql. It is idempotent and safe to run from several instances at once: on MySQL
+// a named lock serializes them, on SQLite the single write connection does.
+func Migrate(ctx context.Context, db *DB, fsys fs.FS) error {
+	files, err := migrationFiles(fsys, string(db.Dialect))
+	if err != nil {
+		return err
+	}
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return db.classify(err)
+	}
+	defer conn.Close()
+	if db.Dialect == MySQL {
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(DATABASE(), '.migrate'), 60)").Scan(&got); err != nil || got.Int64 != 1 {
+			return fmt.Errorf("take the migration lock on %s: %v", db.Name, err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version BIGINT NOT NULL PRIMARY KEY,
+		name VARCHAR(255) NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied := map[int64]bool{}
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, m := range files {
+		if applied[m.version] {
+			continue
+		}
+		if err := apply(ctx, conn, fsys, m); err != nil {
+			return fmt.Errorf("migration %s on %s: %w", m.name, db.Name, err)
+		}
+	}
+	return nil
+}
+
+type migration struct {
+	version int64
+	name    string
+	path    string
+}
+
+func migrationFiles(fsys fs.FS, dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration file %s/%s is not named NNN_description.sql", dir, name)
+		}
+		out = append(out, migration{version: v, name: name, path: path.Join(dir, name)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// apply runs one migration file and records it. On SQLite the whole file is one transaction; MySQL commits DDL
+// statement by statement, so its migrations are written to be re-runnable (IF NOT EXISTS).
+func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, m migration) error {
+	body, err := fs.ReadFile(fsys, m.path)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range statements(string(body)) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%w in: %s", err, stmt)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.version, m.name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// statements splits a migration into statements at semicolons that end a line, dropping "--" comment lines.
+func statements(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+// Package sqldb opens the SQL engines a service keeps its source of truth in — MySQL/MariaDB or an SQLite file —
+// and hides their few real differences: connection settings, upserts, row locks and retryable errors.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"board/internal/fault"
+)
+
+// Dialect names the SQL engine.
+type Dialect string
+
+const (
+	MySQL  Dialect = "mysql"
+	SQLite Dialect = "sqlite"
+)
+
+// DB is a service's database. Reads go to a pool of readers; writes go through Transact. On MySQL both are the same
+// pool. On SQLite the writer is a single connection: SQLite admits one writer at a time anyway, and queueing writers
+// in Go is faster and fairer than letting them spin on the file lock.
+type DB struct {
+	Dialect Dialect
+	Name    string // database name (MySQL) or file path (SQLite), for logs
+	read    *sql.DB
+	write   *sql.DB
+}
+
+// OpenSQLite opens (creating it if needed) the SQLite database file at path in WAL mode.
+func OpenSQLite(path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	// busy_timeout makes a connection wait for a lock instead of failing; _txlock=immediate takes the write lock
+	// at BEGIN, so a transaction never fails halfway when it upgrades from reading to writing.
+	// synchronous(FULL): a commit acknowledged to a client survives a power loss, not just a process crash.
+	base := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_time_format=sqlite"
+	write, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	read, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(8)
+	read.SetMaxIdleConns(8)
+	db := &DB{Dialect: SQLite, Name: path, read: read, write: write}
+	// The first connection creates the file and switches it to WAL before readers open it read-only.
+	if err := db.write.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// OpenMySQL connects to the database named in dsn, creating it first when it does not exist.
+func OpenMySQL(ctx context.Context, dsn string, maxConns int) (*DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, errors.New("mysql dsn names no database")
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true // one round trip per query instead of prepare + execute + close
+	cfg.ClientFoundRows = true   // RowsAffected counts matched rows, so an update that changes nothing still "found" its row
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	if err := createDatabase(ctx, *cfg); err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool := sql.OpenDB(conn)
+	pool.SetMaxOpenConns(maxConns)
+	pool.SetMaxIdleConns(maxConns)
+	pool.SetConnMaxLifetime(5 * time.Minute)
+	if err := pool.PingContext(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to mysql database %s: %w", cfg.DBName, err)
+	}
+	return &DB{Dialect: MySQL, Name: cfg.DBName, read: pool, write: pool}, nil
+}
+
+func createDatabase(ctx context.Context, cfg mysql.Config) error {
+	name := cfg.DBName
+	cfg.DBName = ""
+	conn, err := mysql.NewConnector(&cfg)
+	if err != nil {
+		return err
+	}
+	server := sql.OpenDB(conn)
+	defer server.Close()
+	_, err = server.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+QuoteIdent(name)+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+	if err != nil {
+		return fmt.Errorf("create mysql database %s: %w", name, err)
+	}
+	return nil
+}
+
+// QuoteIdent quotes a MySQL identifier.
+func QuoteIdent(name string) string {
+	out := []byte{'`'}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '`' {
+			out = append(out, '`')
+		}
+		out = append(out, name[i])
+	}
+	return string(append(out, '`'))
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.read.Close()
+	if db.write != db.read {
+		err = errors.Join(err, db.write.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+// QueryContext runs a read query.
+func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rows, err := db.read.QueryContext(ctx, query, args...)
+	return rows, db.classify(err)
+}
+
+// QueryRowContext runs a read query expected to return at most one row; its error surfaces on Scan.
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return db.read.QueryRowContext(ctx, query, args...)
+}
+
+// ExecContext runs one write statement outside a transaction (schema changes, bulk loads).
+func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := db.write.ExecContext(ctx, query, args...)
+	return res, db.classify(err)
+}
+
+// Transact runs fn in a transaction and commits it when fn returns nil. A deadlock or lock timeout is retried
+// once, here, so no caller needs its own retry loop; fn must therefore be safe to run twice.
+func (db *DB) Transact(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	err := db.transactOnce(ctx, fn)
+	if db.retryable(err) && ctx.Err() == nil {
+		err = db.transactOnce(ctx, fn)
+	}
+	return db.classify(err)
+}
+
+func (db *DB) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // the transaction failed already; its rollback error adds nothing
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// retryable reports a conflict between transactions that a second attempt is expected to get past.
+func (db *DB) retryable(err error) bool {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number == 1213 || my.Number == 1205 // deadlock, lock wait timeout
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		code := lite.Code() & 0xff
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// classify turns "the database cannot be reached or is too busy" into a fault the edge answers with 503.
+func (db *DB) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := fault.As(err); ok {
+		return err
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || db.retryable(err) {
+		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", db.Dialect)
+	}
+	return err
+}
+
+// OnConflictUpdate is the dialect's upsert tail: on a duplicate key (whose columns SQLite needs named), apply set.
+// In set, a bare column name means the existing row's value, in both dialects.
+func (db *DB) OnConflictUpdate(keyColumns, set string) string {
+	if db.Dialect == MySQL {
+		return " ON DUPLICATE KEY UPDATE " + set
+	}
+	return " ON CONFLICT(" + keyColumns + ") DO UPDATE SET " + set
+}
+
+// ForUpdate is the dialect's row-lock suffix for a SELECT inside Transact. SQLite needs none: its write
+// transactions already hold the database's single write lock from BEGIN.
+func (db *DB) ForUpdate() string {
+	if db.Dialect == MySQL {
+		return " FOR UPDATE"
+	}
+	return ""
+}

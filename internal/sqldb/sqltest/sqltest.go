@@ -1,0 +1,92 @@
+// Package sqltest runs one test suite on every SQL backend: an SQLite file always, and MariaDB/MySQL as well when
+// BOARD_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/"). Each test gets a database of its own, dropped
+// when the test ends.
+package sqltest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"board/internal/sqldb"
+)
+
+// MySQLDSNEnv names the environment variable that turns the MySQL backend on.
+const MySQLDSNEnv = "BOARD_TEST_MYSQL_DSN"
+
+// Run calls fn in a subtest per backend with a fresh database that migrate has prepared.
+func Run(t *testing.T, migrate func(context.Context, *sqldb.DB) error, fn func(t *testing.T, db *sqldb.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, OpenSQLite(t, migrate)) })
+	if os.Getenv(MySQLDSNEnv) != "" {
+		t.Run("mysql", func(t *testing.T) { fn(t, OpenMySQL(t, migrate)) })
+	}
+}
+
+// OpenSQLite returns a migrated SQLite database in a temporary directory.
+func OpenSQLite(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *sqldb.DB {
+	t.Helper()
+	db, err := sqldb.OpenSQLite(filepath.Join(t.TempDir(), "test.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// OpenMySQL returns a migrated database of its own on the server BOARD_TEST_MYSQL_DSN names; it is dropped at the
+// end of the test.
+func OpenMySQL(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *sqldb.DB {
+	t.Helper()
+	dsn := DatabaseDSN(t, "board_test_"+RandomSuffix())
+	db, err := sqldb.OpenMySQL(context.Background(), dsn, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// DatabaseDSN returns BOARD_TEST_MYSQL_DSN pointed at database name, and drops that database when the test ends.
+func DatabaseDSN(t testing.TB, name string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(os.Getenv(MySQLDSNEnv))
+	if err != nil {
+		t.Fatalf("%s: %v", MySQLDSNEnv, err)
+	}
+	server := cfg.Clone()
+	server.DBName = ""
+	t.Cleanup(func() {
+		conn, err := mysql.NewConnector(server)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		if _, err := db.Exec("DROP DATABASE IF EXISTS " + sqldb.QuoteIdent(name)); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// RandomSuffix returns a short random string for test database names and key prefixes.
+func RandomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
