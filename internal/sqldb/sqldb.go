@@ -230,3 +230,13 @@ func (db *DB) ForUpdate() string {
 	}
 	return ""
 }
+
+// ForceIndex is the dialect's hint that a query must walk the named index. MariaDB otherwise plans
+// "board_id = ? AND article_id < ? ORDER BY article_id DESC LIMIT n" as a ref on board_id alone and reads every
+// entry newer than the cursor (docs/paging.md); SQLite's planner picks the range scan by itself.
+func (db *DB) ForceIndex(name string) string {
+	if db.Dialect == MySQL {
+		return " FORCE INDEX (" + name + ")"
+	}
+	return ""
+}

@@ -1,0 +1,141 @@
+// Package article is the article service (SPEC §3.1): articles on boards, the per-board article count, and
+// newest-first listing by offset pages or by infinite scroll.
+package article
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"board/internal/fault"
+	"board/internal/wire"
+)
+
+// Limits on input (SPEC §2).
+const (
+	MaxTitleChars   = 100
+	MaxContentChars = 3000
+	MaxPageSize     = 100
+	// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
+	pageLinks = 10
+)
+
+// Article is a post on a board.
+type Article struct {
+	ID         int64
+	Title      string
+	Content    string
+	BoardID    int64
+	WriterID   int64
+	CreatedAt  time.Time
+	ModifiedAt time.Time
+}
+
+// IDGenerator issues unique ids (a Snowflake generator in production).
+type IDGenerator interface {
+	Next() (int64, error)
+}
+
+// Service holds the article rules over a Store.
+type Service struct {
+	store *Store
+	ids   IDGenerator
+	now   func() time.Time
+}
+
+// NewService returns the article service. now is injected so tests control time.
+func NewService(store *Store, ids IDGenerator, now func() time.Time) *Service {
+	return &Service{store: store, ids: ids, now: now}
+}
+
+// Create validates and stores a new article.
+func (s *Service) Create(ctx context.Context, title, content string, boardID, writerID int64) (Article, error) {
+	if err := validate(title, content); err != nil {
+		return Article{}, err
+	}
+	id, err := s.ids.Next()
+	if err != nil {
+		return Article{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+	}
+	now := wire.Millis(s.now())
+	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: now, ModifiedAt: now}
+	if err := s.store.Create(ctx, a); err != nil {
+		return Article{}, err
+	}
+	return a, nil
+}
+
+// Get returns one article.
+func (s *Service) Get(ctx context.Context, id int64) (Article, error) { return s.store.Get(ctx, id) }
+
+// Update replaces an article's title and content.
+func (s *Service) Update(ctx context.Context, id int64, title, content string) (Article, error) {
+	if err := validate(title, content); err != nil {
+		return Article{}, err
+	}
+	return s.store.Update(ctx, id, title, content, wire.Millis(s.now()))
+}
+
+// Delete removes an article.
+func (s *Service) Delete(ctx context.Context, id int64) error { return s.store.Delete(ctx, id) }
+
+// Page is one offset page and the count that its page links need.
+type Page struct {
+	Articles []Article
+	// Count is capped: at most the articles needed to show the next block of page links, plus one to tell
+	// whether there is more (SPEC §3.1).
+	Count int64
+}
+
+// List returns page (from 1) of a board, pageSize articles, newest first.
+func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	offset := (page - 1) * pageSize
+	articles, err := s.store.Page(ctx, boardID, offset, pageSize)
+	if err != nil {
+		return Page{}, err
+	}
+	limit := CountLimit(page, pageSize)
+	var count int64
+	switch n := int64(len(articles)); {
+	case n == pageSize:
+		// The page's last article sits at position offset+n: count on from it instead of walking the offset again.
+		var older int64
+		older, err = s.store.CountOlder(ctx, boardID, articles[n-1].ID, limit-offset-n)
+		count = offset + n + older
+	case n > 0:
+		count = offset + n // the page reached the end of the board
+	default:
+		count, err = s.store.CountOlder(ctx, boardID, 0, limit) // past the end: there are fewer than offset
+	}
+	return Page{Articles: articles, Count: count}, err
+}
+
+// CountLimit is how far List counts for page: to the end of the block of pageLinks pages holding it, plus one.
+func CountLimit(page, pageSize int64) int64 {
+	return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1
+}
+
+// Scroll returns the next pageSize articles of a board older than lastID (0: from the newest).
+func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]Article, error) {
+	return s.store.Scroll(ctx, boardID, pageSize, lastID)
+}
+
+// BoardCount returns the number of articles on a board.
+func (s *Service) BoardCount(ctx context.Context, boardID int64) (int64, error) {
+	return s.store.BoardCount(ctx, boardID)
+}
+
+func validate(title, content string) error {
+	switch {
+	case strings.TrimSpace(title) == "":
+		return fault.Invalidf("INVALID_TITLE", "title must not be empty")
+	case utf8.RuneCountInString(title) > MaxTitleChars:
+		return fault.Invalidf("INVALID_TITLE", "title must be at most %d characters", MaxTitleChars)
+	case strings.TrimSpace(content) == "":
+		return fault.Invalidf("INVALID_CONTENT", "content must not be empty")
+	case utf8.RuneCountInString(content) > MaxContentChars:
+		return fault.Invalidf("INVALID_CONTENT", "content must be at most %d characters", MaxContentChars)
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+-- article_id is the rowid, so the (board_id, article_id) index covers id-only scans of a board.
+CREATE TABLE article (
+    article_id  INTEGER  NOT NULL PRIMARY KEY,
+    title       TEXT     NOT NULL,
+    content     TEXT     NOT NULL,
+    board_id    INTEGER  NOT NULL,
+    writer_id   INTEGER  NOT NULL,
+    created_at  DATETIME NOT NULL,
+    modified_at DATETIME NOT NULL
+);
+
+CREATE INDEX idx_board_id_article_id ON article (board_id, article_id);
+
+CREATE TABLE board_article_count (
+    board_id      INTEGER NOT NULL PRIMARY KEY,
+    article_count INTEGER NOT NULL
+);

@@ -1,0 +1,208 @@
+package article
+
+import (
+	"log/slog"
+	"math"
+	"net/http"
+
+	"board/internal/fault"
+	"board/internal/httpio"
+	"board/internal/wire"
+)
+
+// Routes returns the whole HTTP API of the article service (SPEC §3.1).
+func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
+	h := handlers{svc: svc, logger: logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/articles", h.create)
+	mux.HandleFunc("GET /v1/articles/{articleId}", h.get)
+	mux.HandleFunc("PUT /v1/articles/{articleId}", h.update)
+	mux.HandleFunc("DELETE /v1/articles/{articleId}", h.delete)
+	mux.HandleFunc("GET /v1/articles", h.list)
+	mux.HandleFunc("GET /v1/articles/infinite-scroll", h.scroll)
+	mux.HandleFunc("GET /v1/articles/boards/{boardId}/count", h.boardCount)
+	return mux
+}
+
+// articleJSON is the wire form of an Article.
+type articleJSON struct {
+	ArticleID  wire.ID   `json:"articleId"`
+	Title      string    `json:"title"`
+	Content    string    `json:"content"`
+	BoardID    wire.ID   `json:"boardId"`
+	WriterID   wire.ID   `json:"writerId"`
+	CreatedAt  wire.Time `json:"createdAt"`
+	ModifiedAt wire.Time `json:"modifiedAt"`
+}
+
+func toJSON(a Article) articleJSON {
+	return articleJSON{wire.ID(a.ID), a.Title, a.Content, wire.ID(a.BoardID), wire.ID(a.WriterID),
+		wire.Time(a.CreatedAt), wire.Time(a.ModifiedAt)}
+}
+
+func toJSONList(as []Article) []articleJSON {
+	out := make([]articleJSON, len(as))
+	for i, a := range as {
+		out[i] = toJSON(a)
+	}
+	return out
+}
+
+type handlers struct {
+	svc    *Service
+	logger *slog.Logger
+}
+
+func (h handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
+	httpio.Error(w, r, h.logger, err)
+}
+
+func (h handlers) create(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title    *string  `json:"title"`
+		Content  *string  `json:"content"`
+		WriterID *wire.ID `json:"writerId"`
+		BoardID  *wire.ID `json:"boardId"`
+	}
+	if err := httpio.Decode(w, r, &in); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil),
+		httpio.Has("writerId", in.WriterID != nil), httpio.Has("boardId", in.BoardID != nil)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if *in.WriterID == 0 || *in.BoardID == 0 {
+		h.fail(w, r, fault.Invalidf("INVALID_ID", "writerId and boardId must be positive"))
+		return
+	}
+	a, err := h.svc.Create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), int64(*in.WriterID))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusCreated, toJSON(a))
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) {
+	id, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	a, err := h.svc.Get(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusOK, toJSON(a))
+}
+
+func (h handlers) update(w http.ResponseWriter, r *http.Request) {
+	id, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Title   *string `json:"title"`
+		Content *string `json:"content"`
+	}
+	if err := httpio.Decode(w, r, &in); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	a, err := h.svc.Update(r.Context(), id, *in.Title, *in.Content)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusOK, toJSON(a))
+}
+
+func (h handlers) delete(w http.ResponseWriter, r *http.Request) {
+	id, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.svc.Delete(r.Context(), id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// defaultPageSize is used when a list request names none.
+const defaultPageSize = 30
+
+func (h handlers) list(w http.ResponseWriter, r *http.Request) {
+	boardID, err := httpio.QueryID(r, "boardId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	// Pages past ~10^9 would make offsets that no engine scans in reasonable time; refuse them as input errors.
+	page, err := httpio.QueryInt(r, "page", 1, 1, math.MaxInt32)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p, err := h.svc.List(r.Context(), boardID, page, pageSize)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusOK, struct {
+		Articles     []articleJSON `json:"articles"`
+		ArticleCount int64         `json:"articleCount"`
+	}{toJSONList(p.Articles), p.Count})
+}
+
+func (h handlers) scroll(w http.ResponseWriter, r *http.Request) {
+	boardID, err := httpio.QueryID(r, "boardId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	lastID, err := httpio.OptionalQueryID(r, "lastArticleId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	as, err := h.svc.Scroll(r.Context(), boardID, pageSize, lastID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusOK, toJSONList(as))
+}
+
+func (h handlers) boardCount(w http.ResponseWriter, r *http.Request) {
+	boardID, err := httpio.PathID(r, "boardId")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, err := h.svc.BoardCount(r.Context(), boardID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	httpio.Write(w, http.StatusOK, n)
+}

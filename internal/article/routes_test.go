@@ -1,0 +1,413 @@
+package article
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"board/internal/httpio"
+	"board/internal/sqldb"
+	"board/internal/sqldb/sqltest"
+)
+
+// testHandler is the article service's whole port over db, with a fake clock and fake ids.
+func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fakeClock) {
+	t.Helper()
+	svc, _, clock := newTestService(db)
+	logger := slog.New(slog.DiscardHandler)
+	return httpio.Server{Service: "article", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler(), clock
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func call(h http.Handler, method, target, body string) reply {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, r))
+	return reply{rec.Code, rec.Header(), rec.Body.String()}
+}
+
+// decodeJSON decodes a whole body into a generic value, keeping numbers exact.
+func decodeJSON(t testing.TB, body string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", body, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("body %q has more than one JSON value", body)
+	}
+	return v
+}
+
+var timeFormat = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+// articleMap is the exact JSON object an article is written as.
+func articleMap(id int64, title, content string, board, writer int64, created, modified string) map[string]any {
+	return map[string]any{"articleId": strconv.FormatInt(id, 10), "title": title, "content": content,
+		"boardId": strconv.FormatInt(board, 10), "writerId": strconv.FormatInt(writer, 10),
+		"createdAt": created, "modifiedAt": modified}
+}
+
+func wantStatus(t *testing.T, r reply, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	}
+	if status != http.StatusNoContent && r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", r.header.Get("Content-Type"))
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, clock := testHandler(t, db)
+		const created = "2026-01-02T03:04:05.006Z"
+		id := int64(firstID)
+
+		// Create, with ids as a number and as a string, and unknown fields.
+		r := call(h, "POST", "/v1/articles", `{"title":"hello","content":"world","writerId":"9","boardId":7,"extra":{"x":[1]}}`)
+		wantStatus(t, r, http.StatusCreated)
+		want := articleMap(id, "hello", "world", 7, 9, created, created)
+		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("POST (-want +got):\n%s", diff)
+		}
+		if !timeFormat.MatchString(want["createdAt"].(string)) {
+			t.Fatalf("bad test time %s", want["createdAt"])
+		}
+
+		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		wantStatus(t, r, http.StatusOK)
+		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("GET (-want +got):\n%s", diff)
+		}
+
+		clock.Add(time.Second)
+		r = call(h, "PUT", "/v1/articles/"+strconv.FormatInt(id, 10), `{"title":"가나다","content":"new","boardId":"999","more":1}`)
+		wantStatus(t, r, http.StatusOK)
+		want = articleMap(id, "가나다", "new", 7, 9, created, "2026-01-02T03:04:06.006Z")
+		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("PUT (-want +got):\n%s", diff)
+		}
+		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("GET after PUT (-want +got):\n%s", diff)
+		}
+
+		// Two more on board 7, one on board 8.
+		for _, body := range []string{
+			`{"title":"b","content":"c","writerId":1,"boardId":"7"}`,
+			`{"title":"c","content":"c","writerId":1,"boardId":8}`,
+			`{"boardId":7,"writerId":"1","content":"c","title":"d"}`,
+		} {
+			wantStatus(t, call(h, "POST", "/v1/articles", body), http.StatusCreated)
+		}
+
+		r = call(h, "GET", "/v1/articles?boardId=7&page=1&pageSize=2", "")
+		wantStatus(t, r, http.StatusOK)
+		got := decodeJSON(t, r.body).(map[string]any)
+		if diff := cmp.Diff([]string{"articleCount", "articles"}, sortedKeys(got)); diff != "" {
+			t.Errorf("list keys (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(json.Number("3"), got["articleCount"]); diff != "" {
+			t.Errorf("articleCount (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{strconv.FormatInt(id+3, 10), strconv.FormatInt(id+1, 10)}, ids(t, got["articles"])); diff != "" {
+			t.Errorf("page 1 ids (-want +got):\n%s", diff)
+		}
+		r = call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
+		if diff := cmp.Diff([]string{strconv.FormatInt(id, 10)}, ids(t, decodeJSON(t, r.body).(map[string]any)["articles"])); diff != "" {
+			t.Errorf("page 2 ids (-want +got):\n%s", diff)
+		}
+		// Defaults: page 1, 30 per page.
+		r = call(h, "GET", "/v1/articles?boardId=7", "")
+		wantStatus(t, r, http.StatusOK)
+		if n := len(decodeJSON(t, r.body).(map[string]any)["articles"].([]any)); n != 3 {
+			t.Errorf("default page: %d articles, want 3", n)
+		}
+		// Full shape of a listed article.
+		r = call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
+		if diff := cmp.Diff(any(map[string]any{"articles": []any{want}, "articleCount": json.Number("3")}), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("list page (-want +got):\n%s", diff)
+		}
+
+		r = call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&pageSize=2", "")
+		wantStatus(t, r, http.StatusOK)
+		if diff := cmp.Diff([]string{strconv.FormatInt(id+3, 10), strconv.FormatInt(id+1, 10)}, ids(t, decodeJSON(t, r.body))); diff != "" {
+			t.Errorf("scroll ids (-want +got):\n%s", diff)
+		}
+		r = call(h, "GET", fmt.Sprintf("/v1/articles/infinite-scroll?boardId=7&pageSize=2&lastArticleId=%d", id+1), "")
+		if diff := cmp.Diff(any([]any{want}), decodeJSON(t, r.body)); diff != "" {
+			t.Errorf("scroll after cursor (-want +got):\n%s", diff)
+		}
+		r = call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&lastArticleId=", "")
+		if n := len(decodeJSON(t, r.body).([]any)); n != 3 {
+			t.Errorf("scroll with empty cursor: %d articles, want 3", n)
+		}
+
+		for _, tc := range []struct{ path, want string }{
+			{"/v1/articles/boards/7/count", "3"},
+			{"/v1/articles/boards/8/count", "1"},
+			{"/v1/articles/boards/12345/count", "0"},
+		} {
+			r = call(h, "GET", tc.path, "")
+			wantStatus(t, r, http.StatusOK)
+			if got := strings.TrimSpace(r.body); got != tc.want {
+				t.Errorf("%s = %q, want %s", tc.path, got, tc.want)
+			}
+		}
+
+		// Empty lists are [] and never null.
+		for _, tc := range []struct{ path, want string }{
+			{"/v1/articles?boardId=12345", `{"articles":[],"articleCount":0}`},
+			{"/v1/articles?boardId=7&page=99", `{"articles":[],"articleCount":3}`},
+			{"/v1/articles/infinite-scroll?boardId=12345", `[]`},
+			{fmt.Sprintf("/v1/articles/infinite-scroll?boardId=7&lastArticleId=%d", id), `[]`},
+		} {
+			r = call(h, "GET", tc.path, "")
+			wantStatus(t, r, http.StatusOK)
+			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.body)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.path, diff)
+			}
+		}
+
+		r = call(h, "DELETE", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		wantStatus(t, r, http.StatusNoContent)
+		if r.body != "" {
+			t.Errorf("204 with body %q", r.body)
+		}
+		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		wantStatus(t, r, http.StatusNotFound)
+		if code := errorCode(t, r); code != "ARTICLE_NOT_FOUND" {
+			t.Errorf("code = %q, want ARTICLE_NOT_FOUND", code)
+		}
+		if got := strings.TrimSpace(call(h, "GET", "/v1/articles/boards/7/count", "").body); got != "2" {
+			t.Errorf("count after delete = %s, want 2", got)
+		}
+	})
+}
+
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	if len(out) == 2 && out[0] > out[1] {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out
+}
+
+// ids returns the articleId of each article in a decoded JSON array, checking that each is a string.
+func ids(t *testing.T, v any) []string {
+	t.Helper()
+	arr, ok := v.([]any)
+	if !ok {
+		t.Fatalf("%v is not a JSON array", v)
+	}
+	out := []string{}
+	for _, a := range arr {
+		id, ok := a.(map[string]any)["articleId"].(string)
+		if !ok {
+			t.Fatalf("articleId of %v is not a string", a)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// errorCode checks that a reply is an error body {code, message} and returns its code.
+func errorCode(t testing.TB, r reply) string {
+	t.Helper()
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	dec := json.NewDecoder(strings.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("status %d: error body %q is not {code, message}: %v", r.status, r.body, err)
+	}
+	if e.Code == "" || e.Message == "" {
+		t.Errorf("status %d: error body %q has an empty code or message", r.status, r.body)
+	}
+	return e.Code
+}
+
+func TestRoutesBadInput(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, _ := testHandler(t, db)
+		r := call(h, "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1}`)
+		wantStatus(t, r, http.StatusCreated)
+		existing := "/v1/articles/" + decodeJSON(t, r.body).(map[string]any)["articleId"].(string)
+
+		body := func(title, content string) string {
+			b, _ := json.Marshal(map[string]any{"title": title, "content": content, "writerId": 1, "boardId": 1})
+			return string(b)
+		}
+		for _, tc := range []struct {
+			name, method, path, body string
+			status                   int
+			code                     string
+		}{
+			{"malformed json", "POST", "/v1/articles", `{"title":`, 400, "INVALID_JSON"},
+			{"not json", "POST", "/v1/articles", `hello`, 400, "INVALID_JSON"},
+			{"empty body", "POST", "/v1/articles", ``, 400, "INVALID_JSON"},
+			{"trailing garbage", "POST", "/v1/articles", body("t", "c") + `x`, 400, "INVALID_JSON"},
+			{"two objects", "POST", "/v1/articles", body("t", "c") + body("t", "c"), 400, "INVALID_JSON"},
+			{"array body", "POST", "/v1/articles", `[]`, 400, "INVALID_JSON"},
+			{"null body", "POST", "/v1/articles", `null`, 400, "MISSING_FIELD"},
+			{"title number", "POST", "/v1/articles", `{"title":1,"content":"c","writerId":1,"boardId":1}`, 400, "INVALID_JSON"},
+			{"content object", "POST", "/v1/articles", `{"title":"t","content":{},"writerId":1,"boardId":1}`, 400, "INVALID_JSON"},
+			{"writerId bool", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":true,"boardId":1}`, 400, "INVALID_JSON"},
+			{"boardId float", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1.5}`, 400, "INVALID_JSON"},
+			{"boardId garbage", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":"x"}`, 400, "INVALID_JSON"},
+			{"boardId negative", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":-1}`, 400, "INVALID_JSON"},
+			{"boardId overflow", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":"9223372036854775808"}`, 400, "INVALID_JSON"},
+			{"missing title", "POST", "/v1/articles", `{"content":"c","writerId":1,"boardId":1}`, 400, "MISSING_FIELD"},
+			{"missing content", "POST", "/v1/articles", `{"title":"t","writerId":1,"boardId":1}`, 400, "MISSING_FIELD"},
+			{"missing writerId", "POST", "/v1/articles", `{"title":"t","content":"c","boardId":1}`, 400, "MISSING_FIELD"},
+			{"missing boardId", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1}`, 400, "MISSING_FIELD"},
+			{"null title", "POST", "/v1/articles", `{"title":null,"content":"c","writerId":1,"boardId":1}`, 400, "MISSING_FIELD"},
+			{"empty object", "POST", "/v1/articles", `{}`, 400, "MISSING_FIELD"},
+			{"writerId 0", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":0,"boardId":1}`, 400, "INVALID_ID"},
+			{"boardId 0", "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":"0"}`, 400, "INVALID_ID"},
+			{"empty title", "POST", "/v1/articles", body("", "c"), 400, "INVALID_TITLE"},
+			{"blank title", "POST", "/v1/articles", body(" \t ", "c"), 400, "INVALID_TITLE"},
+			{"101-char title", "POST", "/v1/articles", body(strings.Repeat("a", 101), "c"), 400, "INVALID_TITLE"},
+			{"101 multi-byte title", "POST", "/v1/articles", body(strings.Repeat("가", 101), "c"), 400, "INVALID_TITLE"},
+			{"empty content", "POST", "/v1/articles", body("t", ""), 400, "INVALID_CONTENT"},
+			{"3001-char content", "POST", "/v1/articles", body("t", strings.Repeat("a", 3001)), 400, "INVALID_CONTENT"},
+			{"body over 64 KiB", "POST", "/v1/articles", body("t", strings.Repeat("a", 70_000)), 413, "BODY_TOO_LARGE"},
+
+			{"put malformed", "PUT", existing, `{`, 400, "INVALID_JSON"},
+			{"put empty body", "PUT", existing, ``, 400, "INVALID_JSON"},
+			{"put missing title", "PUT", existing, `{"content":"c"}`, 400, "MISSING_FIELD"},
+			{"put missing content", "PUT", existing, `{"title":"t"}`, 400, "MISSING_FIELD"},
+			{"put blank title", "PUT", existing, `{"title":"  ","content":"c"}`, 400, "INVALID_TITLE"},
+			{"put 3001-char content", "PUT", existing, body("t", strings.Repeat("가", 3001)), 400, "INVALID_CONTENT"},
+			{"put over 64 KiB", "PUT", existing, body("t", strings.Repeat("a", 70_000)), 413, "BODY_TOO_LARGE"},
+			{"put missing article", "PUT", "/v1/articles/1", body("t", "c"), 404, "ARTICLE_NOT_FOUND"},
+			{"put bad id", "PUT", "/v1/articles/x", body("t", "c"), 400, "INVALID_ARTICLE_ID"},
+
+			{"get missing", "GET", "/v1/articles/1", ``, 404, "ARTICLE_NOT_FOUND"},
+			{"get id 0", "GET", "/v1/articles/0", ``, 404, "ARTICLE_NOT_FOUND"},
+			{"get non-numeric id", "GET", "/v1/articles/abc", ``, 400, "INVALID_ARTICLE_ID"},
+			{"get negative id", "GET", "/v1/articles/-1", ``, 400, "INVALID_ARTICLE_ID"},
+			{"get overflowing id", "GET", "/v1/articles/9223372036854775808", ``, 400, "INVALID_ARTICLE_ID"},
+			{"get float id", "GET", "/v1/articles/1.0", ``, 400, "INVALID_ARTICLE_ID"},
+			{"get escaped space id", "GET", "/v1/articles/%201", ``, 400, "INVALID_ARTICLE_ID"},
+			{"delete missing", "DELETE", "/v1/articles/1", ``, 404, "ARTICLE_NOT_FOUND"},
+			{"delete bad id", "DELETE", "/v1/articles/-5", ``, 400, "INVALID_ARTICLE_ID"},
+
+			{"list missing boardId", "GET", "/v1/articles", ``, 400, "MISSING_BOARD_ID"},
+			{"list empty boardId", "GET", "/v1/articles?boardId=", ``, 400, "MISSING_BOARD_ID"},
+			{"list bad boardId", "GET", "/v1/articles?boardId=x", ``, 400, "INVALID_BOARD_ID"},
+			{"list negative boardId", "GET", "/v1/articles?boardId=-1", ``, 400, "INVALID_BOARD_ID"},
+			{"list pageSize 0", "GET", "/v1/articles?boardId=1&pageSize=0", ``, 400, "INVALID_PAGE_SIZE"},
+			{"list pageSize 101", "GET", "/v1/articles?boardId=1&pageSize=101", ``, 400, "INVALID_PAGE_SIZE"},
+			{"list pageSize x", "GET", "/v1/articles?boardId=1&pageSize=x", ``, 400, "INVALID_PAGE_SIZE"},
+			{"list page 0", "GET", "/v1/articles?boardId=1&page=0", ``, 400, "INVALID_PAGE"},
+			{"list page -1", "GET", "/v1/articles?boardId=1&page=-1", ``, 400, "INVALID_PAGE"},
+			{"list page huge", "GET", "/v1/articles?boardId=1&page=9223372036854775807", ``, 400, "INVALID_PAGE"},
+			{"scroll missing boardId", "GET", "/v1/articles/infinite-scroll?pageSize=5", ``, 400, "MISSING_BOARD_ID"},
+			{"scroll pageSize 0", "GET", "/v1/articles/infinite-scroll?boardId=1&pageSize=0", ``, 400, "INVALID_PAGE_SIZE"},
+			{"scroll pageSize 101", "GET", "/v1/articles/infinite-scroll?boardId=1&pageSize=101", ``, 400, "INVALID_PAGE_SIZE"},
+			{"scroll pageSize x", "GET", "/v1/articles/infinite-scroll?boardId=1&pageSize=x", ``, 400, "INVALID_PAGE_SIZE"},
+			{"scroll lastArticleId abc", "GET", "/v1/articles/infinite-scroll?boardId=1&lastArticleId=abc", ``, 400, "INVALID_LAST_ARTICLE_ID"},
+			{"scroll lastArticleId -1", "GET", "/v1/articles/infinite-scroll?boardId=1&lastArticleId=-1", ``, 400, "INVALID_LAST_ARTICLE_ID"},
+			{"count bad boardId", "GET", "/v1/articles/boards/x/count", ``, 400, "INVALID_BOARD_ID"},
+			{"count overflowing boardId", "GET", "/v1/articles/boards/99999999999999999999/count", ``, 400, "INVALID_BOARD_ID"},
+
+			{"unknown route", "GET", "/v2/nothing", ``, 404, "NOT_FOUND"},
+			{"unknown sub-route", "GET", "/v1/articles/1/comments", ``, 404, "NOT_FOUND"},
+			{"wrong method on item", "POST", "/v1/articles/1", `{}`, 405, "METHOD_NOT_ALLOWED"},
+			{"wrong method on collection", "DELETE", "/v1/articles", ``, 405, "METHOD_NOT_ALLOWED"},
+			{"wrong method on count", "POST", "/v1/articles/boards/1/count", ``, 405, "METHOD_NOT_ALLOWED"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := call(h, tc.method, tc.path, tc.body)
+				if r.status != tc.status {
+					t.Errorf("status = %d, want %d; body %s", r.status, tc.status, r.body)
+				}
+				if r.header.Get("Content-Type") != "application/json" {
+					t.Errorf("Content-Type = %q", r.header.Get("Content-Type"))
+				}
+				if code := errorCode(t, r); code != tc.code {
+					t.Errorf("code = %q, want %q", code, tc.code)
+				}
+				if r.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
+					t.Error("405 without an Allow header")
+				}
+			})
+		}
+
+		if got := call(h, "PATCH", existing, `{}`).header.Get("Allow"); got != "DELETE, GET, HEAD, PUT" {
+			t.Errorf("Allow = %q, want DELETE, GET, HEAD, PUT", got)
+		}
+		// Nothing above changed the board.
+		if got := strings.TrimSpace(call(h, "GET", "/v1/articles/boards/1/count", "").body); got != "1" {
+			t.Errorf("board count after bad input = %s, want 1", got)
+		}
+		// 100 multi-byte characters are a valid title.
+		wantStatus(t, call(h, "POST", "/v1/articles", body(strings.Repeat("가", 100), strings.Repeat("나", 3000))), http.StatusCreated)
+	})
+}
+
+func FuzzCreateArticle(f *testing.F) {
+	for _, s := range []string{
+		`{"title":"t","content":"c","writerId":1,"boardId":1}`,
+		`{"title":"가","content":"c","writerId":"1","boardId":"2","x":[]}`,
+		`{"title":"t","content":"c","writerId":0,"boardId":1}`,
+		`{"title":"","content":"c","writerId":1,"boardId":1}`,
+		`{"title":"t\u0000","content":"c\ud800","writerId":1,"boardId":1}`,
+		`{"title":"t","content":"c","writerId":1e3,"boardId":-1}`,
+		`{"title":"t"}`,
+		`{`, ``, `null`, `[]`, `"x"`, `{}{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	h, _ := testHandler(f, sqltest.OpenSQLite(f, Migrate))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/articles", bytes.NewReader(body)))
+		r := reply{rec.Code, rec.Header(), rec.Body.String()}
+		switch {
+		case r.status >= 500:
+			t.Fatalf("body %q: status %d %s", body, r.status, r.body)
+		case r.status >= 400:
+			errorCode(t, r)
+		case r.status == http.StatusCreated:
+			// What was created reads back the same.
+			created := decodeJSON(t, r.body).(map[string]any)
+			got := call(h, "GET", "/v1/articles/"+created["articleId"].(string), "")
+			if diff := cmp.Diff(any(created), decodeJSON(t, got.body)); diff != "" {
+				t.Fatalf("body %q: read back (-created +read):\n%s", body, diff)
+			}
+		default:
+			t.Fatalf("body %q: status %d", body, r.status)
+		}
+	})
+}
