@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"board/internal/article"
+	"board/internal/httpio"
+	"board/internal/snowflake"
+)
+
+func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "paging" {
+		return fmt.Errorf("usage: board bench paging [flags] (see board bench paging --help)")
+	}
+	var cfg config
+	fs := newFlagSet("bench paging", `Usage: board bench paging [flags]
+
+Times article list queries on a seeded board (see board seed) two ways: through the HTTP API of an article service
+started in this process on a loopback port, and as the same store calls (the SQL through database/sql) without
+HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
+	cfg.engineFlags(fs)
+	board := fs.Int64("board", 1, "seeded board to read")
+	page := fs.Int64("page", 50_000, "deep page number for the offset case")
+	depth := fs.Int64("depth", 6_000_000, "articles skipped for the deep infinite-scroll case")
+	pageSize := fs.Int64("page-size", 30, "articles per page")
+	runs := fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)")
+	if err := parse(fs, args[1:], getenv); err != nil {
+		return err
+	}
+	logger, err := cfg.logger(stderr)
+	if err != nil {
+		return err
+	}
+	e := &engines{cfg: &cfg, logger: logger}
+	defer e.close()
+	db, err := e.openSQL(ctx, "article")
+	if err != nil {
+		return err
+	}
+	store := article.NewStore(db)
+	ids, err := snowflake.New(snowflake.MaxNode, nil) // the node reserved for tools; the bench issues no ids anyway
+	if err != nil {
+		return err
+	}
+	svc := article.NewService(store, ids, time.Now)
+	count, err := svc.BoardCount(ctx, *board)
+	if err != nil {
+		return err
+	}
+	if count <= *depth {
+		return fmt.Errorf("board %d has %d articles, not more than --depth %d: seed it first (board seed --board %d)",
+			*board, count, *depth, *board)
+	}
+	cursor, err := store.Page(ctx, *board, *depth-1, 1)
+	if err != nil {
+		return err
+	}
+	lastID := cursor[0].ID
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: httpio.Server{Service: "article", API: article.Routes(svc, e.logger),
+		Gatherer: prometheus.NewRegistry(), Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger}.Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+
+	type benchCase struct {
+		name string
+		url  string
+		raw  func() error
+	}
+	cases := []benchCase{
+		{"page 1", fmt.Sprintf("/v1/articles?boardId=%d&page=1&pageSize=%d", *board, *pageSize),
+			func() error { _, err := svc.List(ctx, *board, 1, *pageSize); return err }},
+		{fmt.Sprintf("page %d", *page), fmt.Sprintf("/v1/articles?boardId=%d&page=%d&pageSize=%d", *board, *page, *pageSize),
+			func() error { _, err := svc.List(ctx, *board, *page, *pageSize); return err }},
+		{"scroll depth 0", fmt.Sprintf("/v1/articles/infinite-scroll?boardId=%d&pageSize=%d", *board, *pageSize),
+			func() error { _, err := svc.Scroll(ctx, *board, *pageSize, 0); return err }},
+		{fmt.Sprintf("scroll depth %d", *depth),
+			fmt.Sprintf("/v1/articles/infinite-scroll?boardId=%d&pageSize=%d&lastArticleId=%d", *board, *pageSize, lastID),
+			func() error { _, err := svc.Scroll(ctx, *board, *pageSize, lastID); return err }},
+	}
+	fmt.Fprintf(stdout, "board %d: %d articles on %s %s; page size %d; median of %d runs\n",
+		*board, count, db.Dialect, db.Name, *pageSize, *runs)
+	fmt.Fprintf(stdout, "%-22s %12s %12s %8s\n", "case", "api", "raw", "api/raw")
+	client := &http.Client{}
+	for _, c := range cases {
+		api, err := median(*runs, func() error { return get(ctx, client, base+c.url) })
+		if err != nil {
+			return fmt.Errorf("%s via api: %w", c.name, err)
+		}
+		raw, err := median(*runs, c.raw)
+		if err != nil {
+			return fmt.Errorf("%s raw: %w", c.name, err)
+		}
+		fmt.Fprintf(stdout, "%-22s %12s %12s %8.2f\n", c.name, api.Round(time.Microsecond), raw.Round(time.Microsecond),
+			float64(api)/float64(raw))
+	}
+	return nil
+}
+
+func get(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// median runs fn twice to warm caches, then runs times, and returns the median duration.
+func median(runs int, fn func() error) (time.Duration, error) {
+	times := make([]time.Duration, 0, runs)
+	for i := -2; i < runs; i++ {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		if i >= 0 {
+			times = append(times, time.Since(start))
+		}
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}

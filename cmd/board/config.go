@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// config is everything the binary can be told, by flag or by the BOARD_* environment variable of the same name
+// (--data-dir and BOARD_DATA_DIR). It is parsed here and nowhere else.
+type config struct {
+	DataDir string
+
+	MySQLDSN      string
+	MySQLDBPrefix string
+	MySQLMaxConns int
+	Migrate       bool
+
+	RedisAddr         string
+	RedisPrefix       string
+	EmbeddedRedisAddr string
+	RedisSnapshot     time.Duration
+
+	KafkaBrokers      string
+	EmbeddedKafkaAddr string
+
+	ArticleAddr string
+
+	NodeLeaseTTL    time.Duration
+	ShutdownTimeout time.Duration
+	LogLevel        string
+	LogFormat       string
+}
+
+// engineFlags registers the flags every command that touches the engines shares.
+func (c *config) engineFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "./board-data", "directory for the embedded engines' files (SQLite, Redis snapshot, Kafka log)")
+	fs.StringVar(&c.MySQLDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
+	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", "", "prefix for the services' MySQL database names (article, comment, article_like, article_view)")
+	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", 50, "maximum open MySQL connections per service")
+	fs.BoolVar(&c.Migrate, "migrate", true, "create or upgrade schemas at start")
+	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis address, or a comma-separated list of Redis Cluster nodes (empty: embedded Redis-protocol server)")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "prefix for every Redis key this process writes")
+	fs.StringVar(&c.EmbeddedRedisAddr, "embedded-redis-addr", "127.0.0.1:6380", "loopback address of the embedded Redis-protocol server")
+	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the embedded Redis saves changes to --data-dir (and always at shutdown)")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated Kafka seed brokers (empty: embedded Kafka-protocol broker)")
+	fs.StringVar(&c.EmbeddedKafkaAddr, "embedded-kafka-addr", "127.0.0.1:9092", "loopback address of the embedded Kafka-protocol broker")
+	fs.DurationVar(&c.NodeLeaseTTL, "node-lease-ttl", 30*time.Second, "TTL of this process's Snowflake node id lease in Redis")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+}
+
+// serveFlags registers the flags of `board serve`.
+func (c *config) serveFlags(fs *flag.FlagSet) {
+	c.engineFlags(fs)
+	fs.StringVar(&c.ArticleAddr, "article-addr", ":9000", "listen address of the article service")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
+}
+
+// parse reads args into fs, taking each flag not given on the command line from BOARD_<NAME> when that is set.
+func parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "BOARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !given[f.Name] {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// newFlagSet returns a flag set whose --help prints usage and the flags to w.
+func newFlagSet(name, usage string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "%s\n\nFlags (each also read from BOARD_<FLAG_NAME>, e.g. --data-dir from BOARD_DATA_DIR):\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (c *config) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat)
+}

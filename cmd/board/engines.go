@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/embedded"
+	"board/internal/sqldb"
+)
+
+// engines are the data engines a command runs on: the configured servers, or embedded ones started here.
+type engines struct {
+	cfg          *config
+	logger       *slog.Logger
+	redis        redis.UniversalClient
+	kafkaBrokers []string
+	closers      []func() error // run in reverse order by close
+}
+
+// startRedis connects to the configured Redis, or starts the embedded one.
+func (e *engines) startRedis(ctx context.Context) error {
+	addrs := splitList(e.cfg.RedisAddr)
+	if len(addrs) == 0 {
+		srv, err := embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(e.cfg.DataDir, "redis", "snapshot.json"),
+			e.cfg.RedisSnapshot, e.logger)
+		if err != nil {
+			return fmt.Errorf("start embedded redis: %w", err)
+		}
+		e.closers = append(e.closers, srv.Close)
+		addrs = []string{srv.Addr()}
+	}
+	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs})
+	e.closers = append(e.closers, e.redis.Close)
+	if err := e.redis.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("connect to redis %v: %w", addrs, err)
+	}
+	return nil
+}
+
+// startKafka notes the configured brokers, or starts the embedded one.
+func (e *engines) startKafka() error {
+	e.kafkaBrokers = splitList(e.cfg.KafkaBrokers)
+	if len(e.kafkaBrokers) > 0 {
+		return nil
+	}
+	broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"), e.logger)
+	if err != nil {
+		return fmt.Errorf("start embedded kafka: %w", err)
+	}
+	e.closers = append(e.closers, func() error { broker.Close(); return nil })
+	e.kafkaBrokers = broker.Addrs()
+	return nil
+}
+
+// openSQL opens a service's database: <prefix><name> on the MySQL server, or <data-dir>/sqlite/<name>.db.
+func (e *engines) openSQL(ctx context.Context, name string) (*sqldb.DB, error) {
+	var db *sqldb.DB
+	if e.cfg.MySQLDSN == "" {
+		var err error
+		if db, err = sqldb.OpenSQLite(filepath.Join(e.cfg.DataDir, "sqlite", name+".db")); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg, err := mysql.ParseDSN(e.cfg.MySQLDSN)
+		if err != nil {
+			return nil, fmt.Errorf("--mysql-dsn: %w", err)
+		}
+		cfg.DBName = e.cfg.MySQLDBPrefix + name
+		if db, err = sqldb.OpenMySQL(ctx, cfg.FormatDSN(), e.cfg.MySQLMaxConns); err != nil {
+			return nil, err
+		}
+	}
+	e.closers = append(e.closers, db.Close)
+	return db, nil
+}
+
+// close releases everything in reverse order of start.
+func (e *engines) close() error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		errs = append(errs, e.closers[i]())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

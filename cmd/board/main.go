@@ -1,0 +1,15 @@
+// Command board runs the bulletin-board services and their tools. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "board:", err)
+		os.Exit(1)
+	}
+}

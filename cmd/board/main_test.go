@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/sqldb/sqltest"
+)
+
+// redisAddrEnv turns the real-Redis backend on for the end-to-end tests.
+const redisAddrEnv = "BOARD_TEST_REDIS_ADDR"
+
+// program is a running `board serve` started by the test through run, as main would.
+type program struct {
+	t     *testing.T
+	urls  map[string]string // service name -> base URL
+	stop  context.CancelFunc
+	done  chan error
+	flags []string
+}
+
+// testFlags returns the flags that point a program at the test's engines: embedded ones on loopback port 0 in dir,
+// or the real MariaDB and Redis when BOARD_TEST_MYSQL_DSN / BOARD_TEST_REDIS_ADDR are set (with a database prefix
+// and key prefix of the test's own, cleaned up at the end).
+func testFlags(t *testing.T, dir string) []string {
+	flags := []string{"--data-dir", dir, "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
+		"--log-format", "json"}
+	suffix := sqltest.RandomSuffix()
+	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
+		prefix := "board_e2e_" + suffix + "_"
+		sqltest.DatabaseDSN(t, prefix+"article") // drops it at the end
+		flags = append(flags, "--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
+	}
+	if addr := os.Getenv(redisAddrEnv); addr != "" {
+		prefix := "test:e2e:" + suffix + ":"
+		t.Cleanup(func() { deleteRedisKeys(t, addr, prefix) })
+		flags = append(flags, "--redis-addr", addr, "--redis-prefix", prefix)
+	}
+	return flags
+}
+
+func deleteRedisKeys(t *testing.T, addr, prefix string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		rdb.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("clean up redis keys %s*: %v", prefix, err)
+	}
+}
+
+// startProgram runs `board serve` with flags and the services on port 0, and waits until every service listens.
+func startProgram(t *testing.T, flags []string) *program {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := newLogWatcher()
+	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags}
+	args := append([]string{"serve", "--article-addr", "127.0.0.1:0"}, flags...)
+	go func() {
+		p.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs)
+	}()
+	select {
+	case p.urls = <-logs.ready(len(services)):
+	case err := <-p.done:
+		t.Fatalf("board serve exited early: %v\n%s", err, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("board serve did not start in time\n%s", logs)
+	}
+	t.Cleanup(func() { p.shutdown() })
+	return p
+}
+
+// shutdown stops the program as SIGTERM would and checks that it exits cleanly.
+func (p *program) shutdown() {
+	if p.stop == nil {
+		return
+	}
+	p.stop()
+	p.stop = nil
+	select {
+	case err := <-p.done:
+		if err != nil {
+			p.t.Errorf("board serve exited with: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		p.t.Error("board serve did not shut down in time")
+	}
+}
+
+// logWatcher collects the JSON log lines of a program and reports the address each service listens on.
+type logWatcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	urls  map[string]string
+	want  int
+	found chan map[string]string
+}
+
+func newLogWatcher() *logWatcher {
+	return &logWatcher{urls: map[string]string{}, found: make(chan map[string]string, 1)}
+}
+
+func (w *logWatcher) ready(n int) <-chan map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.want = n
+	return w.found
+}
+
+func (w *logWatcher) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(b)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var line struct{ Msg, Service, Addr string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+			w.urls[line.Service] = "http://" + line.Addr
+			if len(w.urls) == w.want {
+				w.found <- w.urls
+			}
+		}
+	}
+	return len(b), nil
+}
+
+func (w *logWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// call sends a JSON request and decodes a JSON answer into out (when out is not nil), checking the status.
+func call(t *testing.T, method, url string, body any, wantStatus int, out any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, url, resp.StatusCode, wantStatus, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, url, raw, err)
+		}
+	}
+}
+
+type articleOut struct {
+	ArticleID, Title, Content, BoardID, WriterID, CreatedAt, ModifiedAt string
+}
+
+func TestServeArticlesSurviveRestart(t *testing.T) {
+	flags := testFlags(t, t.TempDir())
+	p := startProgram(t, flags)
+	api := p.urls["article"]
+
+	var created []articleOut
+	for i := range 3 {
+		var a articleOut
+		call(t, "POST", api+"/v1/articles", map[string]any{"title": fmt.Sprintf("title %d", i), "content": "content",
+			"writerId": "11", "boardId": 5}, http.StatusCreated, &a)
+		created = append(created, a)
+	}
+	var updated articleOut
+	call(t, "PUT", api+"/v1/articles/"+created[0].ArticleID, map[string]any{"title": "new title", "content": "new"},
+		http.StatusOK, &updated)
+	if updated.Title != "new title" || updated.CreatedAt != created[0].CreatedAt {
+		t.Errorf("update returned %+v", updated)
+	}
+	call(t, "DELETE", api+"/v1/articles/"+created[1].ArticleID, nil, http.StatusNoContent, nil)
+	call(t, "GET", api+"/v1/articles/"+created[1].ArticleID, nil, http.StatusNotFound, nil)
+
+	var page struct {
+		Articles     []articleOut
+		ArticleCount int
+	}
+	call(t, "GET", api+"/v1/articles?boardId=5&page=1&pageSize=10", nil, http.StatusOK, &page)
+	if got := ids(page.Articles); got != created[2].ArticleID+","+created[0].ArticleID || page.ArticleCount != 2 {
+		t.Fatalf("page = %s (count %d), want %s,%s (count 2)", got, page.ArticleCount, created[2].ArticleID, created[0].ArticleID)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		call(t, "GET", api+path, nil, http.StatusOK, nil)
+	}
+	p.shutdown()
+
+	// The same data directory (or database) after a restart: everything a user saw is still there.
+	p = startProgram(t, flags)
+	api = p.urls["article"]
+	var scroll []articleOut
+	call(t, "GET", api+"/v1/articles/infinite-scroll?boardId=5&pageSize=10", nil, http.StatusOK, &scroll)
+	if got, want := ids(scroll), ids(page.Articles); got != want {
+		t.Errorf("after restart: scroll = %s, want %s", got, want)
+	}
+	var got articleOut
+	call(t, "GET", api+"/v1/articles/"+created[0].ArticleID, nil, http.StatusOK, &got)
+	if got != updated {
+		t.Errorf("after restart: article = %+v, want %+v", got, updated)
+	}
+	var count int
+	call(t, "GET", api+"/v1/articles/boards/5/count", nil, http.StatusOK, &count)
+	if count != 2 {
+		t.Errorf("after restart: board count = %d, want 2", count)
+	}
+	var newer articleOut
+	call(t, "POST", api+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 5},
+		http.StatusCreated, &newer)
+	if len(newer.ArticleID) < len(created[2].ArticleID) || (len(newer.ArticleID) == len(created[2].ArticleID) && newer.ArticleID <= created[2].ArticleID) {
+		t.Errorf("id after restart %s is not above %s", newer.ArticleID, created[2].ArticleID)
+	}
+}
+
+func ids(as []articleOut) string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.ArticleID
+	}
+	return strings.Join(out, ",")
+}

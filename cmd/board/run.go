@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `board — a bulletin-board backend of six event-driven services.
+
+Usage:
+  board serve [service...]   run services (default: all of them)
+  board migrate              create or upgrade every service's schema
+  board seed                 bulk-load articles for experiments
+  board bench paging         time list queries through the HTTP API and directly
+
+Run 'board <command> --help' for a command's flags.`
+
+// run is the whole program; main only supplies the process's arguments, environment and output.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd {
+	case "serve":
+		err = serveCommand(ctx, rest, getenv, stdout, stderr)
+	case "migrate":
+		err = migrateCommand(ctx, rest, getenv, stdout, stderr)
+	case "seed":
+		err = seedCommand(ctx, rest, getenv, stdout, stderr)
+	case "bench":
+		err = benchCommand(ctx, rest, getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
