@@ -1,4 +1,5 @@
--- article_id is the rowid, so the (board_id, article_id) index covers id-only scans of a board.
+-- article_id is the rowid, so the index covers id-only scans of a board. It is kept newest first because lists
+-- read newest first: skipping an offset is then a forward walk (docs/paging.md).
 CREATE TABLE article (
     article_id  INTEGER  NOT NULL PRIMARY KEY,
     title       TEXT     NOT NULL,
@@ -9,7 +10,7 @@ CREATE TABLE article (
     modified_at DATETIME NOT NULL
 );
 
-CREATE INDEX idx_board_id_article_id ON article (board_id, article_id);
+CREATE INDEX idx_board_id_article_id ON article (board_id, article_id DESC);
 
 CREATE TABLE board_article_count (
     board_id      INTEGER NOT NULL PRIMARY KEY,
