@@ -28,7 +28,7 @@ type engines struct {
 func (e *engines) startRedis(ctx context.Context) error {
 	addrs := splitList(e.cfg.RedisAddr)
 	if len(addrs) == 0 {
-		srv, err := embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(e.cfg.DataDir, "redis", "snapshot.json"),
+		srv, err := embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(e.cfg.DataDir, "redis", "snapshot.gob"),
 			e.cfg.RedisSnapshot, e.logger)
 		if err != nil {
 			return fmt.Errorf("start embedded redis: %w", err)
