@@ -12,15 +12,16 @@ import (
 
 // Routes returns the whole HTTP API of the article service (SPEC §3.1).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
-	h := handlers{svc: svc, logger: logger}
+	h := handlers{svc: svc}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/articles", h.create)
-	mux.HandleFunc("GET /v1/articles/{articleId}", h.get)
-	mux.HandleFunc("PUT /v1/articles/{articleId}", h.update)
-	mux.HandleFunc("DELETE /v1/articles/{articleId}", h.delete)
-	mux.HandleFunc("GET /v1/articles", h.list)
-	mux.HandleFunc("GET /v1/articles/infinite-scroll", h.scroll)
-	mux.HandleFunc("GET /v1/articles/boards/{boardId}/count", h.boardCount)
+	handle := func(pattern string, fn httpio.HandlerFunc) { mux.Handle(pattern, httpio.Handle(logger, fn)) }
+	handle("POST /v1/articles", h.create)
+	handle("GET /v1/articles/{articleId}", h.get)
+	handle("PUT /v1/articles/{articleId}", h.update)
+	handle("DELETE /v1/articles/{articleId}", h.delete)
+	handle("GET /v1/articles", h.list)
+	handle("GET /v1/articles/infinite-scroll", h.scroll)
+	handle("GET /v1/articles/boards/{boardId}/count", h.boardCount)
 	return mux
 }
 
@@ -49,15 +50,10 @@ func toJSONList(as []Article) []articleJSON {
 }
 
 type handlers struct {
-	svc    *Service
-	logger *slog.Logger
+	svc *Service
 }
 
-func (h handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
-	httpio.Error(w, r, h.logger, err)
-}
-
-func (h handlers) create(w http.ResponseWriter, r *http.Request) {
+func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Title    *string  `json:"title"`
 		Content  *string  `json:"content"`
@@ -65,144 +61,129 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) {
 		BoardID  *wire.ID `json:"boardId"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil),
 		httpio.Has("writerId", in.WriterID != nil), httpio.Has("boardId", in.BoardID != nil)); err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	if *in.WriterID == 0 || *in.BoardID == 0 {
-		h.fail(w, r, fault.Invalidf("INVALID_ID", "writerId and boardId must be positive"))
-		return
+		return fault.Invalidf("INVALID_ID", "writerId and boardId must be positive")
 	}
 	a, err := h.svc.Create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), int64(*in.WriterID))
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusCreated, toJSON(a))
+	return nil
 }
 
-func (h handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := httpio.PathID(r, "articleId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	a, err := h.svc.Get(r.Context(), id)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusOK, toJSON(a))
+	return nil
 }
 
-func (h handlers) update(w http.ResponseWriter, r *http.Request) {
+func (h handlers) update(w http.ResponseWriter, r *http.Request) error {
 	id, err := httpio.PathID(r, "articleId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	var in struct {
 		Title   *string `json:"title"`
 		Content *string `json:"content"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil)); err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	a, err := h.svc.Update(r.Context(), id, *in.Title, *in.Content)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusOK, toJSON(a))
+	return nil
 }
 
-func (h handlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	id, err := httpio.PathID(r, "articleId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	if err := h.svc.Delete(r.Context(), id); err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // defaultPageSize is used when a list request names none.
 const defaultPageSize = 30
 
-func (h handlers) list(w http.ResponseWriter, r *http.Request) {
+func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	boardID, err := httpio.QueryID(r, "boardId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	// Pages past ~10^9 would make offsets that no engine scans in reasonable time; refuse them as input errors.
 	page, err := httpio.QueryInt(r, "page", 1, 1, math.MaxInt32)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	p, err := h.svc.List(r.Context(), boardID, page, pageSize)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusOK, struct {
 		Articles     []articleJSON `json:"articles"`
 		ArticleCount int64         `json:"articleCount"`
 	}{toJSONList(p.Articles), p.Count})
+	return nil
 }
 
-func (h handlers) scroll(w http.ResponseWriter, r *http.Request) {
+func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	boardID, err := httpio.QueryID(r, "boardId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	lastID, err := httpio.OptionalQueryID(r, "lastArticleId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	as, err := h.svc.Scroll(r.Context(), boardID, pageSize, lastID)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusOK, toJSONList(as))
+	return nil
 }
 
-func (h handlers) boardCount(w http.ResponseWriter, r *http.Request) {
+func (h handlers) boardCount(w http.ResponseWriter, r *http.Request) error {
 	boardID, err := httpio.PathID(r, "boardId")
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	n, err := h.svc.BoardCount(r.Context(), boardID)
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		return err
 	}
 	httpio.Write(w, http.StatusOK, n)
+	return nil
 }

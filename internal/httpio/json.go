@@ -88,3 +88,15 @@ func classify(err error) (int, errorBody) {
 	}
 	return http.StatusInternalServerError, errorBody{"INTERNAL", "internal error"}
 }
+
+// HandlerFunc is a handler that returns its error instead of answering it.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handle adapts fn to net/http, answering any error it returns through Error.
+func Handle(logger *slog.Logger, fn HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			Error(w, r, logger, err)
+		}
+	}
+}
