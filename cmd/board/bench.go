@@ -35,11 +35,10 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	if err := parse(fs, args[1:], getenv); err != nil {
 		return err
 	}
-	logger, err := cfg.logger(stderr)
+	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err
 	}
-	e := &engines{cfg: &cfg, logger: logger}
 	defer e.close()
 	db, err := e.openSQL(ctx, "article")
 	if err != nil {

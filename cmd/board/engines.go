@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,15 @@ type engines struct {
 	redis        redis.UniversalClient
 	kafkaBrokers []string
 	closers      []func() error // run in reverse order by close
+}
+
+// newEngines returns no engines yet, and a logger writing to w; commands start what they need.
+func newEngines(cfg *config, w io.Writer) (*engines, error) {
+	logger, err := cfg.logger(w)
+	if err != nil {
+		return nil, err
+	}
+	return &engines{cfg: cfg, logger: logger}, nil
 }
 
 // startRedis connects to the configured Redis, or starts the embedded one.

@@ -13,11 +13,10 @@ func migrateCommand(ctx context.Context, args []string, getenv func(string) stri
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	logger, err := cfg.logger(stderr)
+	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err
 	}
-	e := &engines{cfg: &cfg, logger: logger}
 	defer e.close()
 	for _, s := range services {
 		if s.database == "" {

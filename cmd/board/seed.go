@@ -37,11 +37,10 @@ resumed by running the same command again: chunks already written are skipped.`,
 	if *board < 1 || *board >= maxBoard || *total < 1 || *workers < 1 || *batch < 1 || *batch > 4000 {
 		return fmt.Errorf("need 1 <= --board < %d, --articles >= 1, --workers >= 1, 1 <= --batch <= 4000", maxBoard)
 	}
-	logger, err := cfg.logger(stderr)
+	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err
 	}
-	e := &engines{cfg: &cfg, logger: logger}
 	defer e.close()
 	db, err := e.openSQL(ctx, "article")
 	if err != nil {

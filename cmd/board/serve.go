@@ -71,17 +71,17 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("unknown service %q (services: %s)", name, strings.Join(serviceNames(), ", "))
 		}
 	}
-	logger, err := cfg.logger(stderr)
+	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, &cfg, selected, logger)
+	return serve(ctx, e, selected)
 }
 
 // serve starts the engines and the selected services, and on ctx's end shuts them down in reverse order.
-func serve(ctx context.Context, cfg *config, selected []string, logger *slog.Logger) (err error) {
-	e := &engines{cfg: cfg, logger: logger}
+func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	defer func() { err = errors.Join(err, e.close()) }()
+	cfg, logger := e.cfg, e.logger
 	if err := e.startRedis(ctx); err != nil {
 		return err
 	}
