@@ -1,0 +1,49 @@
+// Package kafka is the messaging glue of SPEC §4: the producer client the outbox relay publishes events with, topic
+// creation, and the consumer loop every event-consuming service runs.
+//
+// # Producing
+//
+// [NewProducer] returns an idempotent, acks=all franz-go client whose records fail after a bounded delivery timeout
+// instead of waiting forever for a dead broker (a record the caller produces again after such a failure may then be
+// stored twice: consumers tolerate duplicates anyway). [EnsureTopics] creates the event topics and their dead-letter topics
+// (event.DeadLetterTopic); [EventRecord] builds the record of one event (key = shard key, value = envelope JSON,
+// headers eventType and eventId).
+//
+// # Consuming: what the loop guarantees
+//
+//   - At least once. A record's offset is committed only after the record was handled (its handler returned nil),
+//     skipped (no handler is registered for its type) or dead-lettered (produced to `<topic>.dlt` and acknowledged).
+//     Records of one partition are processed strictly in offset order, one at a time, so a committed offset never
+//     passes a record that was neither handled nor dead-lettered. Nothing is silently dropped.
+//   - Retries. A failing handler is called again after a backoff (Backoff, doubling, capped at 5 s, jittered) up to
+//     MaxAttempts times in all; then the record goes to the dead-letter topic and consumption goes on. Errors that
+//     cannot succeed on a retry go to the dead-letter topic after the first attempt: a value event.Decode rejects
+//     (the handler is never called), and a handler error of fault kind Invalid or wrapping event.ErrMalformed. One
+//     function, retryable, makes that decision.
+//   - Dead letters. The dead-letter record keeps the original key, value and headers and adds dlt-error (the error
+//     text), dlt-origin-topic, dlt-origin-partition, dlt-origin-offset, dlt-attempts (handler calls made, 0 for a
+//     record that could not be decoded) and dlt-failed-at (RFC 3339, UTC). If producing it fails (broker down,
+//     topic missing), it is retried with backoff for as long as the consumer runs: the partition stalls rather than
+//     skipping the record.
+//   - Shutdown. When Run's context is cancelled, the handler's context is cancelled too, retries and backoffs stop at
+//     once, the offsets of the records already handled are committed, the record being worked on is not (it will be
+//     delivered again), and the member leaves the group.
+//   - Rebalances. The client blocks rebalances while a polled batch is processed (kgo.BlockRebalanceOnPoll); the
+//     batch's offsets are committed before rebalancing is allowed again, so a partition moves to another member
+//     only with everything handled here committed: a rebalance neither loses records nor rewinds another member's
+//     commits. The partitions-revoked callback commits whatever is still pending; the partitions-lost callback
+//     (the member was kicked out, e.g. a handler outlived the rebalance timeout) drops it, since the commit would be
+//     rejected, and those records are delivered again to the new owner. Batches are bounded (maxPollRecords) so a
+//     rebalance waits for at most one batch.
+//
+// # What a handler must tolerate
+//
+//   - Duplicates: a record is delivered again after a crash, a failed commit, a lost partition or a shutdown
+//     mid-handling, and the relay itself may publish an event twice.
+//   - Out-of-order events: per-key order is not guaranteed end to end (the relay publishes asynchronously and
+//     re-publishes late rows). Use the versions the event package documents: keep the highest version applied per
+//     aggregate and ignore an event whose version is not higher.
+//   - Cancellation: ctx is cancelled at shutdown; return promptly (the record will be redelivered).
+//   - A handler error is retried unless it is fault.Invalid or wraps event.ErrMalformed; return those for events that
+//     can never be applied, so they reach the dead-letter topic without delay.
+package kafka
