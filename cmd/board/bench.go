@@ -13,13 +13,23 @@ import (
 
 	"board/internal/article"
 	"board/internal/httpio"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 )
 
 func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "paging" {
-		return fmt.Errorf("usage: board bench paging [flags] (see board bench paging --help)")
+	if len(args) > 0 {
+		switch args[0] {
+		case "paging":
+			return benchPaging(ctx, args[1:], getenv, stdout, stderr)
+		case "relay":
+			return benchRelay(ctx, args[1:], getenv, stdout, stderr)
+		}
 	}
+	return fmt.Errorf("usage: board bench paging|relay [flags] (see board bench paging --help)")
+}
+
+func benchPaging(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg config
 	fs := newFlagSet("bench paging", `Usage: board bench paging [flags]
 
@@ -32,7 +42,7 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	depth := fs.Int64("depth", 6_000_000, "articles skipped for the deep infinite-scroll case")
 	pageSize := fs.Int64("page-size", 30, "articles per page")
 	runs := fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)")
-	if err := parse(fs, args[1:], getenv); err != nil {
+	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
 	e, err := newEngines(&cfg, stderr)
@@ -44,11 +54,11 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	if err != nil {
 		return err
 	}
-	store := article.NewStore(db)
-	ids, err := snowflake.New(snowflake.MaxNode, nil) // the node reserved for tools; the bench issues no ids anyway
+	ids, err := snowflake.New(snowflake.MaxNode, nil) // the node reserved for tools; the bench writes nothing anyway
 	if err != nil {
 		return err
 	}
+	store := article.NewStore(db, outbox.New(db, cfg.OutboxShards, ids, time.Now, nil))
 	svc := article.NewService(store, ids, time.Now)
 	count, err := svc.BoardCount(ctx, *board)
 	if err != nil {

@@ -27,6 +27,15 @@ type config struct {
 
 	KafkaBrokers      string
 	EmbeddedKafkaAddr string
+	TopicPrefix       string
+	TopicPartitions   int
+	DeliveryTimeout   time.Duration
+
+	OutboxShards        int
+	RelayPollInterval   time.Duration
+	RelayMinAge         time.Duration
+	CoordinatorPing     time.Duration
+	CoordinatorDeadline time.Duration
 
 	ArticleAddr string
 
@@ -49,6 +58,14 @@ func (c *config) engineFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the embedded Redis saves changes to --data-dir (and always at shutdown)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated Kafka seed brokers (empty: embedded Kafka-protocol broker)")
 	fs.StringVar(&c.EmbeddedKafkaAddr, "embedded-kafka-addr", "127.0.0.1:9092", "loopback address of the embedded Kafka-protocol broker")
+	fs.StringVar(&c.TopicPrefix, "topic-prefix", "board-", "prefix of the event topics (board-article, board-comment, ...)")
+	fs.IntVar(&c.TopicPartitions, "topic-partitions", 3, "partitions of each event topic created at start")
+	fs.DurationVar(&c.DeliveryTimeout, "kafka-delivery-timeout", 30*time.Second, "how long a publish may wait for the broker before the outbox poller takes the event over")
+	fs.IntVar(&c.OutboxShards, "outbox-shards", 4, "logical outbox shards; fixed per deployment")
+	fs.DurationVar(&c.RelayPollInterval, "relay-poll-interval", 10*time.Second, "how often each relay polls its shards for events the fast path missed")
+	fs.DurationVar(&c.RelayMinAge, "relay-min-age", 10*time.Second, "how old an outbox row must be before the poller publishes it")
+	fs.DurationVar(&c.CoordinatorPing, "coordinator-ping", 3*time.Second, "how often a relay pings the coordinator set in Redis")
+	fs.DurationVar(&c.CoordinatorDeadline, "coordinator-dead-after", 9*time.Second, "silence after which a relay instance's shards are taken over")
 	fs.DurationVar(&c.NodeLeaseTTL, "node-lease-ttl", 30*time.Second, "TTL of this process's Snowflake node id lease in Redis")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")

@@ -11,8 +11,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/embedded"
+	"board/internal/event"
+	"board/internal/kafka"
 	"board/internal/sqldb"
 )
 
@@ -22,6 +25,7 @@ type engines struct {
 	logger       *slog.Logger
 	redis        redis.UniversalClient
 	kafkaBrokers []string
+	producer     *kgo.Client    // publishes events; made by startKafka
 	closers      []func() error // run in reverse order by close
 }
 
@@ -54,18 +58,27 @@ func (e *engines) startRedis(ctx context.Context) error {
 	return nil
 }
 
-// startKafka notes the configured brokers, or starts the embedded one.
-func (e *engines) startKafka() error {
+// startKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
+// their dead-letter topics) that do not exist yet.
+func (e *engines) startKafka(ctx context.Context) error {
 	e.kafkaBrokers = splitList(e.cfg.KafkaBrokers)
-	if len(e.kafkaBrokers) > 0 {
-		return nil
+	if len(e.kafkaBrokers) == 0 {
+		broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"), e.logger)
+		if err != nil {
+			return fmt.Errorf("start embedded kafka: %w", err)
+		}
+		e.closers = append(e.closers, func() error { broker.Close(); return nil })
+		e.kafkaBrokers = broker.Addrs()
 	}
-	broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"), e.logger)
+	producer, err := kafka.NewProducer(e.kafkaBrokers, e.cfg.DeliveryTimeout)
 	if err != nil {
-		return fmt.Errorf("start embedded kafka: %w", err)
+		return fmt.Errorf("kafka producer: %w", err)
 	}
-	e.closers = append(e.closers, func() error { broker.Close(); return nil })
-	e.kafkaBrokers = broker.Addrs()
+	e.closers = append(e.closers, func() error { producer.Close(); return nil })
+	e.producer = producer
+	if err := kafka.EnsureTopics(ctx, producer, event.Topics(e.cfg.TopicPrefix), int32(e.cfg.TopicPartitions)); err != nil {
+		return fmt.Errorf("create topics on %v: %w", e.kafkaBrokers, err)
+	}
 	return nil
 }
 

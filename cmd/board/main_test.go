@@ -26,6 +26,7 @@ const redisAddrEnv = "BOARD_TEST_REDIS_ADDR"
 type program struct {
 	t     *testing.T
 	urls  map[string]string // service name -> base URL
+	logs  *logWatcher
 	stop  context.CancelFunc
 	done  chan error
 	flags []string
@@ -69,7 +70,7 @@ func startProgram(t *testing.T, flags []string) *program {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := newLogWatcher()
-	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags}
+	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags, logs: logs}
 	args := append([]string{"serve", "--article-addr", "127.0.0.1:0"}, flags...)
 	go func() {
 		p.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs)
@@ -106,6 +107,7 @@ func (p *program) shutdown() {
 type logWatcher struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
+	kafka []string // the embedded broker's addresses
 	urls  map[string]string
 	want  int
 	found chan map[string]string
@@ -128,8 +130,17 @@ func (w *logWatcher) Write(b []byte) (int, error) {
 	w.buf.Write(b)
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		var line struct{ Msg, Service, Addr string }
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+		var line struct {
+			Msg, Service, Addr string
+			Addrs              []string
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		if line.Msg == "embedded kafka listening" {
+			w.kafka = line.Addrs
+		}
+		if line.Msg == "serving" {
 			w.urls[line.Service] = "http://" + line.Addr
 			if len(w.urls) == w.want {
 				w.found <- w.urls
@@ -137,6 +148,12 @@ func (w *logWatcher) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+func (w *logWatcher) kafkaAddrs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.kafka
 }
 
 func (w *logWatcher) String() string {

@@ -85,3 +85,5 @@ func isTerminal(w io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+func (p *progress) set(n int64) { p.done.Store(n) }

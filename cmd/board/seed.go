@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"board/internal/article"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 )
 
@@ -49,7 +50,12 @@ resumed by running the same command again: chunks already written are skipped.`,
 	if err := article.Migrate(ctx, db); err != nil {
 		return err
 	}
-	store := article.NewStore(db)
+	// Seeded articles bypass the outbox (see SeedChunk); the store still needs one.
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return err
+	}
+	store := article.NewStore(db, outbox.New(db, cfg.OutboxShards, ids, time.Now, nil))
 
 	start := snowflake.Epoch.Add(24*time.Hour + time.Duration(*board)*seedBoardSpan)
 	chunks := (*total + int64(*batch) - 1) / int64(*batch)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,17 +18,25 @@ import (
 
 	"board/internal/article"
 	"board/internal/httpio"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
 
 // service is one runnable service: its SQL database, where it listens, and how it is built on the shared engines.
+// A service with a database is a producer: its changes go through an outbox that a relay publishes.
 type service struct {
 	name     string
 	database string // SQL database name; "" for a service without one
 	migrate  func(context.Context, *sqldb.DB) error
 	addr     func(*config) string
-	build    func(e *engines, db *sqldb.DB, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check)
+	build    func(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check)
+}
+
+// producer is what a producer service is built on: its database and its outbox.
+type producer struct {
+	db *sqldb.DB
+	ob *outbox.Outbox
 }
 
 // services lists every service the binary can run; this is the one place that imports them all.
@@ -36,14 +45,18 @@ var services = []service{
 		build: buildArticle},
 }
 
-func buildArticle(e *engines, db *sqldb.DB, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
-	svc := article.NewService(article.NewStore(db), ids, time.Now)
-	checks := []httpio.Check{{Name: "database", Ping: db.Ping}, redisCheck(e)}
+func buildArticle(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
+	svc := article.NewService(article.NewStore(p.db, p.ob), ids, time.Now)
+	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
 	return article.Routes(svc, e.logger), checks
 }
 
 func redisCheck(e *engines) httpio.Check {
 	return httpio.Check{Name: "redis", Ping: func(ctx context.Context) error { return e.redis.Ping(ctx).Err() }}
+}
+
+func kafkaCheck(e *engines) httpio.Check {
+	return httpio.Check{Name: "kafka", Ping: e.producer.Ping}
 }
 
 func serviceNames() []string {
@@ -85,7 +98,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	if err := e.startRedis(ctx); err != nil {
 		return err
 	}
-	if err := e.startKafka(); err != nil {
+	if err := e.startKafka(ctx); err != nil {
 		return err
 	}
 	ids, err := leaseIDs(ctx, e)
@@ -96,17 +109,20 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := httpio.NewMetrics(reg)
+	outboxMetrics := outbox.NewMetricVecs(reg)
+	relays := &background{}
+	defer relays.stop() // also on a failed start; on the normal path they stop before the engines close
 	var servers []*http.Server
 	failed := make(chan error, len(selected))
 	for _, s := range services {
 		if !slices.Contains(selected, s.name) {
 			continue
 		}
-		db, err := openServiceDB(ctx, e, s)
+		p, err := startProducer(ctx, e, s, ids, outboxMetrics.For(s.name), relays)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		api, checks := s.build(e, db, ids)
+		api, checks := s.build(e, p, ids)
 		ln, err := net.Listen("tcp", s.addr(cfg))
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
@@ -137,24 +153,53 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	for i := len(servers) - 1; i >= 0; i-- {
 		err = errors.Join(err, servers[i].Shutdown(shutdownCtx))
 	}
+	relays.stop() // flush what the requests wrote, then leave the coordinators
 	return err
 }
 
-// openServiceDB opens the service's SQL database, if it has one, and migrates it unless told not to.
-func openServiceDB(ctx context.Context, e *engines, s service) (*sqldb.DB, error) {
+// background runs goroutines that stop, and are waited for, together.
+type background struct {
+	cancels []context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (b *background) run(ctx context.Context, fn func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.cancels = append(b.cancels, cancel)
+	b.wg.Go(func() { fn(ctx) })
+}
+
+func (b *background) stop() {
+	for _, cancel := range b.cancels {
+		cancel()
+	}
+	b.wg.Wait()
+}
+
+// startProducer opens the service's SQL database, if it has one, migrates it unless told not to, and starts the
+// relay of its outbox.
+func startProducer(ctx context.Context, e *engines, s service, ids *snowflake.Generator, metrics *outbox.Metrics,
+	relays *background) (producer, error) {
 	if s.database == "" {
-		return nil, nil
+		return producer{}, nil
 	}
 	db, err := e.openSQL(ctx, s.database)
 	if err != nil {
-		return nil, err
+		return producer{}, err
 	}
 	if e.cfg.Migrate {
 		if err := s.migrate(ctx, db); err != nil {
-			return nil, err
+			return producer{}, err
 		}
 	}
-	return db, nil
+	cfg := e.cfg
+	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, metrics)
+	coord := outbox.NewCoordinator(e.redis, cfg.RedisPrefix, s.name, cfg.OutboxShards,
+		outbox.CoordinatorConfig{Ping: cfg.CoordinatorPing, DeadAfter: cfg.CoordinatorDeadline}, e.logger, metrics)
+	relay := outbox.NewRelay(ob, e.producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
+		PollInterval: cfg.RelayPollInterval, MinAge: cfg.RelayMinAge, AckTimeout: cfg.DeliveryTimeout}, e.logger)
+	relays.run(ctx, relay.Run)
+	return producer{db: db, ob: ob}, nil
 }
 
 // leaseIDs leases a Snowflake node id for this process and keeps the lease renewed until the engines close.

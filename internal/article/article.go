@@ -30,6 +30,7 @@ type Article struct {
 	WriterID   int64
 	CreatedAt  time.Time
 	ModifiedAt time.Time
+	Version    int64 // changes so far: 1 at create, +1 per update (see internal/event)
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).
@@ -59,7 +60,8 @@ func (s *Service) Create(ctx context.Context, title, content string, boardID, wr
 		return Article{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
 	}
 	now := wire.Millis(s.now())
-	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: now, ModifiedAt: now}
+	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: now, ModifiedAt: now,
+		Version: 1}
 	if err := s.store.Create(ctx, a); err != nil {
 		return Article{}, err
 	}

@@ -11,9 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/outbox"
+	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
+	"board/internal/wire"
 )
 
 // fakeIDs issues increasing ids from a start value; safe for concurrent use.
@@ -59,9 +63,23 @@ var t0ms = time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
 // firstID is above 2^53 so that a float64 on the way would lose digits.
 const firstID = 1<<60 + 1
 
+// eventIDs issues the tests' event ids: one generator for the package, as one process has one.
+var eventIDs = func() *snowflake.Generator {
+	g, err := snowflake.New(2, nil)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+// testStore returns a store whose outbox takes event ids from eventIDs.
+func testStore(db *sqldb.DB) *Store {
+	return NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+}
+
 func newTestService(db *sqldb.DB) (*Service, *Store, *fakeClock) {
 	clock := &fakeClock{t: t0}
-	store := NewStore(db)
+	store := testStore(db)
 	return NewService(store, newFakeIDs(firstID), clock.Now), store, clock
 }
 
@@ -81,7 +99,8 @@ func TestCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Article{ID: firstID, Title: "title", Content: "content", BoardID: 7, WriterID: 9, CreatedAt: t0ms, ModifiedAt: t0ms}
+		want := Article{ID: firstID, Title: "title", Content: "content", BoardID: 7, WriterID: 9, CreatedAt: t0ms, ModifiedAt: t0ms,
+			Version: 1}
 		if diff := cmp.Diff(want, created); diff != "" {
 			t.Errorf("Create (-want +got):\n%s", diff)
 		}
@@ -102,6 +121,7 @@ func TestCRUD(t *testing.T) {
 			t.Fatal(err)
 		}
 		want.Title, want.Content, want.ModifiedAt = "new title", "new content", t0ms.Add(90*time.Minute+2*time.Millisecond) // 6.789 ms + 1.5 ms
+		want.Version = 2
 		if diff := cmp.Diff(want, updated); diff != "" {
 			t.Errorf("Update (-want +got):\n%s", diff)
 		}
@@ -115,6 +135,7 @@ func TestCRUD(t *testing.T) {
 		// An update that changes nothing still finds its row (MySQL counts changed rows unless told otherwise).
 		clock.Add(time.Second)
 		want.ModifiedAt = want.ModifiedAt.Add(time.Second)
+		want.Version = 3
 		if updated, err = svc.Update(ctx, created.ID, "new title", "new content"); err != nil {
 			t.Fatalf("Update with the same title and content: %v", err)
 		}
@@ -151,7 +172,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 			time.Date(2026, 5, 6, 0, 30, 0, 1_000_000, time.FixedZone("", -8*60*60)),
 			time.Now(), // with a monotonic reading
 		} {
-			svc := NewService(NewStore(db), newFakeIDs(in.UnixNano()), func() time.Time { return in })
+			svc := NewService(testStore(db), newFakeIDs(in.UnixNano()), func() time.Time { return in })
 			a, err := svc.Create(ctx, "t", "c", 1, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -224,7 +245,7 @@ func TestValidation(t *testing.T) {
 
 func TestCreateIDUnavailable(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := NewService(NewStore(db), failingIDs{}, time.Now)
+		svc := NewService(testStore(db), failingIDs{}, time.Now)
 		_, err := svc.Create(context.Background(), "t", "c", 1, 1)
 		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "ID_UNAVAILABLE" {
 			t.Errorf("Create without ids: %v, want Unavailable ID_UNAVAILABLE", err)
@@ -626,7 +647,7 @@ func TestSeedChunk(t *testing.T) {
 		}
 		at := t0ms.Add(7 * time.Millisecond)
 		want := Article{ID: 1007, Title: "seeded article 1007", Content: "content of seeded article 1007", BoardID: 5, WriterID: 1,
-			CreatedAt: at, ModifiedAt: at}
+			CreatedAt: at, ModifiedAt: at, Version: 1}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("seeded article (-want +got):\n%s", diff)
 		}
@@ -653,6 +674,84 @@ func TestSeedChunk(t *testing.T) {
 		}
 		if n, err := svc.BoardCount(ctx, 5); err != nil || n != 99 {
 			t.Errorf("BoardCount after a delete = %d, %v; want 99", n, err)
+		}
+	})
+}
+
+// outboxRows returns the events waiting in the outbox, oldest first.
+func outboxRows(t *testing.T, db *sqldb.DB) []event.Envelope {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "SELECT outbox_id, event_type, payload FROM outbox ORDER BY outbox_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []event.Envelope
+	for rows.Next() {
+		var id int64
+		var typ, payload string
+		if err := rows.Scan(&id, &typ, &payload); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, event.Envelope{EventID: wire.ID(id), Type: event.Type(typ), Payload: []byte(payload)})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestEventsWrittenWithChanges checks that every change writes its event in the same transaction, with the board
+// count as of that transaction and versions that order the events.
+func TestEventsWrittenWithChanges(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc, _, _ := newTestService(db)
+		first, err := svc.Create(ctx, "one", "c", 9, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := svc.Create(ctx, "two", "c", 9, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Update(ctx, first.ID, "one, edited", "c2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Delete(ctx, second.ID); err != nil {
+			t.Fatal(err)
+		}
+		// A failed change writes no event.
+		if _, err := svc.Update(ctx, 12345, "x", "y"); fault.KindOf(err) != fault.NotFound {
+			t.Fatalf("update of a missing article: %v", err)
+		}
+
+		type summary struct {
+			Type                         event.Type
+			Article                      int64
+			Title                        string
+			Count, Version, CountVersion int64
+		}
+		var got []summary
+		for _, env := range outboxRows(t, db) {
+			p, err := event.Payload[event.Article](env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.BoardID != 9 {
+				t.Errorf("%s payload board %d, want 9", env.Type, p.BoardID)
+			}
+			got = append(got, summary{env.Type, int64(p.ArticleID), p.Title, p.BoardArticleCount, p.ArticleVersion,
+				p.BoardArticleCountVersion})
+		}
+		want := []summary{
+			{event.ArticleCreated, first.ID, "one", 1, 1, 1},
+			{event.ArticleCreated, second.ID, "two", 2, 1, 2},
+			{event.ArticleUpdated, first.ID, "one, edited", 2, 2, 2},
+			{event.ArticleDeleted, second.ID, "two", 1, 2, 3},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("outbox events (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -9,44 +9,82 @@ import (
 	"math"
 	"time"
 
+	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/outbox"
 	"board/internal/sqldb"
+	"board/internal/wire"
 )
 
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the article schema.
+// Migrate creates or upgrades the article schema and its outbox.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, sub)
+	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "article", sub)
 }
 
-// Store keeps articles and per-board counts in SQL. Every query carries board_id or article_id (the shard key and
-// the primary key), so the tables can be split by board.
+// Store keeps articles and per-board counts in SQL, and writes an event to the outbox with every change. Every
+// query carries board_id or article_id (the shard key and the primary key), so the tables can be split by board.
 type Store struct {
 	db *sqldb.DB
+	ob *outbox.Outbox
 }
 
-// NewStore returns a store over db, whose schema Migrate has prepared.
-func NewStore(db *sqldb.DB) *Store { return &Store{db: db} }
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
+func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
 
-const columns = "article_id, title, content, board_id, writer_id, created_at, modified_at"
+const columns = "article_id, title, content, board_id, writer_id, created_at, modified_at, version"
 
-// Create inserts a and counts it on its board, in one transaction.
+// Create inserts a, counts it on its board and records ARTICLE_CREATED, in one transaction.
 func (s *Store) Create(ctx context.Context, a Article) error {
-	return s.db.Transact(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO article ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-			a.ID, a.Title, a.Content, a.BoardID, a.WriterID, a.CreatedAt, a.ModifiedAt); err != nil {
+	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO article ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			a.ID, a.Title, a.Content, a.BoardID, a.WriterID, a.CreatedAt, a.ModifiedAt, a.Version); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO board_article_count (board_id, article_count) VALUES (?, 1)"+
-			s.db.OnConflictUpdate("board_id", "article_count = article_count + 1"), a.BoardID)
-		return err
+		count, err := s.changeBoardCount(ctx, tx, a.BoardID, +1)
+		if err != nil {
+			return err
+		}
+		return emit(event.ArticleCreated, a.BoardID, payload(a, count))
 	})
+}
+
+// boardCount is a board's article count row as of a transaction.
+type boardCount struct{ count, version int64 }
+
+// changeBoardCount adds delta to a board's count and returns the row as this transaction leaves it.
+func (s *Store) changeBoardCount(ctx context.Context, tx *sql.Tx, boardID, delta int64) (boardCount, error) {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO board_article_count (board_id, article_count, version) VALUES (?, ?, 1)"+
+		s.db.OnConflictUpdate("board_id", "article_count = article_count + ?, version = version + 1"),
+		boardID, delta, delta); err != nil {
+		return boardCount{}, err
+	}
+	return readBoardCount(ctx, tx, boardID)
+}
+
+func readBoardCount(ctx context.Context, tx *sql.Tx, boardID int64) (boardCount, error) {
+	var c boardCount
+	err := tx.QueryRowContext(ctx, "SELECT article_count, version FROM board_article_count WHERE board_id = ?", boardID).
+		Scan(&c.count, &c.version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return boardCount{}, nil
+	}
+	return c, err
+}
+
+func payload(a Article, c boardCount) event.Article {
+	return event.Article{ArticleID: wire.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: wire.ID(a.BoardID),
+		WriterID: wire.ID(a.WriterID), CreatedAt: wire.Time(a.CreatedAt), ModifiedAt: wire.Time(a.ModifiedAt),
+		BoardArticleCount: c.count, ArticleVersion: a.Version, BoardArticleCountVersion: c.version}
 }
 
 // Get returns one article.
@@ -58,11 +96,11 @@ func (s *Store) Get(ctx context.Context, id int64) (Article, error) {
 	return a, err
 }
 
-// Update replaces the title and content of an article and returns it as stored.
+// Update replaces the title and content of an article, records ARTICLE_UPDATED and returns the article as stored.
 func (s *Store) Update(ctx context.Context, id int64, title, content string, now time.Time) (Article, error) {
 	var a Article
-	err := s.db.Transact(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, modified_at = ? WHERE article_id = ?",
+	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
 			title, content, now, id)
 		if err != nil {
 			return err
@@ -70,17 +108,22 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, now
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(err, notFound(id))
 		}
-		a, err = scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?", id))
-		return err
+		if a, err = scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?", id)); err != nil {
+			return err
+		}
+		count, err := readBoardCount(ctx, tx, a.BoardID)
+		if err != nil {
+			return err
+		}
+		return emit(event.ArticleUpdated, a.BoardID, payload(a, count))
 	})
 	return a, err
 }
 
-// Delete removes an article and uncounts it from its board, in one transaction.
+// Delete removes an article, uncounts it from its board and records ARTICLE_DELETED, in one transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	return s.db.Transact(ctx, func(tx *sql.Tx) error {
-		var boardID int64
-		err := tx.QueryRowContext(ctx, "SELECT board_id FROM article WHERE article_id = ?"+s.db.ForUpdate(), id).Scan(&boardID)
+	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -90,8 +133,12 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM article WHERE article_id = ?", id); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE board_article_count SET article_count = article_count - 1 WHERE board_id = ?", boardID)
-		return err
+		a.Version++ // the deletion is the article's last change
+		count, err := s.changeBoardCount(ctx, tx, a.BoardID, -1)
+		if err != nil {
+			return err
+		}
+		return emit(event.ArticleDeleted, a.BoardID, payload(a, count))
 	})
 }
 
@@ -101,7 +148,8 @@ const byBoard = "idx_board_id_article_id"
 // Page returns one page of a board, newest first. It walks the (board_id, article_id) index alone to skip the
 // offset — no row is read for the skipped entries — and joins only the page's rows.
 func (s *Store) Page(ctx context.Context, boardID, offset, limit int64) ([]Article, error) {
-	return s.list(ctx, `SELECT a.article_id, a.title, a.content, a.board_id, a.writer_id, a.created_at, a.modified_at
+	return s.list(ctx, `SELECT a.article_id, a.title, a.content, a.board_id, a.writer_id, a.created_at, a.modified_at,
+			a.version
 		FROM (SELECT article_id FROM article`+s.db.ForceIndex(byBoard)+`
 			WHERE board_id = ? ORDER BY article_id DESC LIMIT ? OFFSET ?) page
 		JOIN article a ON a.article_id = page.article_id
@@ -160,7 +208,7 @@ func (s *Store) list(ctx context.Context, query string, args ...any) ([]Article,
 
 func scanArticle(row interface{ Scan(...any) error }) (Article, error) {
 	var a Article
-	err := row.Scan(&a.ID, &a.Title, &a.Content, &a.BoardID, &a.WriterID, &a.CreatedAt, &a.ModifiedAt)
+	err := row.Scan(&a.ID, &a.Title, &a.Content, &a.BoardID, &a.WriterID, &a.CreatedAt, &a.ModifiedAt, &a.Version)
 	a.CreatedAt, a.ModifiedAt = a.CreatedAt.UTC(), a.ModifiedAt.UTC()
 	return a, err
 }

@@ -11,10 +11,11 @@ import (
 	"strings"
 )
 
-// Migrate applies, in version order, the migrations in fsys/<dialect>/ not yet recorded in schema_migrations.
+// Migrate applies, in version order, the migrations in fsys/<dialect>/ of component (a service, or a shared part
+// such as the outbox that lives in several services' databases) not yet recorded in schema_migrations.
 // Files are named NNN_description.sql. It is idempotent and safe to run from several instances at once: on MySQL
 // a named lock serializes them, on SQLite the single write connection does.
-func Migrate(ctx context.Context, db *DB, fsys fs.FS) error {
+func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	files, err := migrationFiles(fsys, string(db.Dialect))
 	if err != nil {
 		return err
@@ -32,13 +33,15 @@ func Migrate(ctx context.Context, db *DB, fsys fs.FS) error {
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
 	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version BIGINT NOT NULL PRIMARY KEY,
-		name VARCHAR(255) NOT NULL
+		component VARCHAR(64) NOT NULL,
+		version BIGINT NOT NULL,
+		name VARCHAR(255) NOT NULL,
+		PRIMARY KEY (component, version)
 	)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	applied := map[int64]bool{}
-	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations WHERE component = ?", component)
 	if err != nil {
 		return err
 	}
@@ -57,8 +60,8 @@ func Migrate(ctx context.Context, db *DB, fsys fs.FS) error {
 		if applied[m.version] {
 			continue
 		}
-		if err := apply(ctx, conn, fsys, m); err != nil {
-			return fmt.Errorf("migration %s on %s: %w", m.name, db.Name, err)
+		if err := apply(ctx, conn, fsys, component, m); err != nil {
+			return fmt.Errorf("%s migration %s on %s: %w", component, m.name, db.Name, err)
 		}
 	}
 	return nil
@@ -91,7 +94,7 @@ func migrationFiles(fsys fs.FS, dir string) ([]migration, error) {
 
 // apply runs one migration file and records it. On SQLite the whole file is one transaction; MySQL commits DDL
 // statement by statement, so its migrations are written to be re-runnable (IF NOT EXISTS).
-func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, m migration) error {
+func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, component string, m migration) error {
 	body, err := fs.ReadFile(fsys, m.path)
 	if err != nil {
 		return err
@@ -106,7 +109,8 @@ func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, m migration) error {
 			return fmt.Errorf("%w in: %s", err, stmt)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.version, m.name); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (component, version, name) VALUES (?, ?, ?)",
+		component, m.version, m.name); err != nil {
 		return err
 	}
 	return tx.Commit()

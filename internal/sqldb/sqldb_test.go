@@ -22,7 +22,9 @@ var schema = fstest.MapFS{
 	"sqlite/README.txt.sql": {Data: []byte("")},
 }
 
-func migrate(ctx context.Context, db *sqldb.DB) error { return sqldb.Migrate(ctx, db, validSchema()) }
+func migrate(ctx context.Context, db *sqldb.DB) error {
+	return sqldb.Migrate(ctx, db, "test", validSchema())
+}
 
 func validSchema() fstest.MapFS {
 	fs := fstest.MapFS{}
@@ -41,7 +43,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
 		for range 4 {
-			wg.Go(func() { errs <- sqldb.Migrate(ctx, db, validSchema()) })
+			wg.Go(func() { errs <- sqldb.Migrate(ctx, db, "test", validSchema()) })
 		}
 		wg.Wait()
 		close(errs)
@@ -65,7 +67,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 
 func TestMigrateRejectsBadFileNames(t *testing.T) {
 	db := sqltest.OpenSQLite(t, migrate)
-	if err := sqldb.Migrate(context.Background(), db, schema); err == nil {
+	if err := sqldb.Migrate(context.Background(), db, "test", schema); err == nil {
 		t.Error("a migration file without a version number was accepted")
 	}
 }

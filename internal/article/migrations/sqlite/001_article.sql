@@ -7,12 +7,14 @@ CREATE TABLE article (
     board_id    INTEGER  NOT NULL,
     writer_id   INTEGER  NOT NULL,
     created_at  DATETIME NOT NULL,
-    modified_at DATETIME NOT NULL
+    modified_at DATETIME NOT NULL,
+    version     INTEGER  NOT NULL DEFAULT 1
 );
 
 CREATE INDEX idx_board_id_article_id ON article (board_id, article_id DESC);
 
 CREATE TABLE board_article_count (
     board_id      INTEGER NOT NULL PRIMARY KEY,
-    article_count INTEGER NOT NULL
+    article_count INTEGER NOT NULL,
+    version       INTEGER NOT NULL DEFAULT 0
 );

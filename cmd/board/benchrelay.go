@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"board/internal/outbox"
+	"board/internal/snowflake"
+)
+
+func benchRelay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlagSet("bench relay", `Usage: board bench relay [flags]
+
+Fills the outbox of a scratch database (relay_bench, on the configured SQL engine) with a backlog of events, then
+times one relay — coordinator, poller, broker acknowledgements and deletes — draining it into Kafka (the configured
+brokers, or the embedded one). Prints events per second.`, stderr)
+	cfg.engineFlags(fs)
+	events := fs.Int("events", 100_000, "backlog size")
+	batch := fs.Int("batch", 100, "rows per poll query (SPEC: 100)")
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	e, err := newEngines(&cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if err := e.startRedis(ctx); err != nil {
+		return err
+	}
+	if err := e.startKafka(ctx); err != nil {
+		return err
+	}
+	db, err := e.openSQL(ctx, "relay_bench")
+	if err != nil {
+		return err
+	}
+	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return err
+	}
+	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, nil)
+	fmt.Fprintf(stdout, "filling the outbox of %s %s with %d events\n", db.Dialect, db.Name, *events)
+	if err := outbox.FillForBenchmark(ctx, ob, *events); err != nil {
+		return err
+	}
+
+	coord := outbox.NewCoordinator(e.redis, cfg.RedisPrefix+"bench:", "relay-bench", cfg.OutboxShards,
+		outbox.CoordinatorConfig{}, e.logger, nil)
+	relay := outbox.NewRelay(ob, e.producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
+		PollInterval: 10 * time.Millisecond, MinAge: time.Nanosecond, BatchSize: *batch}, e.logger)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	bar := startProgress(stderr, "events", int64(*events))
+	start := time.Now()
+	go func() {
+		defer close(done)
+		relay.Run(runCtx)
+	}()
+	var left int64
+	for left = int64(*events); left > 0 && ctx.Err() == nil; {
+		time.Sleep(20 * time.Millisecond)
+		if left, err = outbox.Backlog(ctx, ob); err != nil {
+			break
+		}
+		bar.set(int64(*events) - left)
+	}
+	elapsed := time.Since(start)
+	bar.finish()
+	stop()
+	<-done
+	if err != nil {
+		return err
+	}
+	if left > 0 {
+		return fmt.Errorf("interrupted with %d events left", left)
+	}
+	fmt.Fprintf(stdout, "relayed %d events from %s to kafka %v in %s: %.0f events/s (batch %d)\n", *events, db.Dialect,
+		e.kafkaBrokers, elapsed.Round(time.Millisecond), float64(*events)/elapsed.Seconds(), *batch)
+	return nil
+}

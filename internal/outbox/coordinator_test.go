@@ -1,0 +1,213 @@
+package outbox
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestAssign(t *testing.T) {
+	live := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		shards   int
+		instance string
+		want     []int
+	}{
+		{4, "a", []int{0}}, {4, "b", []int{1}}, {4, "c", []int{2, 3}},
+		{3, "b", []int{1}}, {2, "a", nil}, {2, "b", []int{0}}, {2, "c", []int{1}},
+		{4, "zombie", nil}, // an instance not (or no longer) in the set owns nothing
+	} {
+		if got := Assign(tc.shards, live, tc.instance); !slices.Equal(got, tc.want) {
+			t.Errorf("Assign(%d, %v, %s) = %v, want %v", tc.shards, live, tc.instance, got, tc.want)
+		}
+	}
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// checkPartition fails unless the coordinators' shards are disjoint and cover 0..shards-1.
+func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
+	t.Helper()
+	var all []int
+	for _, c := range cs {
+		all = append(all, c.Owned()...)
+	}
+	slices.Sort(all)
+	want := make([]int, shards)
+	for i := range want {
+		want[i] = i
+	}
+	if !slices.Equal(all, want) {
+		t.Errorf("owned shards together = %v, want each of %v once", all, want)
+	}
+}
+
+func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Now()}
+	coordinator := func() *Coordinator {
+		c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
+		c.now = clock.Now
+		return c
+	}
+	a, b, c := coordinator(), coordinator(), coordinator()
+	beat := func(cs ...*Coordinator) {
+		t.Helper()
+		for _, x := range cs {
+			if err := x.heartbeat(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	beat(a, b, c)
+	beat(a, b, c) // the first round saw fewer members
+	checkPartition(t, 8, a, b, c)
+	for _, x := range []*Coordinator{a, b, c} {
+		if n := len(x.Owned()); n < 2 || n > 3 {
+			t.Errorf("%s owns %v; 8 shards over 3 instances is 2 or 3 each", x.ID(), x.Owned())
+		}
+	}
+
+	// c dies without leaving: after 9 s of silence the others split everything.
+	clock.Add(6 * time.Second)
+	beat(a, b)
+	if len(a.Owned())+len(b.Owned()) == 8 {
+		t.Error("c's shards were taken over before it had been silent for 9 s")
+	}
+	clock.Add(4 * time.Second)
+	beat(a, b)
+	checkPartition(t, 8, a, b)
+
+	// b leaves on shutdown: a takes over at its next ping, without waiting for the dead timeout.
+	b.leave()
+	if len(b.Owned()) != 0 {
+		t.Errorf("b still owns %v after leaving", b.Owned())
+	}
+	beat(a)
+	checkPartition(t, 8, a)
+}
+
+// killable is a relay whose process can die: its Redis connection goes with it, so it cannot leave the set.
+type killable struct {
+	coord *Coordinator
+	rdb   *redis.Client
+	stop  func()
+}
+
+func (h *harness) killableRelay(cfg RelayConfig, coord CoordinatorConfig) killable {
+	rdb := redis.NewClient(&redis.Options{Addr: h.rdb.(*redis.Client).Options().Addr})
+	ob := New(h.db, DefaultShards, ids, time.Now, nil)
+	c := NewCoordinator(rdb, h.prefix, "article", DefaultShards, coord, quiet, nil)
+	r := NewRelay(ob, h.producer, c, cfg, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	var once sync.Once
+	k := killable{coord: c, rdb: rdb, stop: func() { once.Do(func() { cancel(); <-done; rdb.Close() }) }}
+	h.t.Cleanup(k.stop)
+	return k
+}
+
+// kill stops the instance the way a crash would: no goodbye to the coordinator set.
+func (k killable) kill() {
+	k.rdb.Close()
+	k.stop()
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func covers(shards int, cs ...*Coordinator) bool {
+	var all []int
+	for _, c := range cs {
+		all = append(all, c.Owned()...)
+	}
+	slices.Sort(all)
+	return len(all) == shards && len(slices.Compact(all)) == shards
+}
+
+func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		r1, r2, r3 := h.killableRelay(testRelay, testCoordinator), h.killableRelay(testRelay, testCoordinator),
+			h.killableRelay(testRelay, testCoordinator)
+		waitFor(t, "three relays to split the shards", 5*time.Second, func() bool {
+			return covers(DefaultShards, r1.coord, r2.coord, r3.coord) && len(r3.coord.Owned()) > 0 &&
+				len(r1.coord.Owned()) > 0 && len(r2.coord.Owned()) > 0
+		})
+		checkPartition(t, DefaultShards, r1.coord, r2.coord, r3.coord)
+
+		r3.kill()
+		// Written without a fast path, so only the pollers of the shards' owners can publish them.
+		writer := New(h.db, DefaultShards, ids, time.Now, nil)
+		written := capture(writer)
+		write(t, writer, 400)
+		waitFor(t, "the survivors to take over", 5*time.Second, func() bool {
+			return covers(DefaultShards, r1.coord, r2.coord)
+		})
+		want := written()
+		checkExactly(t, h.consume(want, 20*time.Second), want)
+		h.waitEmpty(5 * time.Second)
+	})
+}
+
+func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		// paused pings once, then sleeps through its dead timeout: it keeps polling the shards it last owned.
+		paused := h.killableRelay(testRelay, CoordinatorConfig{Ping: time.Hour, DeadAfter: testCoordinator.DeadAfter})
+		active := h.killableRelay(testRelay, testCoordinator)
+		waitFor(t, "the active relay to see the paused one", 5*time.Second, func() bool {
+			return len(active.coord.Owned()) < DefaultShards && len(active.coord.Owned()) > 0
+		})
+		if err := paused.coord.heartbeat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		stale := paused.coord.Owned()
+		waitFor(t, "the active relay to take over everything", 5*time.Second, func() bool {
+			return len(active.coord.Owned()) == DefaultShards
+		})
+		if !slices.Equal(paused.coord.Owned(), stale) || len(stale) == 0 {
+			t.Fatalf("the paused relay owns %v; the test needs it to still believe it owns %v", paused.coord.Owned(), stale)
+		}
+
+		// Both now poll the stale shards.
+		writer := New(h.db, DefaultShards, ids, time.Now, nil)
+		written := capture(writer)
+		write(t, writer, 500)
+		want := written()
+		dups := checkAtLeastOnce(t, h.consume(want, 20*time.Second), want)
+		h.waitEmpty(5 * time.Second)
+		t.Logf("two pollers on %d shards: %d of %d events published twice, none lost", len(stale), dups, len(want))
+
+		// It wakes up: its next ping rejoins the set and the shards are split again.
+		if err := paused.coord.heartbeat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the shards to be split again", 5*time.Second, func() bool {
+			return covers(DefaultShards, paused.coord, active.coord) && len(paused.coord.Owned()) > 0
+		})
+	})
+}

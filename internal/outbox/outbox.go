@@ -1,0 +1,216 @@
+// Package outbox is the transactional outbox shared by every producer service: events are written to an outbox
+// table in the same transaction as the change they describe, then a relay publishes them to Kafka and deletes them
+// once the broker has acknowledged them. docs/messaging.md describes the guarantees.
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"board/internal/event"
+	"board/internal/sqldb"
+	"board/internal/wire"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Migrate creates or upgrades the outbox table in a producer's database.
+func Migrate(ctx context.Context, db *sqldb.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "outbox", sub)
+}
+
+// DefaultShards is the logical shard count (SPEC §5.2); it is fixed per deployment because rows carry it.
+const DefaultShards = 4
+
+// IDGenerator issues event ids.
+type IDGenerator interface {
+	Next() (int64, error)
+}
+
+// Message is one outbox row.
+type Message struct {
+	ID        int64
+	Type      event.Type
+	Key       int64 // the record key: boardId for article events, articleId otherwise
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// Outbox writes events into a producer's database.
+type Outbox struct {
+	db       *sqldb.DB
+	shards   int
+	ids      IDGenerator
+	now      func() time.Time
+	metrics  *Metrics
+	onCommit func([]Message) // the relay's fast path; nil until a relay runs
+}
+
+// New returns the outbox of db with the given logical shard count.
+func New(db *sqldb.DB, shards int, ids IDGenerator, now func() time.Time, metrics *Metrics) *Outbox {
+	return &Outbox{db: db, shards: shards, ids: ids, now: now, metrics: metrics}
+}
+
+// Shards returns the logical shard count.
+func (o *Outbox) Shards() int { return o.shards }
+
+// Emit records an event inside the transaction Transact runs; payload is one of the event package's payloads.
+type Emit func(t event.Type, key int64, payload any) error
+
+// Transact runs fn in a transaction in which emit writes events to the outbox. Only when the transaction commits
+// are the events handed to the relay for publishing.
+func (o *Outbox) Transact(ctx context.Context, fn func(tx *sql.Tx, emit Emit) error) error {
+	var written []Message
+	err := o.db.Transact(ctx, func(tx *sql.Tx) error {
+		written = written[:0] // Transact may run fn again after a deadlock
+		return fn(tx, func(t event.Type, key int64, payload any) error {
+			m, err := o.append(ctx, tx, t, key, payload)
+			written = append(written, m)
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	o.metrics.written(len(written))
+	if o.onCommit != nil && len(written) > 0 {
+		o.onCommit(written)
+	}
+	return nil
+}
+
+func (o *Outbox) append(ctx context.Context, tx *sql.Tx, t event.Type, key int64, payload any) (Message, error) {
+	if !t.Known() {
+		return Message{}, fmt.Errorf("outbox: unknown event type %q", t)
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: encode %s payload: %w", t, err)
+	}
+	id, err := o.ids.Next()
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: event id: %w", err)
+	}
+	m := Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: wire.Millis(o.now())}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, m.ID, o.shardOf(m.Key), string(m.Type), m.Key, m.Payload, m.CreatedAt)
+	return m, err
+}
+
+func (o *Outbox) shardOf(key int64) int {
+	s := int(key % int64(o.shards))
+	if s < 0 {
+		s += o.shards
+	}
+	return s
+}
+
+// position is a place in a shard's (created_at, outbox_id) order.
+type position struct {
+	createdAt time.Time
+	id        int64
+}
+
+// oldest returns up to limit rows of a shard created at or before cutoff and after position from, oldest first.
+func (o *Outbox) oldest(ctx context.Context, shard int, cutoff time.Time, from position, limit int) ([]Message, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox
+		WHERE shard_key = ? AND created_at <= ? AND (created_at > ? OR (created_at = ? AND outbox_id > ?))
+		ORDER BY created_at, outbox_id LIMIT ?`, shard, cutoff, from.createdAt, from.createdAt, from.id, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var t string
+		if err := rows.Scan(&m.ID, &t, &m.Key, &m.Payload, &m.CreatedAt); err != nil {
+			return nil, err
+		}
+		m.Type = event.Type(t)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// remove deletes published rows.
+func (o *Outbox) remove(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	_, err := o.db.ExecContext(ctx, "DELETE FROM outbox WHERE outbox_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	return err
+}
+
+// backlog reports, per shard in shards, how many rows wait and when the oldest was written.
+func (o *Outbox) backlog(ctx context.Context, shards []int) (map[int]int64, map[int]time.Time, error) {
+	counts, oldest := map[int]int64{}, map[int]time.Time{}
+	for _, s := range shards {
+		// One shard at a time keeps every read on the (shard_key, created_at) index. The oldest row is read as a
+		// column, not as MIN(), so that SQLite hands back a typed time.
+		var n int64
+		if err := o.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE shard_key = ?", s).Scan(&n); err != nil {
+			return nil, nil, err
+		}
+		counts[s] = n
+		var first time.Time
+		err := o.db.QueryRowContext(ctx, "SELECT created_at FROM outbox WHERE shard_key = ? ORDER BY created_at LIMIT 1", s).
+			Scan(&first)
+		switch {
+		case err == nil:
+			oldest[s] = first
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, nil, err
+		}
+	}
+	return counts, oldest, nil
+}
+
+// FillForBenchmark writes n article events straight into the outbox, already old enough for the poller, in
+// multi-row inserts; `board bench relay` drains them.
+func FillForBenchmark(ctx context.Context, o *Outbox, n int) error {
+	const chunk = 500
+	created := o.now().Add(-time.Minute)
+	for done := 0; done < n; done += chunk {
+		rows := min(chunk, n-done)
+		args := make([]any, 0, rows*6)
+		for i := range rows {
+			id, err := o.ids.Next()
+			if err != nil {
+				return err
+			}
+			key := int64(done + i)
+			payload := fmt.Sprintf(`{"articleId":"%d","title":"benchmark","boardId":"%d"}`, key, key%100)
+			args = append(args, id, o.shardOf(key), string(event.ArticleCreated), key, payload, created)
+		}
+		_, err := o.db.ExecContext(ctx, "INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)"+
+			strings.Repeat(", (?, ?, ?, ?, ?, ?)", rows-1), args...)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Backlog counts the rows waiting in the outbox.
+func Backlog(ctx context.Context, o *Outbox) (int64, error) {
+	var n int64
+	err := o.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox").Scan(&n)
+	return n, err
+}

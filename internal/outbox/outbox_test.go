@@ -1,0 +1,355 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"board/internal/embedded"
+	"board/internal/event"
+	"board/internal/kafka"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+	"board/internal/sqldb/sqltest"
+	"board/internal/wire"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Test timing: everything SPEC §5.2 counts in seconds runs here in tens of milliseconds.
+var (
+	testCoordinator = CoordinatorConfig{Ping: 30 * time.Millisecond, DeadAfter: 200 * time.Millisecond}
+	testRelay       = RelayConfig{TopicPrefix: "test-", PollInterval: 50 * time.Millisecond, MinAge: 100 * time.Millisecond,
+		AckTimeout: 2 * time.Second}
+)
+
+// ids is the tests' one event id generator, as a process has one.
+var ids = func() *snowflake.Generator {
+	g, err := snowflake.New(3, nil)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+// harness is one database, one Redis, one broker with the event topics, shared by the relays of a test.
+type harness struct {
+	t        *testing.T
+	db       *sqldb.DB
+	rdb      redis.UniversalClient
+	prefix   string // Redis key prefix
+	dir      string // broker data directory
+	addr     string // broker address, kept across restarts
+	broker   *embedded.Kafka
+	producer *kgo.Client
+}
+
+// run calls fn once per SQL backend, with a fresh harness.
+func run(t *testing.T, fn func(t *testing.T, h *harness)) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h := &harness{t: t, db: db, dir: t.TempDir()}
+		h.rdb, h.prefix = testRedis(t)
+		h.startBroker("127.0.0.1:0")
+		producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(producer.Close)
+		h.producer = producer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := kafka.EnsureTopics(ctx, producer, event.Topics(testRelay.TopicPrefix), 3); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, h)
+	})
+}
+
+// testRedis returns miniredis, or the real Redis at BOARD_TEST_REDIS_ADDR with a key prefix of the test's own.
+func testRedis(t *testing.T) (redis.UniversalClient, string) {
+	prefix := "test:outbox:" + sqltest.RandomSuffix() + ":"
+	addr := os.Getenv("BOARD_TEST_REDIS_ADDR")
+	if addr == "" {
+		addr = miniredis.RunT(t).Addr()
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+		rdb.Close()
+	})
+	return rdb, prefix
+}
+
+func (h *harness) startBroker(addr string) {
+	broker, err := embedded.StartKafka(addr, h.dir, quiet)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.broker, h.addr = broker, broker.Addrs()[0]
+	h.t.Cleanup(broker.Close)
+}
+
+// relay starts a relay (an instance of service "article") over the harness and returns its outbox and a stop func
+// that shuts it down the way a process does.
+func (h *harness) relay(cfg RelayConfig, coord CoordinatorConfig) (*Outbox, *Relay, func()) {
+	ob := New(h.db, DefaultShards, ids, time.Now, nil)
+	r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, coord, quiet, nil), cfg, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	h.t.Cleanup(stop)
+	return ob, r, stop
+}
+
+// capture records the ids of the events ob commits, in front of whatever ob hands them to (its relay, if any).
+func capture(ob *Outbox) func() []int64 {
+	var mu sync.Mutex
+	var got []int64
+	next := ob.onCommit
+	ob.onCommit = func(msgs []Message) {
+		mu.Lock()
+		for _, m := range msgs {
+			got = append(got, m.ID)
+		}
+		mu.Unlock()
+		if next != nil {
+			next(msgs)
+		}
+	}
+	return func() []int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// write commits n events through ob from 10 goroutines at once, keys spread over every shard.
+func write(t *testing.T, ob *Outbox, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 10 {
+		wg.Go(func() {
+			for i := w; i < n; i += 10 {
+				errs <- ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+					return emit(event.ArticleCreated, int64(i%7), event.Article{ArticleID: wire.ID(i), BoardID: wire.ID(i % 7)})
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+}
+
+// consume reads the article topic from the start until every id in want arrived, and returns how many times each
+// event id arrived.
+func (h *harness) consume(want []int64, within time.Duration) map[int64]int {
+	h.t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics(event.ArticleCreated.Topic(testRelay.TopicPrefix)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer client.Close()
+	seen := map[int64]int{}
+	missing := func() (n int) {
+		for _, id := range want {
+			if seen[id] == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for missing() > 0 && ctx.Err() == nil {
+		client.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			env, err := event.Decode(rec.Value)
+			if err != nil {
+				h.t.Errorf("undecodable record: %v", err)
+				return
+			}
+			seen[int64(env.EventID)]++
+		})
+	}
+	if n := missing(); n > 0 {
+		h.t.Fatalf("%d of %d events never arrived", n, len(want))
+	}
+	return seen
+}
+
+// checkExactly fails unless the events that arrived are exactly want, each once.
+func checkExactly(t *testing.T, seen map[int64]int, want []int64) {
+	t.Helper()
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Errorf("event %d arrived %d times, want once", id, seen[id])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d distinct events arrived, want %d", len(seen), len(want))
+	}
+}
+
+// checkAtLeastOnce fails unless every event in want arrived and nothing else did; it returns the duplicates.
+func checkAtLeastOnce(t *testing.T, seen map[int64]int, want []int64) (duplicates int) {
+	t.Helper()
+	for _, id := range want {
+		duplicates += seen[id] - 1
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d distinct events arrived, want %d", len(seen), len(want))
+	}
+	return duplicates
+}
+
+// rowsLeft counts the outbox rows.
+func (h *harness) rowsLeft() int {
+	var n int
+	if err := h.db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM outbox").Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// waitEmpty waits until the relays deleted every row.
+func (h *harness) waitEmpty(within time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for n := h.rowsLeft(); n > 0; n = h.rowsLeft() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("outbox still holds %d rows", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noPoll keeps the poller away (rows never get old enough), to see the fast path alone.
+var noPoll = RelayConfig{TopicPrefix: testRelay.TopicPrefix, PollInterval: time.Hour, MinAge: time.Hour}
+
+func TestFastPathPublishesEveryWriteOnce(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		ob, _, _ := h.relay(noPoll, testCoordinator)
+		written := capture(ob)
+		write(t, ob, 1000)
+		want := written()
+		if len(want) != 1000 {
+			t.Fatalf("%d events committed, want 1000", len(want))
+		}
+		checkExactly(t, h.consume(want, 20*time.Second), want)
+		h.waitEmpty(5 * time.Second)
+	})
+}
+
+func TestRecordShape(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		ob, _, _ := h.relay(noPoll, testCoordinator)
+		written := capture(ob)
+		payload := event.Article{ArticleID: 77, Title: "t", BoardID: 123456789012, BoardArticleCount: 5, ArticleVersion: 1}
+		if err := ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			return emit(event.ArticleCreated, 123456789012, payload)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics("test-article"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var rec *kgo.Record
+		for rec == nil && ctx.Err() == nil {
+			client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rec = r })
+		}
+		if rec == nil {
+			t.Fatal("no record arrived")
+		}
+		id := strconv.FormatInt(written()[0], 10)
+		headers := map[string]string{}
+		for _, hd := range rec.Headers {
+			headers[hd.Key] = string(hd.Value)
+		}
+		if string(rec.Key) != "123456789012" || headers[event.HeaderType] != "ARTICLE_CREATED" || headers[event.HeaderEventID] != id {
+			t.Errorf("record key %q, headers %v; want key 123456789012, type ARTICLE_CREATED, event id %s", rec.Key, headers, id)
+		}
+		env, err := event.Decode(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := event.Payload[event.Article](env)
+		if err != nil || got != payload || env.EventID.String() != id {
+			t.Errorf("envelope %s: payload %+v (%v), want %+v with event id %s", rec.Value, got, err, payload, id)
+		}
+	})
+}
+
+func TestBrokerOutageLosesNothing(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		ob, _, _ := h.relay(testRelay, testCoordinator)
+		written := capture(ob)
+		h.broker.Close()
+		write(t, ob, 1000) // every write commits although nothing can be published
+		if n := h.rowsLeft(); n != 1000 {
+			t.Errorf("%d rows wait in the outbox during the outage, want 1000", n)
+		}
+		h.startBroker(h.addr) // the same address and log directory: the broker is back
+		want := written()
+		checkAtLeastOnce(t, h.consume(want, 30*time.Second), want)
+		h.waitEmpty(10 * time.Second)
+	})
+}
+
+func TestFullQueueFallsBackToThePoller(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		cfg := testRelay
+		cfg.QueueSize = 1
+		ob, _, _ := h.relay(cfg, testCoordinator)
+		written := capture(ob)
+		write(t, ob, 1000)
+		want := written()
+		checkAtLeastOnce(t, h.consume(want, 20*time.Second), want)
+		h.waitEmpty(10 * time.Second)
+	})
+}
+
+func TestRestartedRelayPublishesWaitingRows(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		writer := New(h.db, DefaultShards, ids, time.Now, nil) // no relay: as if it crashed after commit
+		written := capture(writer)
+		write(t, writer, 300)
+		if n := h.rowsLeft(); n != 300 {
+			t.Fatalf("%d rows waiting, want 300", n)
+		}
+		h.relay(testRelay, testCoordinator)
+		want := written()
+		checkExactly(t, h.consume(want, 20*time.Second), want)
+		h.waitEmpty(5 * time.Second)
+	})
+}

@@ -1,0 +1,287 @@
+package outbox
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"board/internal/event"
+	"board/internal/kafka"
+)
+
+// RelayConfig sets a relay's limits and timing; zero values take the defaults noted.
+type RelayConfig struct {
+	TopicPrefix  string        // e.g. "board-"
+	QueueSize    int           // events waiting for the fast path; beyond it the poller takes over (10,000)
+	PollInterval time.Duration // how often owned shards are polled (10 s)
+	MinAge       time.Duration // rows younger than this are left to the fast path (10 s)
+	BatchSize    int           // rows per poll query (100)
+	FlushTimeout time.Duration // how long shutdown waits for the broker to acknowledge what was sent (5 s)
+	// AckTimeout bounds how long a poll round waits for the broker (30 s). franz-go's idempotent producer never
+	// times out a record already sent on a connection that died: it waits for the broker, so the round must not.
+	AckTimeout time.Duration
+}
+
+func (c *RelayConfig) defaults() {
+	if c.QueueSize == 0 {
+		c.QueueSize = 10_000
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 10 * time.Second
+	}
+	if c.MinAge == 0 {
+		c.MinAge = 10 * time.Second
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 100
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = 5 * time.Second
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = 30 * time.Second
+	}
+}
+
+// Relay publishes one service's outbox to Kafka two ways:
+//   - the fast path: events handed over right after their transaction commits are queued and sent by one
+//     dispatcher in commit order (franz-go pipelines them per partition, so the order of one key is kept); when the
+//     queue is full the event is simply left in the table;
+//   - the poller: every PollInterval it publishes rows older than MinAge from the shards this instance owns,
+//     oldest first, BatchSize at a time, so nothing the fast path missed (full queue, broker down, crash) is lost.
+//
+// A row is deleted only after the broker acknowledged it, so delivery is at least once.
+type Relay struct {
+	ob      *Outbox
+	client  *kgo.Client
+	coord   *Coordinator
+	cfg     RelayConfig
+	logger  *slog.Logger
+	metrics *Metrics
+	queue   chan Message
+
+	mu      sync.Mutex
+	acked   []int64       // published by the fast path, waiting to be deleted
+	ackedCh chan struct{} // signals that acked grew
+}
+
+// NewRelay returns the relay of ob; it takes over ob's fast path.
+func NewRelay(ob *Outbox, client *kgo.Client, coord *Coordinator, cfg RelayConfig, logger *slog.Logger) *Relay {
+	cfg.defaults()
+	r := &Relay{ob: ob, client: client, coord: coord, cfg: cfg, logger: logger, metrics: ob.metrics,
+		queue: make(chan Message, cfg.QueueSize), ackedCh: make(chan struct{}, 1)}
+	ob.onCommit = r.enqueue
+	return r
+}
+
+// enqueue hands committed events to the fast path without ever blocking the request that wrote them.
+func (r *Relay) enqueue(msgs []Message) {
+	for _, m := range msgs {
+		select {
+		case r.queue <- m:
+		default: // full: the poller publishes it once it is MinAge old
+		}
+	}
+}
+
+// Run relays until ctx is done, then flushes what it sent, deletes what was acknowledged and leaves the coordinator.
+func (r *Relay) Run(ctx context.Context) {
+	coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
+	coordDone := make(chan struct{})
+	if err := r.coord.heartbeat(ctx); err != nil {
+		r.logger.Warn("relay coordinator: first heartbeat failed", "err", err)
+	}
+	go func() {
+		defer close(coordDone)
+		r.coord.Run(coordCtx)
+	}()
+	deleteCtx, stopDeleting := context.WithCancel(context.WithoutCancel(ctx))
+	deleterDone := make(chan struct{})
+	go func() {
+		defer close(deleterDone)
+		r.deleteLoop(deleteCtx)
+	}()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { r.dispatch(ctx) })
+	wg.Go(func() { r.pollLoop(ctx) })
+	wg.Wait()
+
+	flushCtx, cancel := context.WithTimeout(context.Background(), r.cfg.FlushTimeout)
+	defer cancel()
+	if err := r.client.Flush(flushCtx); err != nil {
+		r.logger.Warn("relay: broker did not acknowledge everything before shutdown; the poller will resend it", "err", err)
+	}
+	stopDeleting()
+	<-deleterDone
+	r.deleteAcked(flushCtx)
+	stopCoord()
+	<-coordDone
+}
+
+// dispatch sends fast-path events until ctx is done, then sends what is still queued.
+func (r *Relay) dispatch(ctx context.Context) {
+	for {
+		select {
+		case m := <-r.queue:
+			r.send(m, "commit", nil)
+		case <-ctx.Done():
+			for {
+				select {
+				case m := <-r.queue:
+					r.send(m, "commit", nil)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// send hands m to the producer without waiting; once the broker acknowledges it, its row is queued for deletion.
+// done, if not nil, learns the outcome.
+func (r *Relay) send(m Message, path string, done func(error)) {
+	rec, err := r.record(m)
+	if err != nil {
+		r.logger.Error("relay: cannot encode outbox row; it stays in the table", "outbox_id", m.ID, "err", err)
+		if done != nil {
+			done(err)
+		}
+		return
+	}
+	// Not the caller's context: shutdown must not abort records already handed to the client.
+	r.client.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		if done != nil {
+			defer done(err)
+		}
+		if err != nil {
+			r.metrics.failed(1)
+			if path == "commit" {
+				r.logger.Warn("relay: publish failed; the poller will retry", "outbox_id", m.ID, "err", err)
+			}
+			return
+		}
+		r.metrics.publishedBy(path, 1)
+		r.mu.Lock()
+		r.acked = append(r.acked, m.ID)
+		r.mu.Unlock()
+		select {
+		case r.ackedCh <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (r *Relay) record(m Message) (*kgo.Record, error) {
+	value, err := event.Encode(m.ID, m.Type, m.Payload)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.EventRecord(m.Type.Topic(r.cfg.TopicPrefix), m.Key, m.ID, m.Type, value), nil
+}
+
+// deleteLoop deletes acknowledged fast-path rows in batches: whatever was acknowledged while the last delete ran.
+func (r *Relay) deleteLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.ackedCh:
+			r.deleteAcked(ctx)
+		}
+	}
+}
+
+// deleteBatch bounds one DELETE's IN list.
+const deleteBatch = 500
+
+func (r *Relay) deleteAcked(ctx context.Context) {
+	r.mu.Lock()
+	ids := r.acked
+	r.acked = nil
+	r.mu.Unlock()
+	for len(ids) > 0 {
+		n := min(len(ids), deleteBatch)
+		if err := r.ob.remove(ctx, ids[:n]); err != nil {
+			// The rows stay; the poller publishes them again, which consumers tolerate.
+			r.logger.Warn("relay: cannot delete published rows", "rows", len(ids), "err", err)
+			return
+		}
+		ids = ids[n:]
+	}
+}
+
+func (r *Relay) pollLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll publishes the owned shards' rows older than MinAge, oldest first, until none are left or the broker fails.
+func (r *Relay) poll(ctx context.Context) {
+	owned := r.coord.Owned()
+	cutoff := r.ob.now().Add(-r.cfg.MinAge)
+	for _, shard := range owned {
+		r.pollShard(ctx, shard, cutoff)
+	}
+	r.deleteAcked(ctx) // before the next round reads the shards again
+	if counts, oldest, err := r.ob.backlog(ctx, owned); err == nil {
+		r.metrics.observeBacklog(counts, oldest, r.ob.now())
+	}
+}
+
+// pollShard walks a shard's rows up to cutoff in batches. It reads the next batch while the broker acknowledges the
+// previous ones (franz-go bounds how many records are in flight), and stops at the first failed publish: the rest
+// waits for the next round.
+func (r *Relay) pollShard(ctx context.Context, shard int, cutoff time.Time) {
+	var inFlight sync.WaitGroup
+	var failed atomic.Bool
+	from := position{}
+	for ctx.Err() == nil && !failed.Load() {
+		msgs, err := r.ob.oldest(ctx, shard, cutoff, from, r.cfg.BatchSize)
+		if err != nil {
+			r.logger.Warn("relay: cannot read the outbox", "shard", shard, "err", err)
+			break
+		}
+		for _, m := range msgs {
+			inFlight.Add(1)
+			r.send(m, "poll", func(err error) {
+				if err != nil {
+					failed.Store(true)
+				}
+				inFlight.Done()
+			})
+		}
+		if len(msgs) < r.cfg.BatchSize {
+			break
+		}
+		last := msgs[len(msgs)-1]
+		from = position{last.CreatedAt, last.ID}
+	}
+	acked := make(chan struct{})
+	go func() {
+		inFlight.Wait()
+		close(acked)
+	}()
+	select {
+	case <-acked:
+	case <-time.After(r.cfg.AckTimeout):
+		failed.Store(true) // the unacknowledged rows stay in the table for a later round
+	case <-ctx.Done():
+		return
+	}
+	if failed.Load() {
+		r.logger.Warn("relay: the broker did not acknowledge every polled row; the rest waits for the next poll", "shard", shard)
+	}
+}
