@@ -33,5 +33,6 @@
 //     left off as it costs an fsync per batch, would): a process crash loses
 //     no record or commit, an OS crash or power loss may lose recent ones.
 //   - As in Kafka, the committed offsets of a group with no live member expire
-//     after offsets.retention.minutes (7 days), stopped time included.
+//     after offsets.retention.minutes, stopped time included; it is set to
+//     365 days here (Kafka's default is 7), so consumers resume after a long stop.
 package embedded

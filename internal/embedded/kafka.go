@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -33,6 +34,9 @@ func StartKafka(addr, dataDir string, logger *slog.Logger) (*Kafka, error) {
 		// kfake listens on 127.0.0.1:<port>; this honours the host as well.
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, addr) }),
 		kfake.WithLogger(kfakeLogger{logger}),
+		// Kafka forgets an idle group's offsets after 7 days; an all-in-one install may well be stopped that long,
+		// and its consumers should resume where they were rather than replay the whole log.
+		kfake.BrokerConfigs(map[string]string{"offsets.retention.minutes": strconv.Itoa(365 * 24 * 60)}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("embedded kafka: %w", err)
