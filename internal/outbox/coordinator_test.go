@@ -168,9 +168,12 @@ func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
 		waitFor(t, "the survivors to take over", 5*time.Second, func() bool {
 			return covers(DefaultShards, r1.coord, r2.coord)
 		})
+		// While the survivors re-split (each at its own ping) their ranges can overlap for a moment: duplicates are
+		// allowed then, losses never.
 		want := written()
-		checkExactly(t, h.consume(want, 20*time.Second), want)
+		dups := checkAtLeastOnce(t, h.consume(want, 20*time.Second), want)
 		h.waitEmpty(5 * time.Second)
+		t.Logf("takeover: %d of %d events published twice, none lost", dups, len(want))
 	})
 }
 
