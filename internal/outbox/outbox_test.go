@@ -349,7 +349,8 @@ func TestRestartedRelayPublishesWaitingRows(t *testing.T) {
 		}
 		h.relay(testRelay, testCoordinator)
 		want := written()
-		checkExactly(t, h.consume(want, 20*time.Second), want)
+		// At least once: a poll round that outwaits its acknowledgement bound leaves rows for the next one.
+		checkAtLeastOnce(t, h.consume(want, 20*time.Second), want)
 		h.waitEmpty(5 * time.Second)
 	})
 }
