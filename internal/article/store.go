@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"errors"
-	"io/fs"
 	"math"
 	"time"
 
@@ -21,14 +20,10 @@ var migrations embed.FS
 
 // Migrate creates or upgrades the article schema and its outbox.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
 	if err := outbox.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, "article", sub)
+	return sqldb.Migrate(ctx, db, "article", migrations)
 }
 
 // Store keeps articles and per-board counts in SQL, and writes an event to the outbox with every change. Every

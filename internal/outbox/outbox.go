@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -24,11 +23,7 @@ var migrations embed.FS
 
 // Migrate creates or upgrades the outbox table in a producer's database.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	return sqldb.Migrate(ctx, db, "outbox", sub)
+	return sqldb.Migrate(ctx, db, "outbox", migrations)
 }
 
 // DefaultShards is the logical shard count (SPEC §5.2); it is fixed per deployment because rows carry it.

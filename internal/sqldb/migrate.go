@@ -11,12 +11,12 @@ import (
 	"strings"
 )
 
-// Migrate applies, in version order, the migrations in fsys/<dialect>/ of component (a service, or a shared part
+// Migrate applies, in version order, the migrations in fsys's migrations/<dialect>/ of component (a service, or a shared part
 // such as the outbox that lives in several services' databases) not yet recorded in schema_migrations.
 // Files are named NNN_description.sql. It is idempotent and safe to run from several instances at once: on MySQL
 // a named lock serializes them, on SQLite the single write connection does.
 func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
-	files, err := migrationFiles(fsys, string(db.Dialect))
+	files, err := migrationFiles(fsys, path.Join("migrations", string(db.Dialect)))
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,11 @@ import (
 
 // schema is a two-step migration set in both dialects.
 var schema = fstest.MapFS{
-	"mysql/001_items.sql":   {Data: []byte("-- items\nCREATE TABLE IF NOT EXISTS item (id BIGINT NOT NULL PRIMARY KEY, n BIGINT NOT NULL);\n")},
-	"mysql/002_seed.sql":    {Data: []byte("INSERT INTO item (id, n) VALUES (1, 0);\nINSERT INTO item (id, n) VALUES (2, 0);\n")},
-	"sqlite/001_items.sql":  {Data: []byte("-- items\nCREATE TABLE item (id INTEGER NOT NULL PRIMARY KEY, n INTEGER NOT NULL);\n")},
-	"sqlite/002_seed.sql":   {Data: []byte("INSERT INTO item (id, n) VALUES (1, 0);\nINSERT INTO item (id, n) VALUES (2, 0);\n")},
-	"sqlite/README.txt.sql": {Data: []byte("")},
+	"migrations/mysql/001_items.sql":   {Data: []byte("-- items\nCREATE TABLE IF NOT EXISTS item (id BIGINT NOT NULL PRIMARY KEY, n BIGINT NOT NULL);\n")},
+	"migrations/mysql/002_seed.sql":    {Data: []byte("INSERT INTO item (id, n) VALUES (1, 0);\nINSERT INTO item (id, n) VALUES (2, 0);\n")},
+	"migrations/sqlite/001_items.sql":  {Data: []byte("-- items\nCREATE TABLE item (id INTEGER NOT NULL PRIMARY KEY, n INTEGER NOT NULL);\n")},
+	"migrations/sqlite/002_seed.sql":   {Data: []byte("INSERT INTO item (id, n) VALUES (1, 0);\nINSERT INTO item (id, n) VALUES (2, 0);\n")},
+	"migrations/sqlite/README.txt.sql": {Data: []byte("")},
 }
 
 func migrate(ctx context.Context, db *sqldb.DB) error {
@@ -29,7 +29,7 @@ func migrate(ctx context.Context, db *sqldb.DB) error {
 func validSchema() fstest.MapFS {
 	fs := fstest.MapFS{}
 	for k, v := range schema {
-		if k != "sqlite/README.txt.sql" {
+		if k != "migrations/sqlite/README.txt.sql" {
 			fs[k] = v
 		}
 	}
