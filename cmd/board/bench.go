@@ -13,8 +13,6 @@ import (
 
 	"board/internal/article"
 	"board/internal/httpio"
-	"board/internal/outbox"
-	"board/internal/snowflake"
 )
 
 func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -54,11 +52,11 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	if err != nil {
 		return err
 	}
-	ids, err := snowflake.New(snowflake.MaxNode, nil) // the node reserved for tools; the bench writes nothing anyway
+	ob, ids, err := toolOutbox(&cfg, db)
 	if err != nil {
 		return err
 	}
-	store := article.NewStore(db, outbox.New(db, cfg.OutboxShards, ids, time.Now, nil))
+	store := article.NewStore(db, ob)
 	svc := article.NewService(store, ids, time.Now)
 	count, err := svc.BoardCount(ctx, *board)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"board/internal/outbox"
-	"board/internal/snowflake"
 )
 
 func benchRelay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -41,11 +40,10 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 	if err := outbox.Migrate(ctx, db); err != nil {
 		return err
 	}
-	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	ob, _, err := toolOutbox(&cfg, db)
 	if err != nil {
 		return err
 	}
-	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, nil)
 	fmt.Fprintf(stdout, "filling the outbox of %s %s with %d events\n", db.Dialect, db.Name, *events)
 	if err := outbox.FillForBenchmark(ctx, ob, *events); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
@@ -16,6 +17,8 @@ import (
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/outbox"
+	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
 
@@ -102,6 +105,16 @@ func (e *engines) openSQL(ctx context.Context, name string) (*sqldb.DB, error) {
 	}
 	e.closers = append(e.closers, db.Close)
 	return db, nil
+}
+
+// toolOutbox is the outbox tools (seed, bench) write through, without relay or metrics, and its id generator, on
+// the node reserved for tools.
+func toolOutbox(cfg *config, db *sqldb.DB) (*outbox.Outbox, *snowflake.Generator, error) {
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outbox.New(db, cfg.OutboxShards, ids, time.Now, nil), ids, nil
 }
 
 // close releases everything in reverse order of start.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,18 @@ func TestArticleEventsReachKafka(t *testing.T) {
 	}
 	if len(records) != 3 {
 		t.Fatalf("%d article events arrived, want 3", len(records))
+	}
+	resp, err := http.Get(api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`board_outbox_events_written_total{service="article"} 3`,
+		`board_outbox_shards_owned{service="article"} 4`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	// One key, one partition, one instance's fast path: commit order.
 	want := []struct {

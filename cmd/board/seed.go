@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"board/internal/article"
-	"board/internal/outbox"
 	"board/internal/snowflake"
 )
 
@@ -51,11 +50,11 @@ resumed by running the same command again: chunks already written are skipped.`,
 		return err
 	}
 	// Seeded articles bypass the outbox (see SeedChunk); the store still needs one.
-	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	ob, _, err := toolOutbox(&cfg, db)
 	if err != nil {
 		return err
 	}
-	store := article.NewStore(db, outbox.New(db, cfg.OutboxShards, ids, time.Now, nil))
+	store := article.NewStore(db, ob)
 
 	start := snowflake.Epoch.Add(24*time.Hour + time.Duration(*board)*seedBoardSpan)
 	chunks := (*total + int64(*batch) - 1) / int64(*batch)

@@ -7,15 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics describe one service's outbox and relay.
+// Metrics describe one service's outbox and relay: the process's collectors, labelled with the service.
 type Metrics struct {
-	service   string
-	writtenN  *prometheus.CounterVec
-	published *prometheus.CounterVec
-	failures  *prometheus.CounterVec
-	backlog   *prometheus.GaugeVec
-	oldestAge *prometheus.GaugeVec
-	owned     *prometheus.GaugeVec
+	service string
+	*MetricVecs
 }
 
 // MetricVecs are the collectors shared by every service of a process; register them once.
@@ -46,15 +41,14 @@ func NewMetricVecs(reg prometheus.Registerer) *MetricVecs {
 
 // For returns the metrics of one service.
 func (v *MetricVecs) For(service string) *Metrics {
-	return &Metrics{service: service, writtenN: v.written, published: v.published, failures: v.failures,
-		backlog: v.backlog, oldestAge: v.oldestAge, owned: v.owned}
+	return &Metrics{service: service, MetricVecs: v}
 }
 
 // The methods below accept a nil receiver, so tests and tools can run without metrics.
 
 func (m *Metrics) written(n int) {
 	if m != nil {
-		m.writtenN.WithLabelValues(m.service).Add(float64(n))
+		m.MetricVecs.written.WithLabelValues(m.service).Add(float64(n))
 	}
 }
 
