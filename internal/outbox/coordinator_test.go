@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"board/internal/redistest"
 	"context"
 	"slices"
 	"sync"
@@ -54,7 +55,8 @@ func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 }
 
 func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	r := redistest.Real(t)
+	rdb, prefix := r.Client, r.Prefix
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Now()}
 	coordinator := func() *Coordinator {

@@ -5,20 +5,19 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/redistest"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
@@ -59,7 +58,8 @@ type harness struct {
 func run(t *testing.T, fn func(t *testing.T, h *harness)) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h := &harness{t: t, db: db, dir: t.TempDir()}
-		h.rdb, h.prefix = testRedis(t)
+		r := redistest.Real(t)
+		h.rdb, h.prefix = r.Client, r.Prefix
 		h.startBroker("127.0.0.1:0")
 		producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
 		if err != nil {
@@ -74,25 +74,6 @@ func run(t *testing.T, fn func(t *testing.T, h *harness)) {
 		}
 		fn(t, h)
 	})
-}
-
-// testRedis returns miniredis, or the real Redis at BOARD_TEST_REDIS_ADDR with a key prefix of the test's own.
-func testRedis(t *testing.T) (redis.UniversalClient, string) {
-	prefix := "test:outbox:" + sqltest.RandomSuffix() + ":"
-	addr := os.Getenv("BOARD_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = miniredis.RunT(t).Addr()
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-		rdb.Close()
-	})
-	return rdb, prefix
 }
 
 func (h *harness) startBroker(addr string) {
