@@ -1,4 +1,4 @@
-// Package event is the contract between services: the envelope every event travels in, the ten event types, their
+// Package event is the contract between services: the envelope every event travels in, the eight event types, their
 // payloads and the topics they go to (SPEC §4).
 //
 // Ordering. Delivery is at least once and per-key order is not guaranteed (docs/messaging.md says why), so every
@@ -116,11 +116,13 @@ type Article struct {
 	BoardArticleCountVersion int64     `json:"boardArticleCountVersion"`
 }
 
-// Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID.
+// Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID. A v2 comment has a Path, a
+// v1 comment a ParentCommentID (its own id for a root) instead.
 type Comment struct {
 	CommentID                  wire.ID   `json:"commentId"`
 	Content                    string    `json:"content"`
 	Path                       string    `json:"path"`
+	ParentCommentID            wire.ID   `json:"parentCommentId,omitempty"`
 	ArticleID                  wire.ID   `json:"articleId"`
 	WriterID                   wire.ID   `json:"writerId"`
 	Deleted                    bool      `json:"deleted"`

@@ -1,0 +1,192 @@
+// Package comment is the comment service (SPEC §3.2): comments on articles in two designs side by side.
+//
+//   - v1 nests two levels as an adjacency list: a reply names its root comment; a root names itself. Listing order
+//     is (parent_comment_id, comment_id), which puts each root's replies right after it.
+//   - v2 nests up to MaxDepth levels by path enumeration (path.go): listing order is the path.
+//
+// Both keep one per-article count of the comments not yet removed, and both delete the same way: a comment with
+// replies is only marked deleted (it stays in the tree, without content); otherwise it is removed, and so is every
+// deleted ancestor that this leaves without replies.
+//
+// Every write to an article's comments first locks that article's count row, so writes within one article are
+// serialized on both engines while different articles proceed in parallel. This is what lets a new v2 path be
+// "the next after the largest sibling" without two concurrent replies picking the same one.
+package comment
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"board/internal/fault"
+	"board/internal/wire"
+)
+
+// Limits on input (SPEC §2).
+const (
+	MaxContentChars = 3000
+	MaxPageSize     = 100
+	// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
+	pageLinks = 10
+)
+
+// Comment is a comment of either version: v1 comments have a ParentID (their own id for a root), v2 comments a
+// Path.
+type Comment struct {
+	ID        int64
+	Content   string // "" once deleted
+	ArticleID int64
+	WriterID  int64
+	ParentID  int64
+	Path      string
+	Deleted   bool
+	CreatedAt time.Time
+}
+
+// IDGenerator issues unique ids (a Snowflake generator in production).
+type IDGenerator interface {
+	Next() (int64, error)
+}
+
+// Service holds the comment rules over a Store.
+type Service struct {
+	store *Store
+	ids   IDGenerator
+	now   func() time.Time
+}
+
+// NewService returns the comment service. now is injected so tests control time.
+func NewService(store *Store, ids IDGenerator, now func() time.Time) *Service {
+	return &Service{store: store, ids: ids, now: now}
+}
+
+// Page is one offset page and the count that its page links need.
+type Page struct {
+	Comments []Comment
+	// Count is capped: at most the comments needed to show the next block of page links, plus one to tell whether
+	// there is more (as for articles, SPEC §3.1).
+	Count int64
+}
+
+// CountLimit is how far a list counts for page: to the end of the block of pageLinks pages holding it, plus one.
+func CountLimit(page, pageSize int64) int64 {
+	return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1
+}
+
+// newComment validates a new comment's content and gives it an id and a creation time.
+func (s *Service) newComment(articleID, writerID int64, content string) (Comment, error) {
+	switch {
+	case strings.TrimSpace(content) == "":
+		return Comment{}, fault.Invalidf("INVALID_CONTENT", "content must not be empty")
+	case utf8.RuneCountInString(content) > MaxContentChars:
+		return Comment{}, fault.Invalidf("INVALID_CONTENT", "content must be at most %d characters", MaxContentChars)
+	}
+	id, err := s.ids.Next()
+	if err != nil {
+		return Comment{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+	}
+	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: wire.Millis(s.now())}, nil
+}
+
+// Create adds a v1 comment: a root when parentID is 0, else a reply to the root comment parentID.
+func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int64, content string) (Comment, error) {
+	c, err := s.newComment(articleID, writerID, content)
+	if err != nil {
+		return Comment{}, err
+	}
+	c.ParentID = c.ID
+	if parentID != 0 {
+		c.ParentID = parentID
+	}
+	if err := s.store.Create(ctx, c); err != nil {
+		return Comment{}, err
+	}
+	return c, nil
+}
+
+// CreateV2 adds a v2 comment under the comment at parentPath ("" for a root comment); the store picks its path.
+func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, parentPath, content string) (Comment, error) {
+	if parentPath != "" && !validPath(parentPath) {
+		return Comment{}, invalidPath("INVALID_PARENT_PATH", "parentPath")
+	}
+	c, err := s.newComment(articleID, writerID, content)
+	if err != nil {
+		return Comment{}, err
+	}
+	return s.store.CreateV2(ctx, c, parentPath)
+}
+
+// Get returns a v1 comment.
+func (s *Service) Get(ctx context.Context, id int64) (Comment, error) { return s.store.Get(ctx, id) }
+
+// GetV2 returns a v2 comment.
+func (s *Service) GetV2(ctx context.Context, id int64) (Comment, error) {
+	return s.store.GetV2(ctx, id)
+}
+
+// Delete deletes a v1 comment by the rules in the package comment.
+func (s *Service) Delete(ctx context.Context, id int64) error { return s.store.Delete(ctx, id) }
+
+// DeleteV2 deletes a v2 comment by the rules in the package comment.
+func (s *Service) DeleteV2(ctx context.Context, id int64) error { return s.store.DeleteV2(ctx, id) }
+
+// List returns page (from 1) of an article's v1 comments, pageSize of them, roots each followed by their replies.
+func (s *Service) List(ctx context.Context, articleID, page, pageSize int64) (Page, error) {
+	return s.list(ctx, s.store.Page, s.store.CountAfter, articleID, page, pageSize)
+}
+
+// ListV2 returns page (from 1) of an article's v2 comments, pageSize of them, in tree order.
+func (s *Service) ListV2(ctx context.Context, articleID, page, pageSize int64) (Page, error) {
+	return s.list(ctx, s.store.PageV2, s.store.CountAfterV2, articleID, page, pageSize)
+}
+
+// list is List for either version: pageOf reads a page, countAfter counts the comments after a given one (after
+// none when it is nil), stopping at a limit.
+func (s *Service) list(ctx context.Context, pageOf func(ctx context.Context, articleID, offset, limit int64) ([]Comment, error),
+	countAfter func(ctx context.Context, articleID int64, after *Comment, limit int64) (int64, error),
+	articleID, page, pageSize int64) (Page, error) {
+	offset := (page - 1) * pageSize
+	comments, err := pageOf(ctx, articleID, offset, pageSize)
+	if err != nil {
+		return Page{}, err
+	}
+	limit := CountLimit(page, pageSize)
+	var count int64
+	switch n := int64(len(comments)); {
+	case n == pageSize:
+		// Count on from the page's last comment instead of walking the offset again.
+		var more int64
+		more, err = countAfter(ctx, articleID, &comments[n-1], limit-offset-n)
+		count = offset + n + more
+	case n > 0:
+		count = offset + n // the page reached the end
+	default:
+		count, err = countAfter(ctx, articleID, nil, limit) // past the end: there are fewer than offset
+	}
+	return Page{Comments: comments, Count: count}, err
+}
+
+// Scroll returns the next pageSize v1 comments after the one at (lastParentID, lastID); from the first when both
+// are 0.
+func (s *Service) Scroll(ctx context.Context, articleID, pageSize, lastParentID, lastID int64) ([]Comment, error) {
+	return s.store.Scroll(ctx, articleID, pageSize, lastParentID, lastID)
+}
+
+// ScrollV2 returns the next pageSize v2 comments after lastPath ("" for the first).
+func (s *Service) ScrollV2(ctx context.Context, articleID, pageSize int64, lastPath string) ([]Comment, error) {
+	if lastPath != "" && !validPath(lastPath) {
+		return nil, invalidPath("INVALID_LAST_PATH", "lastPath")
+	}
+	return s.store.ScrollV2(ctx, articleID, pageSize, lastPath)
+}
+
+// ArticleCount returns how many comments of both versions an article has (deleted ones still count until removed).
+func (s *Service) ArticleCount(ctx context.Context, articleID int64) (int64, error) {
+	return s.store.ArticleCount(ctx, articleID)
+}
+
+func invalidPath(code, field string) error {
+	return fault.Invalidf(code, "%s must be 1 to %d segments of %d characters from 0-9, A-Z, a-z", field,
+		MaxDepth, SegmentLen)
+}

@@ -1,0 +1,106 @@
+package comment
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/outbox"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+)
+
+// fakeIDs issues increasing ids from a start value; safe for concurrent use.
+type fakeIDs struct{ last atomic.Int64 }
+
+func (g *fakeIDs) Next() (int64, error) { return g.last.Add(1), nil }
+
+// fakeClock is a settable clock; safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
+var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*60))
+
+// t0ms is t0 as stored.
+var t0ms = time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+
+// firstID is above 2^53 so that a float64 on the way would lose digits.
+const firstID = 1<<60 + 1
+
+// eventIDs issues the tests' event ids: one generator for the package, as one process has one.
+var eventIDs = func() *snowflake.Generator {
+	g, err := snowflake.New(3, nil)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+// testService returns a service over db with fake ids (from firstID) and a fake clock (at t0).
+func testService(db *sqldb.DB) (*Service, *Store, *fakeClock) {
+	clock := &fakeClock{t: t0}
+	ids := &fakeIDs{}
+	ids.last.Store(firstID - 1)
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+	return NewService(store, ids, clock.Now), store, clock
+}
+
+func wantKind(t *testing.T, err error, kind fault.Kind, code string) {
+	t.Helper()
+	fe, ok := fault.As(err)
+	if !ok || fe.Kind != kind || fe.Code != code {
+		t.Errorf("error = %v, want kind %d code %s", err, kind, code)
+	}
+}
+
+// outboxEvent is an event as the outbox table holds it.
+type outboxEvent struct {
+	Type    event.Type
+	Payload event.Comment
+}
+
+// outboxEvents returns the events waiting in db's outbox, oldest first.
+func outboxEvents(t *testing.T, db *sqldb.DB) []outboxEvent {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "SELECT event_type, payload FROM outbox ORDER BY outbox_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []outboxEvent
+	for rows.Next() {
+		var typ string
+		var body []byte
+		if err := rows.Scan(&typ, &body); err != nil {
+			t.Fatal(err)
+		}
+		p, err := event.Payload[event.Comment](event.Envelope{Type: event.Type(typ), Payload: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, outboxEvent{event.Type(typ), p})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

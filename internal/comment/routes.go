@@ -1,0 +1,291 @@
+package comment
+
+import (
+	"log/slog"
+	"math"
+	"net/http"
+
+	"board/internal/fault"
+	"board/internal/httpio"
+	"board/internal/wire"
+)
+
+// Routes returns the whole HTTP API of the comment service, both versions (SPEC §3.2).
+func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
+	h := handlers{svc: svc}
+	mux := http.NewServeMux()
+	handle := func(pattern string, fn httpio.HandlerFunc) { mux.Handle(pattern, httpio.Handle(logger, fn)) }
+	handle("POST /v1/comments", h.create)
+	handle("GET /v1/comments/{commentId}", h.get)
+	handle("DELETE /v1/comments/{commentId}", h.delete)
+	handle("GET /v1/comments", h.list)
+	handle("GET /v1/comments/infinite-scroll", h.scroll)
+
+	handle("POST /v2/comments", h.createV2)
+	handle("GET /v2/comments/{commentId}", h.getV2)
+	handle("DELETE /v2/comments/{commentId}", h.deleteV2)
+	handle("GET /v2/comments", h.listV2)
+	handle("GET /v2/comments/infinite-scroll", h.scrollV2)
+	handle("GET /v2/comments/articles/{articleId}/count", h.articleCount)
+	return mux
+}
+
+// commentV1JSON and commentV2JSON are the wire forms of a Comment in each version.
+type commentV1JSON struct {
+	CommentID       wire.ID   `json:"commentId"`
+	Content         string    `json:"content"`
+	ArticleID       wire.ID   `json:"articleId"`
+	WriterID        wire.ID   `json:"writerId"`
+	ParentCommentID wire.ID   `json:"parentCommentId"`
+	Deleted         bool      `json:"deleted"`
+	CreatedAt       wire.Time `json:"createdAt"`
+}
+
+type commentV2JSON struct {
+	CommentID wire.ID   `json:"commentId"`
+	Content   string    `json:"content"`
+	ArticleID wire.ID   `json:"articleId"`
+	WriterID  wire.ID   `json:"writerId"`
+	Path      string    `json:"path"`
+	Deleted   bool      `json:"deleted"`
+	CreatedAt wire.Time `json:"createdAt"`
+}
+
+func toV1(c Comment) commentV1JSON {
+	return commentV1JSON{wire.ID(c.ID), c.Content, wire.ID(c.ArticleID), wire.ID(c.WriterID), wire.ID(c.ParentID), c.Deleted,
+		wire.Time(c.CreatedAt)}
+}
+
+func toV2(c Comment) commentV2JSON {
+	return commentV2JSON{wire.ID(c.ID), c.Content, wire.ID(c.ArticleID), wire.ID(c.WriterID), c.Path, c.Deleted,
+		wire.Time(c.CreatedAt)}
+}
+
+func mapAll[T any](cs []Comment, to func(Comment) T) []T {
+	out := make([]T, len(cs))
+	for i, c := range cs {
+		out[i] = to(c)
+	}
+	return out
+}
+
+type handlers struct {
+	svc *Service
+}
+
+// newCommentJSON is the body of both versions' create requests.
+type newCommentJSON struct {
+	ArticleID       *wire.ID `json:"articleId"`
+	Content         *string  `json:"content"`
+	WriterID        *wire.ID `json:"writerId"`
+	ParentCommentID *wire.ID `json:"parentCommentId"` // v1
+	ParentPath      *string  `json:"parentPath"`      // v2
+}
+
+func decodeNew(w http.ResponseWriter, r *http.Request) (newCommentJSON, error) {
+	var in newCommentJSON
+	if err := httpio.Decode(w, r, &in); err != nil {
+		return in, err
+	}
+	if err := httpio.Required(httpio.Has("articleId", in.ArticleID != nil), httpio.Has("content", in.Content != nil),
+		httpio.Has("writerId", in.WriterID != nil)); err != nil {
+		return in, err
+	}
+	if *in.ArticleID == 0 || *in.WriterID == 0 {
+		return in, fault.Invalidf("INVALID_ID", "articleId and writerId must be positive")
+	}
+	return in, nil
+}
+
+func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
+	in, err := decodeNew(w, r)
+	if err != nil {
+		return err
+	}
+	var parentID int64
+	if in.ParentCommentID != nil {
+		if parentID = int64(*in.ParentCommentID); parentID == 0 {
+			return fault.Invalidf("INVALID_PARENT_COMMENT_ID", "parentCommentId must be positive; leave it out for a root comment")
+		}
+	}
+	c, err := h.svc.Create(r.Context(), int64(*in.ArticleID), int64(*in.WriterID), parentID, *in.Content)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusCreated, toV1(c))
+	return nil
+}
+
+func (h handlers) createV2(w http.ResponseWriter, r *http.Request) error {
+	in, err := decodeNew(w, r)
+	if err != nil {
+		return err
+	}
+	var parentPath string
+	if in.ParentPath != nil {
+		parentPath = *in.ParentPath
+	}
+	c, err := h.svc.CreateV2(r.Context(), int64(*in.ArticleID), int64(*in.WriterID), parentPath, *in.Content)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusCreated, toV2(c))
+	return nil
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := httpio.PathID(r, "commentId")
+	if err != nil {
+		return err
+	}
+	c, err := h.svc.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toV1(c))
+	return nil
+}
+
+func (h handlers) getV2(w http.ResponseWriter, r *http.Request) error {
+	id, err := httpio.PathID(r, "commentId")
+	if err != nil {
+		return err
+	}
+	c, err := h.svc.GetV2(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toV2(c))
+	return nil
+}
+
+func (h handlers) delete(w http.ResponseWriter, r *http.Request) error {
+	id, err := httpio.PathID(r, "commentId")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h handlers) deleteV2(w http.ResponseWriter, r *http.Request) error {
+	id, err := httpio.PathID(r, "commentId")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteV2(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// defaultPageSize is used when a list request names none.
+const defaultPageSize = 30
+
+// pageQuery reads the articleId, page and pageSize of an offset list request.
+func pageQuery(r *http.Request) (articleID, page, pageSize int64, err error) {
+	if articleID, err = httpio.QueryID(r, "articleId"); err != nil {
+		return
+	}
+	// Pages past ~10^9 would make offsets that no engine scans in reasonable time; refuse them as input errors.
+	if page, err = httpio.QueryInt(r, "page", 1, 1, math.MaxInt32); err != nil {
+		return
+	}
+	pageSize, err = httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	return
+}
+
+// pageJSON is a list response of either version.
+type pageJSON[T any] struct {
+	Comments     []T   `json:"comments"`
+	CommentCount int64 `json:"commentCount"`
+}
+
+func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
+	articleID, page, pageSize, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.List(r.Context(), articleID, page, pageSize)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, pageJSON[commentV1JSON]{mapAll(p.Comments, toV1), p.Count})
+	return nil
+}
+
+func (h handlers) listV2(w http.ResponseWriter, r *http.Request) error {
+	articleID, page, pageSize, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.ListV2(r.Context(), articleID, page, pageSize)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, pageJSON[commentV2JSON]{mapAll(p.Comments, toV2), p.Count})
+	return nil
+}
+
+// scrollQuery reads the articleId and pageSize of an infinite-scroll request.
+func scrollQuery(r *http.Request) (articleID, pageSize int64, err error) {
+	if articleID, err = httpio.QueryID(r, "articleId"); err != nil {
+		return
+	}
+	pageSize, err = httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	return
+}
+
+func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
+	articleID, pageSize, err := scrollQuery(r)
+	if err != nil {
+		return err
+	}
+	lastParentID, err := httpio.OptionalQueryID(r, "lastParentCommentId")
+	if err != nil {
+		return err
+	}
+	lastID, err := httpio.OptionalQueryID(r, "lastCommentId")
+	if err != nil {
+		return err
+	}
+	if (lastParentID == 0) != (lastID == 0) {
+		return fault.Invalidf("INCOMPLETE_CURSOR", "give both lastParentCommentId and lastCommentId, or neither")
+	}
+	cs, err := h.svc.Scroll(r.Context(), articleID, pageSize, lastParentID, lastID)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, mapAll(cs, toV1))
+	return nil
+}
+
+func (h handlers) scrollV2(w http.ResponseWriter, r *http.Request) error {
+	articleID, pageSize, err := scrollQuery(r)
+	if err != nil {
+		return err
+	}
+	cs, err := h.svc.ScrollV2(r.Context(), articleID, pageSize, r.URL.Query().Get("lastPath"))
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, mapAll(cs, toV2))
+	return nil
+}
+
+func (h handlers) articleCount(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		return err
+	}
+	n, err := h.svc.ArticleCount(r.Context(), articleID)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, n)
+	return nil
+}

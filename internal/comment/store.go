@@ -1,0 +1,138 @@
+package comment
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/outbox"
+	"board/internal/sqldb"
+	"board/internal/wire"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Migrate creates or upgrades the comment schema and its outbox.
+func Migrate(ctx context.Context, db *sqldb.DB) error {
+	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "comment", migrations)
+}
+
+// Store keeps both versions' comments and the per-article count in SQL, and writes an event to the outbox with every
+// change. Every query carries article_id (the shard key) or comment_id.
+type Store struct {
+	db *sqldb.DB
+	ob *outbox.Outbox
+}
+
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
+func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
+
+// commentCount is an article's comment count row as of a transaction.
+type commentCount struct{ count, version int64 }
+
+// changeCount adds delta to an article's comment count and returns the row as this transaction leaves it. The
+// upsert also takes the row's lock, which every write of the article's comments takes first (package comment).
+func (s *Store) changeCount(ctx context.Context, tx *sql.Tx, articleID, delta int64) (commentCount, error) {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO article_comment_count (article_id, comment_count, version) VALUES (?, ?, 1)"+
+		s.db.OnConflictUpdate("article_id", "comment_count = comment_count + ?, version = version + 1"),
+		articleID, delta, delta); err != nil {
+		return commentCount{}, err
+	}
+	return s.lockCount(ctx, tx, articleID)
+}
+
+// lockCount locks an article's count row, serializing the writes of its comments, and returns it. The row exists
+// once the article has had a comment.
+func (s *Store) lockCount(ctx context.Context, tx *sql.Tx, articleID int64) (commentCount, error) {
+	var c commentCount
+	err := tx.QueryRowContext(ctx, "SELECT comment_count, version FROM article_comment_count WHERE article_id = ?"+
+		s.db.ForUpdate(), articleID).Scan(&c.count, &c.version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return commentCount{}, nil
+	}
+	return c, err
+}
+
+// ArticleCount returns how many comments an article has, as kept by every create and removal.
+func (s *Store) ArticleCount(ctx context.Context, articleID int64) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT comment_count FROM article_comment_count WHERE article_id = ?", articleID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// removeOne deletes a comment's row from table, uncounts it and records its COMMENT_DELETED.
+func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE comment_id = ?", c.ID); err != nil {
+		return err
+	}
+	count, err := s.changeCount(ctx, tx, c.ArticleID, -1)
+	if err != nil {
+		return err
+	}
+	c.Deleted, c.Content = true, ""
+	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
+}
+
+// markDeleted soft-deletes a comment that still has replies, dropping its content, and records its COMMENT_DELETED;
+// the count is unchanged.
+func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment, count commentCount) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '' WHERE comment_id = ?", c.ID); err != nil {
+		return err
+	}
+	c.Deleted, c.Content = true, ""
+	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
+}
+
+func payload(c Comment, count commentCount) event.Comment {
+	p := event.Comment{CommentID: wire.ID(c.ID), Content: c.Content, Path: c.Path, ArticleID: wire.ID(c.ArticleID),
+		WriterID: wire.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: wire.Time(c.CreatedAt),
+		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version}
+	if c.Path == "" {
+		p.ParentCommentID = wire.ID(c.ParentID)
+	}
+	return p
+}
+
+// articleOf returns the article a comment of table belongs to, read outside any transaction: a write transaction
+// must lock the article's count row before it reads the comment (package comment).
+func (s *Store) articleOf(ctx context.Context, table string, id int64) (int64, error) {
+	var articleID int64
+	err := s.db.QueryRowContext(ctx, "SELECT article_id FROM "+table+" WHERE comment_id = ?", id).Scan(&articleID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound(id)
+	}
+	return articleID, err
+}
+
+// list runs a query for whole comments and scans them with scan.
+func list(ctx context.Context, db *sqldb.DB, scan func(row interface{ Scan(...any) error }) (Comment, error), query string,
+	args ...any) ([]Comment, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Comment{}
+	for rows.Next() {
+		c, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func notFound(id int64) error {
+	return fault.NotFoundf("COMMENT_NOT_FOUND", "comment %d does not exist", id)
+}
