@@ -38,6 +38,7 @@ type config struct {
 	CoordinatorDeadline time.Duration
 
 	ArticleAddr string
+	CommentAddr string
 
 	NodeLeaseTTL    time.Duration
 	ShutdownTimeout time.Duration
@@ -75,6 +76,7 @@ func (c *config) engineFlags(fs *flag.FlagSet) {
 func (c *config) serveFlags(fs *flag.FlagSet) {
 	c.engineFlags(fs)
 	fs.StringVar(&c.ArticleAddr, "article-addr", ":9000", "listen address of the article service")
+	fs.StringVar(&c.CommentAddr, "comment-addr", ":9001", "listen address of the comment service")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }
 

@@ -24,21 +24,7 @@ func TestArticleEventsReachKafka(t *testing.T) {
 	call(t, "PUT", api+"/v1/articles/"+a.ArticleID, map[string]any{"title": "t2", "content": "c2"}, http.StatusOK, nil)
 	call(t, "DELETE", api+"/v1/articles/"+a.ArticleID, nil, http.StatusNoContent, nil)
 
-	client, err := kgo.NewClient(kgo.SeedBrokers(p.logs.kafkaAddrs()...), kgo.ConsumeTopics("board-article"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var records []*kgo.Record
-	for len(records) < 3 && ctx.Err() == nil {
-		client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { records = append(records, r) })
-	}
-	if len(records) != 3 {
-		t.Fatalf("%d article events arrived, want 3", len(records))
-	}
+	records := readTopic(t, p, "board-article", 3)
 	resp, err := http.Get(api + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +69,75 @@ func TestArticleEventsReachKafka(t *testing.T) {
 		if env.Type != w.typ || pl.ArticleID.String() != a.ArticleID || pl.Title != w.title || pl.ArticleVersion != w.version ||
 			pl.BoardArticleCount != w.boardCount || pl.BoardArticleCountVersion != w.countVersion {
 			t.Errorf("record %d: %s %+v; want %+v", i, env.Type, pl, w)
+		}
+	}
+}
+
+// readTopic reads n records of a topic from the program's embedded broker, from the start; fewer fail the test.
+func readTopic(t *testing.T, p *program, topic string, n int) []*kgo.Record {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(p.logs.kafkaAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var records []*kgo.Record
+	for len(records) < n && ctx.Err() == nil {
+		client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { records = append(records, r) })
+	}
+	if len(records) != n {
+		t.Fatalf("%d records arrived on %s, want %d", len(records), topic, n)
+	}
+	return records
+}
+
+// TestCommentEventsReachKafka builds and deletes a v2 thread over HTTP and reads its events off the broker: key =
+// article id, and the removal of a deleted parent emits its own COMMENT_DELETED.
+func TestCommentEventsReachKafka(t *testing.T) {
+	p := startProgram(t, testFlags(t, t.TempDir()))
+	api := p.urls["comment"]
+	var root, reply struct{ CommentID, Path string }
+	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": "77", "content": "root", "writerId": 1},
+		http.StatusCreated, &root)
+	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": 77, "content": "reply", "writerId": 2,
+		"parentPath": root.Path}, http.StatusCreated, &reply)
+	call(t, "DELETE", api+"/v2/comments/"+root.CommentID, nil, http.StatusNoContent, nil)  // soft: it has a reply
+	call(t, "DELETE", api+"/v2/comments/"+reply.CommentID, nil, http.StatusNoContent, nil) // takes the root along
+	var count int64
+	call(t, "GET", api+"/v2/comments/articles/77/count", nil, http.StatusOK, &count)
+	if count != 0 {
+		t.Errorf("count = %d, want 0", count)
+	}
+
+	want := []struct {
+		typ          event.Type
+		id           string
+		deleted      bool
+		count        int64
+		countVersion int64
+	}{
+		{event.CommentCreated, root.CommentID, false, 1, 1},
+		{event.CommentCreated, reply.CommentID, false, 2, 2},
+		{event.CommentDeleted, root.CommentID, true, 2, 2},
+		{event.CommentDeleted, reply.CommentID, true, 1, 3},
+		{event.CommentDeleted, root.CommentID, true, 0, 4},
+	}
+	for i, rec := range readTopic(t, p, "board-comment", len(want)) {
+		env, err := event.Decode(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := event.Payload[event.Comment](env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[i]
+		if string(rec.Key) != "77" || env.Type != w.typ || pl.CommentID.String() != w.id || pl.Deleted != w.deleted ||
+			pl.ArticleCommentCount != w.count || pl.ArticleCommentCountVersion != w.countVersion {
+			t.Errorf("record %d: key %s %s %+v; want %+v", i, rec.Key, env.Type, pl, w)
 		}
 	}
 }

@@ -41,7 +41,11 @@ func testFlags(t *testing.T, dir string) []string {
 	suffix := sqltest.RandomSuffix()
 	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
 		prefix := "board_e2e_" + suffix + "_"
-		sqltest.DatabaseDSN(t, prefix+"article") // drops it at the end
+		for _, s := range services {
+			if s.database != "" {
+				sqltest.DatabaseDSN(t, prefix+s.database) // drops it at the end
+			}
+		}
 		flags = append(flags, "--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
 	}
 	if addr := os.Getenv(redisAddrEnv); addr != "" {
@@ -71,7 +75,11 @@ func startProgram(t *testing.T, flags []string) *program {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := newLogWatcher()
 	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags, logs: logs}
-	args := append([]string{"serve", "--article-addr", "127.0.0.1:0"}, flags...)
+	args := []string{"serve"}
+	for _, s := range services {
+		args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
+	}
+	args = append(args, flags...)
 	go func() {
 		p.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs)
 	}()

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"board/internal/article"
+	"board/internal/comment"
 	"board/internal/httpio"
 	"board/internal/outbox"
 	"board/internal/snowflake"
@@ -43,12 +44,20 @@ type producer struct {
 var services = []service{
 	{name: "article", database: "article", migrate: article.Migrate, addr: func(c *config) string { return c.ArticleAddr },
 		build: buildArticle},
+	{name: "comment", database: "comment", migrate: comment.Migrate, addr: func(c *config) string { return c.CommentAddr },
+		build: buildComment},
 }
 
 func buildArticle(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
 	svc := article.NewService(article.NewStore(p.db, p.ob), ids, time.Now)
 	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
 	return article.Routes(svc, e.logger), checks
+}
+
+func buildComment(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
+	svc := comment.NewService(comment.NewStore(p.db, p.ob), ids, time.Now)
+	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
+	return comment.Routes(svc, e.logger), checks
 }
 
 func redisCheck(e *engines) httpio.Check {
