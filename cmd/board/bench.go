@@ -20,11 +20,13 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 		switch args[0] {
 		case "paging":
 			return benchPaging(ctx, args[1:], getenv, stdout, stderr)
+		case "comments":
+			return benchComments(ctx, args[1:], getenv, stdout, stderr)
 		case "relay":
 			return benchRelay(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
-	return fmt.Errorf("usage: board bench paging|relay [flags] (see board bench paging --help)")
+	return fmt.Errorf("usage: board bench paging|comments|relay [flags] (see board bench paging --help)")
 }
 
 func benchPaging(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -72,21 +74,11 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	}
 	lastID := cursor[0].ID
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := serveLoopback("article", article.Routes(svc, e.logger), e)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpio.Server{Service: "article", API: article.Routes(svc, e.logger),
-		Gatherer: prometheus.NewRegistry(), Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger}.Handler()}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
-
-	type benchCase struct {
-		name string
-		url  string
-		raw  func() error
-	}
+	defer stop()
 	cases := []benchCase{
 		{"page 1", fmt.Sprintf("/v1/articles?boardId=%d&page=1&pageSize=%d", *board, *pageSize),
 			func() error { _, err := svc.List(ctx, *board, 1, *pageSize); return err }},
@@ -100,18 +92,42 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	}
 	fmt.Fprintf(stdout, "board %d: %d articles on %s %s; page size %d; median of %d runs\n",
 		*board, count, db.Dialect, db.Name, *pageSize, *runs)
-	fmt.Fprintf(stdout, "%-22s %12s %12s %8s\n", "case", "api", "raw", "api/raw")
+	return runBenchCases(ctx, stdout, base, *runs, cases)
+}
+
+// serveLoopback serves a service's API on a loopback port, as board serve would, and returns its base URL.
+func serveLoopback(service string, api *http.ServeMux, e *engines) (base string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: httpio.Server{Service: service, API: api, Gatherer: prometheus.NewRegistry(),
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger}.Handler()}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// benchCase is one query timed through the API (url) and directly (raw).
+type benchCase struct {
+	name string
+	url  string
+	raw  func() error
+}
+
+// runBenchCases times each case through the API at base and raw, and prints a table of medians.
+func runBenchCases(ctx context.Context, stdout io.Writer, base string, runs int, cases []benchCase) error {
+	fmt.Fprintf(stdout, "%-26s %12s %12s %8s\n", "case", "api", "raw", "api/raw")
 	client := &http.Client{}
 	for _, c := range cases {
-		api, err := median(*runs, func() error { return get(ctx, client, base+c.url) })
+		api, err := median(runs, func() error { return get(ctx, client, base+c.url) })
 		if err != nil {
 			return fmt.Errorf("%s via api: %w", c.name, err)
 		}
-		raw, err := median(*runs, c.raw)
+		raw, err := median(runs, c.raw)
 		if err != nil {
 			return fmt.Errorf("%s raw: %w", c.name, err)
 		}
-		fmt.Fprintf(stdout, "%-22s %12s %12s %8.2f\n", c.name, api.Round(time.Microsecond), raw.Round(time.Microsecond),
+		fmt.Fprintf(stdout, "%-26s %12s %12s %8.2f\n", c.name, api.Round(time.Microsecond), raw.Round(time.Microsecond),
 			float64(api)/float64(raw))
 	}
 	return nil

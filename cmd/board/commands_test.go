@@ -12,7 +12,7 @@ import (
 
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"serve", "--help"}, {"migrate", "--help"}, {"seed", "--help"},
-		{"bench", "paging", "--help"}} {
+		{"seed", "comments", "--help"}, {"bench", "paging", "--help"}, {"bench", "comments", "--help"}, {"bench", "relay", "--help"}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 			t.Errorf("board %s: %v", strings.Join(args, " "), err)
@@ -25,7 +25,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 
 func TestBadInvocations(t *testing.T) {
 	for _, args := range [][]string{{}, {"frobnicate"}, {"serve", "--no-such-flag"}, {"serve", "nosuchservice"},
-		{"bench"}, {"seed", "--articles", "0"}} {
+		{"bench"}, {"seed", "--articles", "0"}, {"seed", "comments", "--versions", "v3"}, {"seed", "comments", "--batch", "0"}} {
 		if err := run(context.Background(), args, noEnv, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("board %s: no error", strings.Join(args, " "))
 		}
@@ -63,7 +63,7 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 		if err := run(context.Background(), append([]string{"migrate"}, flags...), noEnv, &out, &bytes.Buffer{}); err != nil {
 			t.Fatalf("migrate: %v", err)
 		}
-		if !strings.Contains(out.String(), "migrated article") {
+		if !strings.Contains(out.String(), "migrated article") || !strings.Contains(out.String(), "migrated comment") {
 			t.Errorf("migrate printed %q", out.String())
 		}
 	}
@@ -83,6 +83,17 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 		t.Errorf("second seed printed %q", out.String())
 	}
 
+	seed = append([]string{"seed", "comments", "--article", "5", "--comments", "1003", "--batch", "100"}, flags...)
+	for _, want := range []string{"seeded 1003 v1 comments (0 already there)", "seeded 0 v1 comments (1003 already there)"} {
+		out.Reset()
+		if err := run(context.Background(), seed, noEnv, &out, &bytes.Buffer{}); err != nil {
+			t.Fatalf("seed comments: %v", err)
+		}
+		if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), strings.ReplaceAll(want, "v1", "v2")) {
+			t.Errorf("seed comments printed %q, want %q for v1 and v2", out.String(), want)
+		}
+	}
+
 	p := startProgram(t, flags)
 	var count int
 	call(t, "GET", p.urls["article"]+"/v1/articles/boards/3/count", nil, 200, &count)
@@ -90,6 +101,28 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 	call(t, "GET", p.urls["article"]+"/v1/articles?boardId=3&page=1&pageSize=100", nil, 200, &page)
 	if count != 5000 || page.ArticleCount != 1001 {
 		t.Errorf("board count %d and capped page count %d; want 5000 and 1001", count, page.ArticleCount)
+	}
+
+	// Seeded comments follow the tree rules: v1 pairs of a root and its reply, v2 threads five deep.
+	api := p.urls["comment"]
+	call(t, "GET", api+"/v2/comments/articles/5/count", nil, 200, &count)
+	if count != 2*1003 {
+		t.Errorf("comment count %d, want %d", count, 2*1003)
+	}
+	var v1 []struct{ CommentID, ParentCommentID string }
+	call(t, "GET", api+"/v1/comments/infinite-scroll?articleId=5&pageSize=4", nil, 200, &v1)
+	if len(v1) != 4 || v1[0].ParentCommentID != v1[0].CommentID || v1[1].ParentCommentID != v1[0].CommentID ||
+		v1[2].ParentCommentID != v1[2].CommentID || v1[3].ParentCommentID != v1[2].CommentID {
+		t.Errorf("first v1 comments %+v, want root, reply, root, reply", v1)
+	}
+	var v2 []struct{ Path string }
+	call(t, "GET", api+"/v2/comments/infinite-scroll?articleId=5&pageSize=6&lastPath=00000", nil, 200, &v2)
+	var paths []string
+	for _, c := range v2 {
+		paths = append(paths, c.Path)
+	}
+	if want := "0000000000 000000000000000 00000000000000000000 0000000000000000000000000 00001 0000100000"; strings.Join(paths, " ") != want {
+		t.Errorf("v2 paths after 00000: %v, want %s", paths, want)
 	}
 }
 

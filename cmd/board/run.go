@@ -16,8 +16,11 @@ const usage = `board — a bulletin-board backend of six event-driven services.
 Usage:
   board serve [service...]   run services (default: all of them)
   board migrate              create or upgrade every service's schema
-  board seed                 bulk-load articles for experiments
-  board bench paging         time list queries through the HTTP API and directly
+  board seed [articles]      bulk-load articles for experiments
+  board seed comments        bulk-load comments of both versions for experiments
+  board bench paging         time article list queries through the HTTP API and directly
+  board bench comments       time comment list queries through the HTTP API and directly
+  board bench relay          time a relay draining an outbox backlog into Kafka
 
 Run 'board <command> --help' for a command's flags.`
 

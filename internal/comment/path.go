@@ -60,6 +60,16 @@ func childPath(parent, topDescendant string) (string, error) {
 	return parent + next, nil
 }
 
+// Segment returns the n-th segment in base-62 order (0 gives "00000"), for 0 <= n < 62^SegmentLen.
+func Segment(n int64) string {
+	var seg [SegmentLen]byte
+	for i := len(seg) - 1; i >= 0; i-- {
+		seg[i] = digits[n%int64(len(digits))]
+		n /= int64(len(digits))
+	}
+	return string(seg[:])
+}
+
 // nextSegment returns the segment after seg in base-62 order, and false after lastSegment.
 func nextSegment(seg string) (string, bool) {
 	b := []byte(seg)

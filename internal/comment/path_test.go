@@ -44,8 +44,11 @@ func TestNextSegmentCountsInBase62(t *testing.T) {
 		seg = next
 	}
 	// 62*62+5 = 1*62^2 + 0*62 + 5
-	if seg != "00105" {
-		t.Errorf("after 3849 steps: %q, want 00105", seg)
+	if seg != "00105" || Segment(62*62+5) != seg {
+		t.Errorf("after 3849 steps: %q, want 00105 = Segment(3849) = %q", seg, Segment(62*62+5))
+	}
+	if Segment(0) != firstSegment || Segment(62*62*62*62*62-1) != lastSegment {
+		t.Errorf("Segment(0), Segment(62^5-1) = %q, %q", Segment(0), Segment(62*62*62*62*62-1))
 	}
 }
 

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"board/internal/comment"
+)
+
+func benchComments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlagSet("bench comments", `Usage: board bench comments [flags]
+
+Times comment list queries of both versions on a seeded article (see board seed comments) two ways: through the
+HTTP API of a comment service started in this process on a loopback port, and as the same store calls (the SQL
+through database/sql) without HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
+	cfg.engineFlags(fs)
+	articleID := fs.Int64("article", 1, "seeded article to read")
+	page := fs.Int64("page", 50_000, "deep page number for the offset cases")
+	depth := fs.Int64("depth", 6_000_000, "comments skipped for the deep infinite-scroll cases")
+	pageSize := fs.Int64("page-size", 30, "comments per page")
+	runs := fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)")
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	e, err := newEngines(&cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	db, err := e.openSQL(ctx, "comment")
+	if err != nil {
+		return err
+	}
+	ob, ids, err := toolOutbox(&cfg, db)
+	if err != nil {
+		return err
+	}
+	store := comment.NewStore(db, ob)
+	svc := comment.NewService(store, ids, time.Now)
+	// The cursors of the deep scroll cases: the comment at position depth of each version.
+	atDepthV1, err := store.Page(ctx, *articleID, *depth-1, 1)
+	if err != nil {
+		return err
+	}
+	atDepthV2, err := store.PageV2(ctx, *articleID, *depth-1, 1)
+	if err != nil {
+		return err
+	}
+	if len(atDepthV1) == 0 || len(atDepthV2) == 0 {
+		return fmt.Errorf("article %d has not more than --depth %d comments of each version: seed it first (board seed comments --article %d)",
+			*articleID, *depth, *articleID)
+	}
+	last1, last2 := atDepthV1[0], atDepthV2[0]
+
+	base, stop, err := serveLoopback("comment", comment.Routes(svc, e.logger), e)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	a, n := *articleID, *pageSize
+	list := func(v string, p int64) string {
+		return fmt.Sprintf("/%s/comments?articleId=%d&page=%d&pageSize=%d", v, a, p, n)
+	}
+	cases := []benchCase{
+		{"v1 page 1", list("v1", 1), func() error { _, err := svc.List(ctx, a, 1, n); return err }},
+		{fmt.Sprintf("v1 page %d", *page), list("v1", *page), func() error { _, err := svc.List(ctx, a, *page, n); return err }},
+		{"v1 scroll depth 0", fmt.Sprintf("/v1/comments/infinite-scroll?articleId=%d&pageSize=%d", a, n),
+			func() error { _, err := svc.Scroll(ctx, a, n, 0, 0); return err }},
+		{fmt.Sprintf("v1 scroll depth %d", *depth),
+			fmt.Sprintf("/v1/comments/infinite-scroll?articleId=%d&pageSize=%d&lastParentCommentId=%d&lastCommentId=%d",
+				a, n, last1.ParentID, last1.ID),
+			func() error { _, err := svc.Scroll(ctx, a, n, last1.ParentID, last1.ID); return err }},
+		{"v2 page 1", list("v2", 1), func() error { _, err := svc.ListV2(ctx, a, 1, n); return err }},
+		{fmt.Sprintf("v2 page %d", *page), list("v2", *page), func() error { _, err := svc.ListV2(ctx, a, *page, n); return err }},
+		{"v2 scroll depth 0", fmt.Sprintf("/v2/comments/infinite-scroll?articleId=%d&pageSize=%d", a, n),
+			func() error { _, err := svc.ScrollV2(ctx, a, n, ""); return err }},
+		{fmt.Sprintf("v2 scroll depth %d", *depth),
+			fmt.Sprintf("/v2/comments/infinite-scroll?articleId=%d&pageSize=%d&lastPath=%s", a, n, last2.Path),
+			func() error { _, err := svc.ScrollV2(ctx, a, n, last2.Path); return err }},
+	}
+	count, err := svc.ArticleCount(ctx, a)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "article %d: %d comments on %s %s; page size %d; median of %d runs\n",
+		a, count, db.Dialect, db.Name, n, *runs)
+	return runBenchCases(ctx, stdout, base, *runs, cases)
+}
