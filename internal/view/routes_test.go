@@ -1,0 +1,164 @@
+package view
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/redistest"
+	"board/internal/sqldb/sqltest"
+)
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func call(h http.Handler, method, target string) reply {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	return reply{rec.Code, rec.Header(), rec.Body.String()}
+}
+
+// wantBody checks a 200 JSON answer whose body is exactly want.
+func wantBody(t *testing.T, r reply, want string) {
+	t.Helper()
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, Content-Type %q, body %s; want 200 JSON", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if got := strings.TrimSuffix(r.body, "\n"); got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+}
+
+// wantError checks an error answer: its status and its exact {code, message} shape.
+func wantError(t *testing.T, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	}
+	var body map[string]string
+	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
+		t.Fatalf("error body %q: %v", r.body, err)
+	}
+	if body["code"] != code || body["message"] == "" || len(body) != 2 {
+		t.Errorf("error body = %s, want {code: %s, message}", r.body, code)
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	run(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		h := handler(e.service(Config{}))
+		views := fmt.Sprintf("/v1/article-views/articles/%d", article)
+		wantBody(t, call(h, "GET", views+"/count"), "0")
+		wantBody(t, call(h, "POST", views+"/users/9223372036854775807"), "1")
+		wantBody(t, call(h, "POST", views+"/users/9223372036854775807"), "1")
+		wantBody(t, call(h, "POST", views+"/users/0"), "2")
+		wantBody(t, call(h, "GET", views+"/count"), "2")
+
+		// The keys are named after the article and the user, under the prefix, and share the article's hash tag.
+		keys, err := e.redis.Client.Keys(ctx, e.prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := fmt.Sprintf("%sview::article::{%d}::", e.prefix, article)
+		want := []string{tag + "user::0::lock", tag + "user::9223372036854775807::lock", tag + "view_count"}
+		slices.Sort(keys)
+		if diff := cmp.Diff(want, keys); diff != "" {
+			t.Errorf("Redis keys (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestBadRequests(t *testing.T) {
+	b := redistest.Mini(t)
+	h := handler(NewService(testStore(sqltest.OpenSQLite(t, Migrate)), b.Client, Config{KeyPrefix: b.Prefix}))
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/article-views/articles/x/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-views/articles/-1/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-views/articles/1.5/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-views/articles/9223372036854775808/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-views/articles/1/users/abc", 400, "INVALID_USER_ID"},
+		{"POST", "/v1/article-views/articles/1/users/-7", 400, "INVALID_USER_ID"},
+		{"POST", "/v1/article-views/articles/1/users/%20", 400, "INVALID_USER_ID"},
+		{"GET", "/v1/article-views/articles/abc/count", 400, "INVALID_ARTICLE_ID"},
+		{"GET", "/v1/article-views/articles/99999999999999999999/count", 400, "INVALID_ARTICLE_ID"},
+		{"GET", "/v1/article-views/articles/1/users/1", 405, "METHOD_NOT_ALLOWED"},
+		{"POST", "/v1/article-views/articles/1/count", 405, "METHOD_NOT_ALLOWED"},
+		{"DELETE", "/v1/article-views/articles/1/users/1", 405, "METHOD_NOT_ALLOWED"},
+		{"POST", "/v1/article-views/articles/1/users/", 404, "NOT_FOUND"},
+		{"GET", "/v1/article-views/articles/1", 404, "NOT_FOUND"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			wantError(t, call(h, tc.method, tc.path), tc.status, tc.code)
+		})
+	}
+	if n := len(b.Mini.Keys()); n != 0 {
+		t.Errorf("bad requests wrote %d keys", n)
+	}
+}
+
+// TestRedisDown checks that the API answers 503 with a clear code when Redis cannot serve, and does not hang when
+// Redis accepts connections but never answers: the client's timeouts end the request.
+func TestRedisDown(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	go func() { // accepts connections and never answers
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { conn.Close() })
+		}
+	}()
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"stopped", func(t *testing.T) redis.UniversalClient {
+			b := redistest.Mini(t)
+			rdb := quickClient(t, b.Mini.Addr())
+			if err := rdb.Ping(context.Background()).Err(); err != nil { // leaves a pooled connection behind
+				t.Fatal(err)
+			}
+			b.Mini.Close()
+			return rdb
+		}},
+		{"not answering", func(t *testing.T) redis.UniversalClient { return quickClient(t, silent.Addr().String()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := handler(NewService(testStore(db), tc.client(t), Config{KeyPrefix: "test:"}))
+			wantError(t, call(h, "POST", "/v1/article-views/articles/1/users/2"), 503, "REDIS_UNAVAILABLE")
+			wantError(t, call(h, "GET", "/v1/article-views/articles/1/count"), 503, "REDIS_UNAVAILABLE")
+		})
+	}
+}
+
+// quickClient is a client that gives up fast, as the defaults retry a dead server for seconds.
+func quickClient(t *testing.T, addr string) redis.UniversalClient {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, DialerRetries: 1,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}

@@ -1,0 +1,60 @@
+package view
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+
+	"board/internal/event"
+	"board/internal/outbox"
+	"board/internal/sqldb"
+	"board/internal/wire"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Migrate creates or upgrades the view schema (the article_view database) and its outbox.
+func Migrate(ctx context.Context, db *sqldb.DB) error {
+	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	return sqldb.Migrate(ctx, db, "view", migrations)
+}
+
+// Store keeps the SQL backup of each article's view count and writes ARTICLE_VIEWED with every backup.
+type Store struct {
+	db *sqldb.DB
+	ob *outbox.Outbox
+}
+
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
+func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
+
+// Backup raises an article's backed-up count to count — inserting the row when missing, never lowering it — and
+// records ARTICLE_VIEWED with count, in one transaction. The event is written even when the row already held more
+// (another instance backed up a later count first): view counts only grow, so consumers keep the highest they saw
+// and a lower one changes nothing.
+func (s *Store) Backup(ctx context.Context, articleID, count int64) error {
+	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		// One upsert rather than "update where view_count < ?, else insert": two backups of a new article would
+		// both find no row to update, and the second insert would have to be dropped, losing the higher count.
+		if _, err := tx.ExecContext(ctx, "INSERT INTO article_view_count (article_id, view_count) VALUES (?, ?)"+
+			s.db.OnConflictUpdate("article_id", "view_count = CASE WHEN view_count < ? THEN ? ELSE view_count END"),
+			articleID, count, count, count); err != nil {
+			return err
+		}
+		return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
+	})
+}
+
+// Count returns an article's backed-up count, 0 when it has none.
+func (s *Store) Count(ctx context.Context, articleID int64) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT view_count FROM article_view_count WHERE article_id = ?", articleID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
