@@ -53,7 +53,10 @@ func (e *engines) startRedis(ctx context.Context) error {
 		e.closers = append(e.closers, srv.Close)
 		addrs = []string{srv.Addr()}
 	}
-	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs})
+	// Fail fast when Redis is down, so that requests get their 503 in about a second instead of go-redis's
+	// default of several dial attempts and retries.
+	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second, MaxRetries: 1, DialerRetries: 1})
 	e.closers = append(e.closers, e.redis.Close)
 	if err := e.redis.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to redis %v: %w", addrs, err)
