@@ -39,6 +39,7 @@ type config struct {
 
 	ArticleAddr string
 	CommentAddr string
+	ViewAddr    string
 
 	NodeLeaseTTL    time.Duration
 	ShutdownTimeout time.Duration
@@ -77,6 +78,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	c.engineFlags(fs)
 	fs.StringVar(&c.ArticleAddr, "article-addr", ":9000", "listen address of the article service")
 	fs.StringVar(&c.CommentAddr, "comment-addr", ":9001", "listen address of the comment service")
+	fs.StringVar(&c.ViewAddr, "view-addr", ":9003", "listen address of the view service")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,46 @@ func TestCommentEventsReachKafka(t *testing.T) {
 			pl.ArticleCommentCount != w.count || pl.ArticleCommentCountVersion != w.countVersion {
 			t.Errorf("record %d: key %s %s %+v; want %+v", i, rec.Key, env.Type, pl, w)
 		}
+	}
+}
+
+// TestViewsAreBackedUpAndFlushedAtShutdown: the 100th view backs the count up with an ARTICLE_VIEWED; the views
+// after it are backed up (and published) by the flush at shutdown, before the relay stops.
+func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
+	flags := testFlags(t, t.TempDir())
+	p := startProgram(t, flags)
+	api := p.urls["view"]
+	var count int64
+	for user := 1; user <= 103; user++ {
+		call(t, "POST", fmt.Sprintf("%s/v1/article-views/articles/5/users/%d", api, user), nil, http.StatusOK, &count)
+	}
+	call(t, "POST", api+"/v1/article-views/articles/5/users/1", nil, http.StatusOK, &count) // within 10 min: not counted
+	if count != 103 {
+		t.Fatalf("count = %d, want 103", count)
+	}
+	p.shutdown()
+
+	p = startProgram(t, flags)
+	call(t, "GET", p.urls["view"]+"/v1/article-views/articles/5/count", nil, http.StatusOK, &count)
+	if count != 103 {
+		t.Errorf("count after restart = %d, want 103", count)
+	}
+	var got []int64
+	for _, rec := range readTopic(t, p, "board-view", 2) {
+		env, err := event.Decode(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := event.Payload[event.View](env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(rec.Key) != "5" || env.Type != event.ArticleViewed || pl.ArticleID != 5 {
+			t.Errorf("record: key %s, %s %+v", rec.Key, env.Type, pl)
+		}
+		got = append(got, pl.ArticleViewCount)
+	}
+	if !slices.Equal(got, []int64{100, 103}) {
+		t.Errorf("ARTICLE_VIEWED counts %v, want [100 103]", got)
 	}
 }

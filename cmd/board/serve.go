@@ -22,6 +22,7 @@ import (
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
+	"board/internal/view"
 )
 
 // service is one runnable service: its SQL database, where it listens, and how it is built on the shared engines.
@@ -31,7 +32,7 @@ type service struct {
 	database string // SQL database name; "" for a service without one
 	migrate  func(context.Context, *sqldb.DB) error
 	addr     func(*config) string
-	build    func(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check)
+	build    func(e *engines, p producer, ids *snowflake.Generator, workers *background) (*http.ServeMux, []httpio.Check)
 }
 
 // producer is what a producer service is built on: its database and its outbox.
@@ -46,18 +47,33 @@ var services = []service{
 		build: buildArticle},
 	{name: "comment", database: "comment", migrate: comment.Migrate, addr: func(c *config) string { return c.CommentAddr },
 		build: buildComment},
+	{name: "view", database: "article_view", migrate: view.Migrate, addr: func(c *config) string { return c.ViewAddr },
+		build: buildView},
 }
 
-func buildArticle(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
+func buildArticle(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
 	svc := article.NewService(article.NewStore(p.db, p.ob), ids, time.Now)
 	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
 	return article.Routes(svc, e.logger), checks
 }
 
-func buildComment(e *engines, p producer, ids *snowflake.Generator) (*http.ServeMux, []httpio.Check) {
+func buildComment(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
 	svc := comment.NewService(comment.NewStore(p.db, p.ob), ids, time.Now)
 	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
 	return comment.Routes(svc, e.logger), checks
+}
+
+// buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
+// counted after the last flush) and before the relays (which publish what it wrote).
+func buildView(e *engines, p producer, _ *snowflake.Generator, workers *background) (*http.ServeMux, []httpio.Check) {
+	svc := view.NewService(view.NewStore(p.db, p.ob), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
+	workers.run(context.Background(), func(ctx context.Context) {
+		if err := svc.Run(ctx); err != nil {
+			e.logger.Error("last view count flush failed; views since the last backup live on in Redis only", "err", err)
+		}
+	})
+	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
+	return view.Routes(svc, e.logger), checks
 }
 
 func redisCheck(e *engines) httpio.Check {
@@ -119,8 +135,9 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := httpio.NewMetrics(reg)
 	outboxMetrics := outbox.NewMetricVecs(reg)
-	relays := &background{}
+	relays, workers := &background{}, &background{}
 	defer relays.stop() // also on a failed start; on the normal path they stop before the engines close
+	defer workers.stop()
 	var servers []*http.Server
 	failed := make(chan error, len(selected))
 	for _, s := range services {
@@ -131,7 +148,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		api, checks := s.build(e, p, ids)
+		api, checks := s.build(e, p, ids, workers)
 		ln, err := net.Listen("tcp", s.addr(cfg))
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
@@ -162,7 +179,8 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	for i := len(servers) - 1; i >= 0; i-- {
 		err = errors.Join(err, servers[i].Shutdown(shutdownCtx))
 	}
-	relays.stop() // flush what the requests wrote, then leave the coordinators
+	workers.stop() // services' background work, which may still write events
+	relays.stop()  // flush what the requests and workers wrote, then leave the coordinators
 	return err
 }
 
