@@ -135,26 +135,25 @@ func (s *Store) Page(ctx context.Context, articleID, offset, limit int64) ([]Com
 		ORDER BY c.parent_comment_id, c.comment_id`, articleID, limit, offset)
 }
 
-// after is the v1 cursor condition: list order past (parent_comment_id, comment_id) = (?, ?).
-const after = "(parent_comment_id > ? OR (parent_comment_id = ? AND comment_id > ?))"
-
 // CountAfter counts an article's v1 comments after c in list order (all of them when c is nil), stopping at limit.
 func (s *Store) CountAfter(ctx context.Context, articleID int64, c *Comment, limit int64) (int64, error) {
 	var parentID, id int64
 	if c != nil {
 		parentID, id = c.ParentID, c.ID
 	}
+	after, args := s.db.After("parent_comment_id", "comment_id", parentID, id)
 	var n int64
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT comment_id FROM comment"+s.db.ForceIndex(byParent)+
-		" WHERE article_id = ? AND "+after+" LIMIT ?) capped", articleID, parentID, parentID, id, limit).Scan(&n)
+		" WHERE article_id = ? AND "+after+" LIMIT ?) capped", append(append([]any{articleID}, args...), limit)...).Scan(&n)
 	return n, err
 }
 
 // Scroll returns up to limit v1 comments of an article after (lastParentID, lastID) in list order.
 func (s *Store) Scroll(ctx context.Context, articleID, limit, lastParentID, lastID int64) ([]Comment, error) {
+	after, args := s.db.After("parent_comment_id", "comment_id", lastParentID, lastID)
 	return list(ctx, s.db, scanV1, "SELECT "+columnsV1+" FROM comment"+s.db.ForceIndex(byParent)+
 		" WHERE article_id = ? AND "+after+" ORDER BY parent_comment_id, comment_id LIMIT ?",
-		articleID, lastParentID, lastParentID, lastID, limit)
+		append(append([]any{articleID}, args...), limit)...)
 }
 
 func scanV1(row interface{ Scan(...any) error }) (Comment, error) {

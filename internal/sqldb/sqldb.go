@@ -240,3 +240,14 @@ func (db *DB) ForceIndex(name string) string {
 	}
 	return ""
 }
+
+// After is the dialect's cursor condition "(a, b) > (x, y)", in the form its planner turns into one range scan of an
+// index ending in (a, b): SQLite plans a row-value comparison as a range (but with bound parameters scans the whole
+// prefix for the equivalent OR), MariaDB plans the OR as a range (but not the row value). It returns the condition
+// and its arguments.
+func (db *DB) After(a, b string, x, y any) (string, []any) {
+	if db.Dialect == MySQL {
+		return "(" + a + " > ? OR (" + a + " = ? AND " + b + " > ?))", []any{x, x, y}
+	}
+	return "(" + a + ", " + b + ") > (?, ?)", []any{x, y}
+}
