@@ -189,7 +189,7 @@ func (db *DB) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) (err 
 func (db *DB) retryable(err error) bool {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) {
-		return my.Number == 1213 || my.Number == 1205 // deadlock, lock wait timeout
+		return my.Number == 1213 || my.Number == 1205 || IsStaleRead(err) // deadlock, lock wait timeout, snapshot conflict
 	}
 	var lite *sqlite.Error
 	if errors.As(err, &lite) {

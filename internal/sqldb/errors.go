@@ -1,0 +1,33 @@
+package sqldb
+
+import (
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// IsDuplicate reports whether err is a write rejected because its row would repeat a primary or unique key: the
+// answer to "this exists already" that callers turn into a conflict rather than an internal error.
+func IsDuplicate(err error) bool {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number == 1062 // ER_DUP_ENTRY
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		return lite.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || lite.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// IsStaleRead reports whether err is a write MariaDB refused because another transaction changed the row after
+// this one's snapshot was taken (error 1020, "Record has changed since last read"). MariaDB raises it under
+// innodb_snapshot_isolation, on by default from 11.8, where older servers and MySQL let the write see the newer
+// row. Callers that compare a version they read can treat it as that comparison failing. SQLite never raises it:
+// its write transactions are serialized from BEGIN.
+func IsStaleRead(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == 1020 // ER_CHECKREAD
+}

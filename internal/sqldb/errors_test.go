@@ -1,0 +1,101 @@
+package sqldb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"board/internal/sqldb"
+	"board/internal/sqldb/sqltest"
+)
+
+func TestIsDuplicate(t *testing.T) {
+	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		if _, err := db.ExecContext(ctx, "CREATE TABLE pair (id BIGINT NOT NULL PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "CREATE UNIQUE INDEX pair_a_b ON pair (a, b)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO pair (id, a, b) VALUES (1, 1, 1)"); err != nil {
+			t.Fatal(err)
+		}
+		exec := func(query string) error { _, err := db.ExecContext(ctx, query); return err }
+		for _, tc := range []struct {
+			name string
+			err  error
+			want bool
+		}{
+			{"unique key", exec("INSERT INTO pair (id, a, b) VALUES (2, 1, 1)"), true},
+			{"primary key", exec("INSERT INTO pair (id, a, b) VALUES (1, 2, 2)"), true},
+			{"wrapped", fmt.Errorf("insert: %w", exec("INSERT INTO pair (id, a, b) VALUES (3, 1, 1)")), true},
+			{"not null", exec("INSERT INTO pair (id, a, b) VALUES (4, NULL, 1)"), false},
+			{"no such table", exec("INSERT INTO nowhere (id) VALUES (1)"), false},
+			{"other error", errors.New("duplicate entry"), false},
+			{"nil", nil, false},
+		} {
+			if tc.err == nil && tc.name != "nil" {
+				t.Fatalf("%s: the statement succeeded", tc.name)
+			}
+			if got := sqldb.IsDuplicate(tc.err); got != tc.want {
+				t.Errorf("%s: IsDuplicate(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+			}
+		}
+	})
+}
+
+// TestIsStaleRead makes MariaDB refuse a write to a row changed after the writer's snapshot, as it does under
+// innodb_snapshot_isolation (the default from MariaDB 11.8; settable per session from 10.6.18 and 10.11.8), and
+// checks that Transact retries it like a deadlock.
+func TestIsStaleRead(t *testing.T) {
+	if os.Getenv(sqltest.MySQLDSNEnv) == "" {
+		t.Skip("needs MariaDB: set " + sqltest.MySQLDSNEnv)
+	}
+	db := sqltest.OpenMySQL(t, migrate)
+	ctx := context.Background()
+	var setting string
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_snapshot_isolation").Scan(&setting); err != nil {
+		t.Skipf("this server has no innodb_snapshot_isolation: %v", err)
+	}
+	// readThenWrite reads the row, lets another connection change it while conflicts > 0, then writes what it read.
+	readThenWrite := func(conflicts *int) func(tx *sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, "SET SESSION innodb_snapshot_isolation = ON"); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.QueryRowContext(ctx, "SELECT n FROM item WHERE id = 1").Scan(&n); err != nil { // takes the snapshot
+				return err
+			}
+			if *conflicts > 0 {
+				*conflicts--
+				if _, err := db.ExecContext(ctx, "UPDATE item SET n = n + 1 WHERE id = 1"); err != nil { // another connection
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, "UPDATE item SET n = ? WHERE id = 1", n+10)
+			return err
+		}
+	}
+	always := 2
+	if err := db.Transact(ctx, readThenWrite(&always)); !sqldb.IsStaleRead(err) {
+		t.Errorf("write after a concurrent change, twice: %v, want a stale read", err)
+	}
+	once := 1
+	if err := db.Transact(ctx, readThenWrite(&once)); err != nil {
+		t.Errorf("write after one concurrent change: %v, want success on the retry", err)
+	}
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT n FROM item WHERE id = 1").Scan(&n); err != nil || n != 2+1+10 {
+		t.Errorf("n = %d, %v; want 13 (two changes by the other connection, then the retried write)", n, err)
+	}
+	for _, err := range []error{nil, errors.New("record has changed"), sql.ErrNoRows} {
+		if sqldb.IsStaleRead(err) {
+			t.Errorf("IsStaleRead(%v) = true", err)
+		}
+	}
+}
