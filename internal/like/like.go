@@ -1,0 +1,222 @@
+// Package like is the like service (SPEC §3.3): one like per (article, user), and a per-article like count kept
+// exact under concurrent likes by one of three locking strategies.
+package like
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"board/internal/fault"
+	"board/internal/wire"
+)
+
+// Like is one user's like of one article.
+type Like struct {
+	ID        int64
+	ArticleID int64
+	UserID    int64
+	CreatedAt time.Time
+}
+
+// Strategy is how a like or unlike changes the article's count row when many change it at once.
+type Strategy string
+
+const (
+	// PessimisticLock1 adds to the count in one atomic UPDATE, which locks the row while it runs.
+	PessimisticLock1 Strategy = "pessimistic-lock-1"
+	// PessimisticLock2 reads the count with SELECT ... FOR UPDATE, then writes the new value.
+	PessimisticLock2 Strategy = "pessimistic-lock-2"
+	// OptimisticLock reads the count and its version without a lock and writes only if the version is unchanged,
+	// retrying (bounded, with jittered backoff) when it changed.
+	OptimisticLock Strategy = "optimistic-lock"
+	// DefaultStrategy is what the unsuffixed paths use unless configured otherwise (SPEC §3.3).
+	DefaultStrategy = PessimisticLock1
+)
+
+// Strategies lists every strategy, in the order of the SPEC.
+var Strategies = []Strategy{PessimisticLock1, PessimisticLock2, OptimisticLock}
+
+// ParseStrategy returns the strategy named s.
+func ParseStrategy(s string) (Strategy, error) {
+	for _, st := range Strategies {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	names := make([]string, len(Strategies))
+	for i, st := range Strategies {
+		names[i] = string(st)
+	}
+	return "", fmt.Errorf("unknown like strategy %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// IDGenerator issues unique ids (a Snowflake generator in production).
+type IDGenerator interface {
+	Next() (int64, error)
+}
+
+// retryPolicy bounds the optimistic strategy's retries. Each retry waits a random time below a ceiling that
+// doubles from base up to max: random so that the losers of one race do not meet again in the next, doubling so
+// that the waits grow until they match the crowd. The ceiling must reach about twice (clients × commit time): with
+// 64 ms, 100 clients liking one article on MariaDB needed up to 126 attempts per like and twice the time. Measured
+// with 3000 likes from 100 clients and a 1 s ceiling, a like takes about 4 attempts on average and at most 23 on
+// an idle machine, at most 31 with both cores busy elsewhere. 100 attempts leave a wide margin; a hopeless wait
+// ends after about 45 s of backoff, or as soon as the client goes away (the request's context).
+type retryPolicy struct {
+	attempts  int
+	base, max time.Duration
+	sleep     func(ctx context.Context, d time.Duration) error
+}
+
+var defaultRetry = retryPolicy{attempts: 100, base: time.Millisecond, max: time.Second, sleep: sleep}
+
+// wait returns how long to wait after the given failed attempt (from 1): uniform in [0, ceiling).
+func (p retryPolicy) wait(attempt int) time.Duration {
+	ceiling := p.max
+	if attempt < 32 && p.base<<(attempt-1) < p.max {
+		ceiling = p.base << (attempt - 1)
+	}
+	return rand.N(ceiling)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats counts a strategy's work since the service started.
+type Stats struct {
+	Writes    int64 // likes and unlikes committed
+	Conflicts int64 // optimistic attempts that found the count changed since they read it, and were retried or given up
+	// MostAttempts is the most attempts one like or unlike has taken: how close the optimistic strategy came to
+	// its bound.
+	MostAttempts int64
+}
+
+type counters struct{ writes, conflicts, mostAttempts atomic.Int64 }
+
+// attempted records that a write took n attempts.
+func (c *counters) attempted(n int64) {
+	for {
+		most := c.mostAttempts.Load()
+		if n <= most || c.mostAttempts.CompareAndSwap(most, n) {
+			return
+		}
+	}
+}
+
+// Service holds the like rules over a Store.
+type Service struct {
+	store           *Store
+	ids             IDGenerator
+	now             func() time.Time
+	defaultStrategy Strategy
+	retry           retryPolicy
+	stats           map[Strategy]*counters // one entry per strategy, made once: safe for concurrent use
+}
+
+// NewService returns the like service; requests that name no strategy use defaultStrategy (DefaultStrategy when
+// empty). now is injected so tests control time. An unknown strategy is a wiring bug (ParseStrategy checks
+// configuration) and panics.
+func NewService(store *Store, ids IDGenerator, now func() time.Time, defaultStrategy Strategy) *Service {
+	if defaultStrategy == "" {
+		defaultStrategy = DefaultStrategy
+	}
+	if _, err := ParseStrategy(string(defaultStrategy)); err != nil {
+		panic(err)
+	}
+	stats := map[Strategy]*counters{}
+	for _, st := range Strategies {
+		stats[st] = &counters{}
+	}
+	return &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats}
+}
+
+// DefaultStrategy returns the strategy used when a request names none.
+func (s *Service) DefaultStrategy() Strategy { return s.defaultStrategy }
+
+// Stats returns what strategy has done so far.
+func (s *Service) Stats(strategy Strategy) Stats {
+	c, ok := s.stats[strategy]
+	if !ok {
+		return Stats{}
+	}
+	return Stats{Writes: c.writes.Load(), Conflicts: c.conflicts.Load(), MostAttempts: c.mostAttempts.Load()}
+}
+
+// Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
+// a conflict.
+func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID int64) (Like, error) {
+	if articleID == 0 {
+		return Like{}, fault.Invalidf("INVALID_ARTICLE_ID", "articleId must be positive")
+	}
+	if userID == 0 {
+		return Like{}, fault.Invalidf("INVALID_USER_ID", "userId must be positive")
+	}
+	id, err := s.ids.Next()
+	if err != nil {
+		return Like{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+	}
+	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: wire.Millis(s.now())}
+	err = s.write(ctx, strategy, func(st Strategy) error { return s.store.Like(ctx, st, l) })
+	if err != nil {
+		return Like{}, err
+	}
+	return l, nil
+}
+
+// Unlike removes userID's like of articleID, with strategy ("" for the default).
+func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
+	return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
+}
+
+// write runs a like or unlike with strategy, retrying while the optimistic strategy loses races, up to the bound.
+// Nothing is written by an attempt that lost, so a client told to try again has lost no like.
+func (s *Service) write(ctx context.Context, strategy Strategy, attempt func(Strategy) error) error {
+	if strategy == "" {
+		strategy = s.defaultStrategy
+	}
+	c, ok := s.stats[strategy]
+	if !ok {
+		return fmt.Errorf("unknown like strategy %q", strategy)
+	}
+	for n := 1; ; n++ {
+		err := attempt(strategy)
+		c.attempted(int64(n))
+		if !errors.Is(err, errVersionConflict) {
+			if err == nil {
+				c.writes.Add(1)
+			}
+			return err
+		}
+		c.conflicts.Add(1)
+		if n == s.retry.attempts {
+			return fault.Unavailablef(err, "LIKE_CONTENDED",
+				"the article's like count changed under %d attempts in a row; try again", n)
+		}
+		if err := s.retry.sleep(ctx, s.retry.wait(n)); err != nil {
+			return fault.Unavailablef(err, "LIKE_CONTENDED", "stopped retrying after %d attempts: %v", n, err)
+		}
+	}
+}
+
+// Get returns userID's like of articleID.
+func (s *Service) Get(ctx context.Context, articleID, userID int64) (Like, error) {
+	return s.store.Get(ctx, articleID, userID)
+}
+
+// Count returns the number of likes of an article.
+func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
+	return s.store.Count(ctx, articleID)
+}

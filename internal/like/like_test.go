@@ -1,0 +1,629 @@
+package like
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/google/go-cmp/cmp"
+
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/outbox"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+	"board/internal/sqldb/sqltest"
+	"board/internal/wire"
+)
+
+// fakeIDs issues increasing ids from a start value; safe for concurrent use.
+type fakeIDs struct{ last atomic.Int64 }
+
+func newFakeIDs(start int64) *fakeIDs {
+	g := &fakeIDs{}
+	g.last.Store(start - 1)
+	return g
+}
+
+func (g *fakeIDs) Next() (int64, error) { return g.last.Add(1), nil }
+
+// failingIDs never issues an id.
+type failingIDs struct{}
+
+func (failingIDs) Next() (int64, error) { return 0, errors.New("clock moved backwards") }
+
+// t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
+var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*60))
+
+// t0ms is t0 as stored.
+var t0ms = time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+
+// firstID is above 2^53 so that a float64 on the way would lose digits.
+const firstID = 1<<60 + 1
+
+// eventIDs issues the tests' event ids: one generator for the package, as one process has one.
+var eventIDs = func() *snowflake.Generator {
+	g, err := snowflake.New(3, nil)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+func newTestService(db *sqldb.DB, strategy Strategy) *Service {
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+	return NewService(store, newFakeIDs(firstID), func() time.Time { return t0 }, strategy)
+}
+
+func wantKind(t *testing.T, err error, kind fault.Kind, code, what string) {
+	t.Helper()
+	fe, _ := fault.As(err)
+	if fault.KindOf(err) != kind || fe.Code != code {
+		t.Errorf("%s: error = %v, want kind %d code %s", what, err, kind, code)
+	}
+}
+
+// sent is one event of the outbox, decoded.
+type sent struct {
+	Type    event.Type
+	Payload event.Like
+}
+
+// sameTime compares event times by the instant they name.
+var sameTime = cmp.Comparer(func(a, b wire.Time) bool { return time.Time(a).Equal(time.Time(b)) })
+
+// outboxOf returns the events written for an article, in no particular order.
+func outboxOf(t *testing.T, db *sqldb.DB, articleID int64) []sent {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "SELECT event_type, payload FROM outbox WHERE record_key = ?", articleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []sent
+	for rows.Next() {
+		var typ, body string
+		if err := rows.Scan(&typ, &body); err != nil {
+			t.Fatal(err)
+		}
+		s := sent{Type: event.Type(typ)}
+		if err := json.Unmarshal([]byte(body), &s.Payload); err != nil {
+			t.Fatalf("payload %s: %v", body, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// likeRows counts an article's rows in article_like.
+func likeRows(t *testing.T, db *sqldb.DB, articleID int64) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM article_like WHERE article_id = ?", articleID).
+		Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestParseStrategy(t *testing.T) {
+	for _, st := range Strategies {
+		if got, err := ParseStrategy(string(st)); err != nil || got != st {
+			t.Errorf("ParseStrategy(%q) = %q, %v", st, got, err)
+		}
+	}
+	for _, bad := range []string{"", "optimistic", "PESSIMISTIC-LOCK-1", " optimistic-lock"} {
+		if _, err := ParseStrategy(bad); err == nil {
+			t.Errorf("ParseStrategy(%q) accepted", bad)
+		}
+	}
+}
+
+func TestNewServiceDefaultStrategy(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	if got := newTestService(db, "").DefaultStrategy(); got != PessimisticLock1 {
+		t.Errorf("default strategy = %q, want %q", got, PessimisticLock1)
+	}
+	if got := newTestService(db, OptimisticLock).DefaultStrategy(); got != OptimisticLock {
+		t.Errorf("default strategy = %q, want %q", got, OptimisticLock)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NewService accepted an unknown strategy")
+		}
+	}()
+	newTestService(db, "no-lock")
+}
+
+// TestLikeLifecycle runs like, get, count and unlike with each strategy, and checks the events they write.
+func TestLikeLifecycle(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc := newTestService(db, "")
+		for i, st := range Strategies {
+			t.Run(string(st), func(t *testing.T) {
+				article, user := int64(100+i), int64(7)
+				if n, err := svc.Count(ctx, article); err != nil || n != 0 {
+					t.Fatalf("count before any like = %d, %v; want 0", n, err)
+				}
+				wantKind(t, svc.Unlike(ctx, st, article, user), fault.NotFound, "LIKE_NOT_FOUND", "unlike of a never-liked article")
+				_, err := svc.Get(ctx, article, user)
+				wantKind(t, err, fault.NotFound, "LIKE_NOT_FOUND", "get before like")
+
+				l, err := svc.Like(ctx, st, article, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Like{ID: l.ID, ArticleID: article, UserID: user, CreatedAt: t0ms}
+				if diff := cmp.Diff(want, l); diff != "" {
+					t.Errorf("Like (-want +got):\n%s", diff)
+				}
+				got, err := svc.Get(ctx, article, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("Get (-want +got):\n%s", diff)
+				}
+				if got.CreatedAt.Location() != time.UTC {
+					t.Errorf("createdAt not in UTC: %v", got.CreatedAt.Location())
+				}
+
+				_, err = svc.Like(ctx, st, article, user)
+				wantKind(t, err, fault.Conflict, "ALREADY_LIKED", "second like")
+				other, err := svc.Like(ctx, st, article, user+1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, err := svc.Count(ctx, article); err != nil || n != 2 {
+					t.Fatalf("count after two likes = %d, %v; want 2", n, err)
+				}
+				wantKind(t, svc.Unlike(ctx, st, article, user+2), fault.NotFound, "LIKE_NOT_FOUND", "unlike by a user who never liked")
+				if err := svc.Unlike(ctx, st, article, user); err != nil {
+					t.Fatal(err)
+				}
+				wantKind(t, svc.Unlike(ctx, st, article, user), fault.NotFound, "LIKE_NOT_FOUND", "second unlike")
+				_, err = svc.Get(ctx, article, user)
+				wantKind(t, err, fault.NotFound, "LIKE_NOT_FOUND", "get after unlike")
+				if n, err := svc.Count(ctx, article); err != nil || n != 1 {
+					t.Fatalf("count after unlike = %d, %v; want 1", n, err)
+				}
+				// Liking again after an unlike is a new like.
+				again, err := svc.Like(ctx, st, article, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, err := svc.Count(ctx, article); err != nil || n != 2 {
+					t.Fatalf("count after liking again = %d, %v; want 2", n, err)
+				}
+
+				// One event per change, with the count and its version as that transaction left them; an unlike
+				// carries the like it removed. Failed requests wrote none.
+				ev := func(typ event.Type, l Like, count, version int64) sent {
+					return sent{typ, event.Like{ArticleLikeID: wire.ID(l.ID), ArticleID: wire.ID(article), UserID: wire.ID(l.UserID),
+						CreatedAt: wire.Time(t0ms), ArticleLikeCount: count, ArticleLikeCountVersion: version}}
+				}
+				wantEvents := []sent{
+					ev(event.ArticleLiked, l, 1, 1),
+					ev(event.ArticleLiked, other, 2, 2),
+					ev(event.ArticleUnliked, l, 1, 3),
+					ev(event.ArticleLiked, again, 2, 4),
+				}
+				gotEvents := outboxOf(t, db, article)
+				sort.Slice(gotEvents, func(i, j int) bool {
+					return gotEvents[i].Payload.ArticleLikeCountVersion < gotEvents[j].Payload.ArticleLikeCountVersion
+				})
+				if diff := cmp.Diff(wantEvents, gotEvents, sameTime); diff != "" {
+					t.Errorf("outbox (-want +got):\n%s", diff)
+				}
+				if got := svc.Stats(st).Writes; got != 4 {
+					t.Errorf("Stats(%s).Writes = %d, want 4", st, got)
+				}
+			})
+		}
+	})
+}
+
+func TestLikeRejectsZeroIDs(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	svc := newTestService(db, "")
+	_, err := svc.Like(context.Background(), "", 0, 1)
+	wantKind(t, err, fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
+	_, err = svc.Like(context.Background(), "", 1, 0)
+	wantKind(t, err, fault.Invalid, "INVALID_USER_ID", "user 0")
+}
+
+func TestLikeWithoutIDs(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+	svc := NewService(store, failingIDs{}, time.Now, "")
+	_, err := svc.Like(context.Background(), "", 1, 1)
+	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
+	if n, _ := svc.Count(context.Background(), 1); n != 0 {
+		t.Errorf("count = %d after a failed like, want 0", n)
+	}
+}
+
+func TestUnknownStrategy(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	svc := newTestService(db, "")
+	if _, err := svc.Like(context.Background(), "no-lock", 1, 1); err == nil || fault.KindOf(err) != 0 {
+		t.Errorf("like with an unknown strategy: %v, want an internal error", err)
+	}
+	if got := svc.Stats("no-lock"); got != (Stats{}) {
+		t.Errorf("Stats of an unknown strategy = %+v, want zero", got)
+	}
+}
+
+// concurrently runs fn(i) for i in [0, n) on workers goroutines and returns the errors, indexed by i.
+func concurrently(n, workers int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				errs[i] = fn(i)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestConcurrentLikes is the SPEC's claim: 3000 likes by distinct users from 100 concurrent clients at one article
+// count exactly 3000, with every strategy, and 3000 concurrent unlikes bring it back to 0. Every change writes one
+// event whose count and version are those of its own transaction: with +1 per like, the k-th committed like leaves
+// count k at version k, so the events' (count, version) pairs are exactly 1..3000 when none was lost or seen twice.
+func TestConcurrentLikes(t *testing.T) {
+	const likes, workers = 3000, 100
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc := newTestService(db, "") // one service, so that like ids stay unique across strategies
+		for i, st := range Strategies {
+			t.Run(string(st), func(t *testing.T) {
+				article := int64(1000 + i)
+				start := time.Now()
+				errs := concurrently(likes, workers, func(u int) error {
+					_, err := svc.Like(ctx, st, article, int64(u+1))
+					return err
+				})
+				liked := time.Since(start)
+				for u, err := range errs {
+					if err != nil {
+						t.Fatalf("like by user %d: %v", u+1, err)
+					}
+				}
+				checkCounted(t, db, svc, article, likes, event.ArticleLiked, func(k int64) (int64, int64) { return k, k })
+
+				start = time.Now()
+				errs = concurrently(likes, workers, func(u int) error { return svc.Unlike(ctx, st, article, int64(u+1)) })
+				unliked := time.Since(start)
+				for u, err := range errs {
+					if err != nil {
+						t.Fatalf("unlike by user %d: %v", u+1, err)
+					}
+				}
+				checkCounted(t, db, svc, article, 0, event.ArticleUnliked, func(k int64) (int64, int64) { return likes - k, likes + k })
+				t.Logf("%s on %s: %d likes in %s, %d unlikes in %s, %+v", st, db.Dialect, likes, liked.Round(time.Millisecond),
+					likes, unliked.Round(time.Millisecond), svc.Stats(st))
+			})
+		}
+	})
+}
+
+// checkCounted checks that an article's count and rows are want, and that its events of type typ are exactly one
+// per change k = 1..likes with the (count, version) that pair(k) gives.
+func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64, typ event.Type, pair func(k int64) (int64, int64)) {
+	t.Helper()
+	const likes = 3000
+	if n, err := svc.Count(context.Background(), article); err != nil || n != want {
+		t.Errorf("count = %d, %v; want %d", n, err, want)
+	}
+	if n := likeRows(t, db, article); n != want {
+		t.Errorf("like rows = %d, want %d", n, want)
+	}
+	var got [][2]int64
+	for _, e := range outboxOf(t, db, article) {
+		if e.Type == typ {
+			got = append(got, [2]int64{e.Payload.ArticleLikeCount, e.Payload.ArticleLikeCountVersion})
+		}
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i][1] < got[j][1] })
+	wantPairs := make([][2]int64, likes)
+	for k := range int64(likes) {
+		c, v := pair(k + 1)
+		wantPairs[k] = [2]int64{c, v}
+	}
+	if diff := cmp.Diff(wantPairs, got); diff != "" {
+		t.Errorf("%s events' (count, version) (-want +got):\n%s", typ, diff)
+	}
+}
+
+// TestConcurrentDuplicates fires 20 likes by one user at once at a never-liked article (so they also race to
+// create its count row), then 20 unlikes: exactly one of each succeeds, the rest are 409 and 404.
+func TestConcurrentDuplicates(t *testing.T) {
+	const tries = 20
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc := newTestService(db, "")
+		for i, st := range Strategies {
+			t.Run(string(st), func(t *testing.T) {
+				article, user := int64(2000+i), int64(5)
+				kinds := func(errs []error) map[fault.Kind]int {
+					out := map[fault.Kind]int{}
+					for _, err := range errs {
+						if err != nil && fault.KindOf(err) == 0 {
+							t.Errorf("internal error: %v", err)
+						}
+						out[fault.KindOf(err)]++
+					}
+					return out
+				}
+				errs := concurrently(tries, tries, func(int) error { _, err := svc.Like(ctx, st, article, user); return err })
+				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.Conflict: tries - 1}, kinds(errs)); diff != "" {
+					t.Errorf("likes: outcomes by kind (-want +got):\n%s", diff)
+				}
+				if n, _ := svc.Count(ctx, article); n != 1 || likeRows(t, db, article) != 1 || len(outboxOf(t, db, article)) != 1 {
+					t.Errorf("after %d likes by one user: count %d, %d rows, %d events; want 1 each", tries, n,
+						likeRows(t, db, article), len(outboxOf(t, db, article)))
+				}
+				errs = concurrently(tries, tries, func(int) error { return svc.Unlike(ctx, st, article, user) })
+				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.NotFound: tries - 1}, kinds(errs)); diff != "" {
+					t.Errorf("unlikes: outcomes by kind (-want +got):\n%s", diff)
+				}
+				if n, _ := svc.Count(ctx, article); n != 0 || likeRows(t, db, article) != 0 || len(outboxOf(t, db, article)) != 2 {
+					t.Errorf("after %d unlikes: count %d, %d rows, %d events; want 0, 0, 2", tries, n,
+						likeRows(t, db, article), len(outboxOf(t, db, article)))
+				}
+			})
+		}
+	})
+}
+
+// TestMixedStrategies likes one article concurrently through all three strategies at once: they share the count
+// row and its lock order, so the count stays exact.
+func TestMixedStrategies(t *testing.T) {
+	const likes, workers = 600, 60
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc := newTestService(db, "")
+		article := int64(3000)
+		errs := concurrently(likes, workers, func(u int) error {
+			_, err := svc.Like(ctx, Strategies[u%len(Strategies)], article, int64(u+1))
+			return err
+		})
+		errs = append(errs, concurrently(likes/2, workers, func(u int) error {
+			return svc.Unlike(ctx, Strategies[(u+1)%len(Strategies)], article, int64(2*u+1))
+		})...)
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := svc.Count(ctx, article); err != nil || n != likes/2 || likeRows(t, db, article) != likes/2 {
+			t.Errorf("count %d (%v), rows %d; want %d", n, err, likeRows(t, db, article), likes/2)
+		}
+		if n := len(outboxOf(t, db, article)); n != likes+likes/2 {
+			t.Errorf("%d events, want %d", n, likes+likes/2)
+		}
+	})
+}
+
+// TestOptimisticRetry drives the retry loop with attempts that conflict a given number of times.
+func TestOptimisticRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		conflicts int // conflicts before the attempt that succeeds
+		other     error
+		wantKind  fault.Kind
+		wantCode  string
+		wantTries int
+	}{
+		{name: "first try", conflicts: 0, wantTries: 1},
+		{name: "after conflicts", conflicts: 4, wantTries: 5},
+		{name: "on the last attempt", conflicts: 5, wantTries: 6},
+		{name: "exhausted", conflicts: 6, wantKind: fault.Unavailable, wantCode: "LIKE_CONTENDED", wantTries: 6},
+		{name: "other error ends it", conflicts: 2, other: fault.Conflictf("ALREADY_LIKED", "x"), wantKind: fault.Conflict,
+			wantCode: "ALREADY_LIKED", wantTries: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := newTestService(sqltest.OpenSQLite(t, Migrate), "")
+			var waits []time.Duration
+			svc.retry = retryPolicy{attempts: 6, base: time.Millisecond, max: 4 * time.Millisecond,
+				sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+			tries := 0
+			err := svc.write(context.Background(), OptimisticLock, func(st Strategy) error {
+				if st != OptimisticLock {
+					t.Errorf("attempt with %s", st)
+				}
+				tries++
+				if tries <= tc.conflicts {
+					return errVersionConflict
+				}
+				return tc.other
+			})
+			if tc.wantKind == 0 && err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			if tc.wantKind != 0 {
+				wantKind(t, err, tc.wantKind, tc.wantCode, "write")
+			}
+			if tries != tc.wantTries {
+				t.Errorf("%d attempts, want %d", tries, tc.wantTries)
+			}
+			if len(waits) != tries-1 {
+				t.Errorf("%d waits between %d attempts", len(waits), tries)
+			}
+			// Each wait is below a ceiling that doubles from base up to max.
+			for i, d := range waits {
+				if ceiling := min(time.Millisecond<<i, 4*time.Millisecond); d < 0 || d >= ceiling {
+					t.Errorf("wait %d = %s, want in [0, %s)", i+1, d, ceiling)
+				}
+			}
+			stats := svc.Stats(OptimisticLock)
+			if want := int64(min(tc.conflicts, 6)); stats.Conflicts != want {
+				t.Errorf("Stats.Conflicts = %d, want %d", stats.Conflicts, want)
+			}
+			if stats.MostAttempts != int64(tc.wantTries) {
+				t.Errorf("Stats.MostAttempts = %d, want %d", stats.MostAttempts, tc.wantTries)
+			}
+		})
+	}
+}
+
+func TestRetryWaitsAreJittered(t *testing.T) {
+	p := retryPolicy{attempts: 10, base: time.Millisecond, max: 64 * time.Millisecond}
+	seen := map[time.Duration]bool{}
+	for range 50 {
+		seen[p.wait(7)] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("50 waits after attempt 7 took only %d distinct values: %v", len(seen), seen)
+	}
+	for _, attempt := range []int{1, 6, 7, 40, 1000} {
+		if d := p.wait(attempt); d < 0 || d >= 64*time.Millisecond {
+			t.Errorf("wait(%d) = %s, want in [0, 64ms)", attempt, d)
+		}
+	}
+}
+
+func TestRetryStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleep with a cancelled context: %v", err)
+	}
+	svc := newTestService(sqltest.OpenSQLite(t, Migrate), "")
+	tries := 0
+	err := svc.write(ctx, OptimisticLock, func(Strategy) error { tries++; return errVersionConflict })
+	if !errors.Is(err, context.Canceled) || tries != 1 {
+		t.Errorf("write under a cancelled context: %v after %d attempts, want context.Canceled after 1", err, tries)
+	}
+	wantKind(t, err, fault.Unavailable, "LIKE_CONTENDED", "write under a cancelled context")
+}
+
+// TestOptimisticConflictOnMySQL makes the conflict happen for certain: a transaction changes the count row and
+// holds it while an optimistic like reads the old version and runs its versioned update, which blocks on the row;
+// when that transaction commits, the update matches nothing (or, under MariaDB's snapshot isolation, fails with
+// "record has changed since last read"). With one attempt allowed the client is told to try again and nothing is
+// written; with two, the retry reads the new version and succeeds. (On SQLite a conflict cannot happen: the read
+// runs under the database's write lock.)
+func TestOptimisticConflictOnMySQL(t *testing.T) {
+	if os.Getenv(sqltest.MySQLDSNEnv) == "" {
+		t.Skip("needs MariaDB or MySQL: set " + sqltest.MySQLDSNEnv)
+	}
+	for _, snapshotIsolation := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot isolation %v", snapshotIsolation), func(t *testing.T) {
+			db := openMySQL(t, snapshotIsolation)
+			ctx := context.Background()
+			svc := newTestService(db, "")
+			const article = 4000
+			if _, err := svc.Like(ctx, OptimisticLock, article, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				attempts int
+				wantErr  bool
+			}{{1, true}, {2, false}} {
+				t.Run(fmt.Sprintf("%d attempts", tc.attempts), func(t *testing.T) {
+					svc.retry.attempts = tc.attempts
+					before := svc.Stats(OptimisticLock)
+					user := int64(10 + tc.attempts)
+					var likeErr error
+					liked := make(chan struct{})
+					err := db.Transact(ctx, func(tx *sql.Tx) error {
+						if _, err := tx.ExecContext(ctx, "UPDATE article_like_count SET version = version + 1 WHERE article_id = ?", article); err != nil {
+							return err
+						}
+						go func() {
+							defer close(liked)
+							_, likeErr = svc.Like(ctx, OptimisticLock, article, user)
+						}()
+						return waitForVersionedUpdate(ctx, db, liked)
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					<-liked
+					err = likeErr
+					if tc.wantErr {
+						wantKind(t, err, fault.Unavailable, "LIKE_CONTENDED", "like with one attempt")
+					} else if err != nil {
+						t.Fatalf("like with a retry: %v", err)
+					}
+					if got := svc.Stats(OptimisticLock).Conflicts - before.Conflicts; got != 1 {
+						t.Errorf("%d conflicts counted, want 1", got)
+					}
+					_, err = svc.Get(ctx, article, user)
+					if tc.wantErr {
+						wantKind(t, err, fault.NotFound, "LIKE_NOT_FOUND", "like that gave up")
+					} else if err != nil {
+						t.Errorf("like that retried was not stored: %v", err)
+					}
+				})
+			}
+			if n, _ := svc.Count(ctx, article); n != 2 || len(outboxOf(t, db, article)) != 2 {
+				t.Errorf("count = %d with %d events, want 2 and 2", n, len(outboxOf(t, db, article)))
+			}
+		})
+	}
+}
+
+// openMySQL returns a migrated database of its own on the test server, its connections with MariaDB's
+// innodb_snapshot_isolation on or off. It skips the test when the server has no such setting.
+func openMySQL(t *testing.T, snapshotIsolation bool) *sqldb.DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(sqltest.DatabaseDSN(t, "board_test_"+sqltest.RandomSuffix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["innodb_snapshot_isolation"] = map[bool]string{false: "OFF", true: "ON"}[snapshotIsolation]
+	db, err := sqldb.OpenMySQL(context.Background(), cfg.FormatDSN(), 10)
+	if err != nil {
+		t.Skipf("no innodb_snapshot_isolation on this server: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// waitForVersionedUpdate returns once a connection to db's database is running the optimistic strategy's versioned
+// UPDATE, or fails if done closes first. The like read the count before that statement started, while the test's
+// transaction had not committed, so its UPDATE is bound to match no row, whether it is still waiting for the lock
+// or not yet asking for it when the test commits. (The process list is live; information_schema.innodb_trx would be
+// a cached snapshot.)
+func waitForVersionedUpdate(ctx context.Context, db *sqldb.DB, done <-chan struct{}) error {
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.processlist
+			WHERE db = DATABASE() AND info LIKE 'UPDATE article_like_count SET % AND version = %'`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("the like ended before its versioned update ran")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package like
+
+import (
+	"log/slog"
+	"net/http"
+
+	"board/internal/httpio"
+	"board/internal/wire"
+)
+
+// Routes returns the whole HTTP API of the like service (SPEC §3.3). Likes and unlikes on the plain path use the
+// service's default strategy; a strategy's name as a last path segment picks that one.
+func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
+	h := handlers{svc: svc}
+	mux := http.NewServeMux()
+	handle := func(pattern string, fn httpio.HandlerFunc) { mux.Handle(pattern, httpio.Handle(logger, fn)) }
+	const likePath = "/v1/article-likes/articles/{articleId}/users/{userId}"
+	handle("GET "+likePath, h.get)
+	handle("POST "+likePath, h.like(""))
+	handle("DELETE "+likePath, h.unlike(""))
+	for _, st := range Strategies {
+		handle("POST "+likePath+"/"+string(st), h.like(st))
+		handle("DELETE "+likePath+"/"+string(st), h.unlike(st))
+	}
+	handle("GET /v1/article-likes/articles/{articleId}/count", h.count)
+	return mux
+}
+
+// likeJSON is the wire form of a Like.
+type likeJSON struct {
+	ArticleLikeID wire.ID   `json:"articleLikeId"`
+	ArticleID     wire.ID   `json:"articleId"`
+	UserID        wire.ID   `json:"userId"`
+	CreatedAt     wire.Time `json:"createdAt"`
+}
+
+func toJSON(l Like) likeJSON {
+	return likeJSON{wire.ID(l.ID), wire.ID(l.ArticleID), wire.ID(l.UserID), wire.Time(l.CreatedAt)}
+}
+
+type handlers struct {
+	svc *Service
+}
+
+// pathIDs parses the article and user ids of a like's path.
+func pathIDs(r *http.Request) (articleID, userID int64, err error) {
+	if articleID, err = httpio.PathID(r, "articleId"); err != nil {
+		return 0, 0, err
+	}
+	userID, err = httpio.PathID(r, "userId")
+	return articleID, userID, err
+}
+
+func (h handlers) like(strategy Strategy) httpio.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		articleID, userID, err := pathIDs(r)
+		if err != nil {
+			return err
+		}
+		l, err := h.svc.Like(r.Context(), strategy, articleID, userID)
+		if err != nil {
+			return err
+		}
+		httpio.Write(w, http.StatusCreated, toJSON(l))
+		return nil
+	}
+}
+
+func (h handlers) unlike(strategy Strategy) httpio.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		articleID, userID, err := pathIDs(r)
+		if err != nil {
+			return err
+		}
+		if err := h.svc.Unlike(r.Context(), strategy, articleID, userID); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
+	articleID, userID, err := pathIDs(r)
+	if err != nil {
+		return err
+	}
+	l, err := h.svc.Get(r.Context(), articleID, userID)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toJSON(l))
+	return nil
+}
+
+func (h handlers) count(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		return err
+	}
+	n, err := h.svc.Count(r.Context(), articleID)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, n)
+	return nil
+}

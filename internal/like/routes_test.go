@@ -1,0 +1,200 @@
+package like
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"board/internal/httpio"
+	"board/internal/sqldb"
+	"board/internal/sqldb/sqltest"
+)
+
+// testHandler is the like service's whole port over db, with a fixed clock, fake ids and the given default strategy.
+func testHandler(t testing.TB, db *sqldb.DB, strategy Strategy) (http.Handler, *Service) {
+	t.Helper()
+	svc := newTestService(db, strategy)
+	logger := slog.New(slog.DiscardHandler)
+	return httpio.Server{Service: "like", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler(), svc
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func call(h http.Handler, method, target string) reply {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	return reply{rec.Code, rec.Header(), rec.Body.String()}
+}
+
+// decodeJSON decodes a whole body into a generic value, keeping numbers exact.
+func decodeJSON(t testing.TB, body string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", body, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("body %q has more than one JSON value", body)
+	}
+	return v
+}
+
+func wantReply(t *testing.T, what string, r reply, status int, body any) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status = %d, want %d; body %s", what, r.status, status, r.body)
+	}
+	if status == http.StatusNoContent {
+		if r.body != "" {
+			t.Errorf("%s: 204 with body %q", what, r.body)
+		}
+		return
+	}
+	if r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s: Content-Type = %q, want application/json", what, r.header.Get("Content-Type"))
+	}
+	if diff := cmp.Diff(body, decodeJSON(t, r.body)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+// wantError checks an error answer's status and code, and that it has a message.
+func wantError(t *testing.T, what string, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status = %d, want %d; body %s", what, r.status, status, r.body)
+	}
+	got, ok := decodeJSON(t, r.body).(map[string]any)
+	if !ok || got["code"] != code || got["message"] == "" || len(got) != 2 {
+		t.Errorf("%s: body %s, want {code: %s, message}", what, r.body, code)
+	}
+}
+
+func likeMap(id, article, user int64) map[string]any {
+	return map[string]any{"articleLikeId": strconv.FormatInt(id, 10), "articleId": strconv.FormatInt(article, 10),
+		"userId": strconv.FormatInt(user, 10), "createdAt": "2026-01-02T03:04:05.006Z"}
+}
+
+func likePath(article, user int64) string {
+	return fmt.Sprintf("/v1/article-likes/articles/%d/users/%d", article, user)
+}
+
+func TestRoutes(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		// The default is configured, not fixed: the plain paths must use it.
+		h, svc := testHandler(t, db, PessimisticLock2)
+		suffixes := map[string]Strategy{"": PessimisticLock2}
+		for _, st := range Strategies {
+			suffixes["/"+string(st)] = st
+		}
+		id := int64(firstID)
+		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
+			t.Run("path"+suffix, func(t *testing.T) {
+				article, user := int64(10+i), int64(77)
+				st := suffixes[suffix]
+				before := svc.Stats(st).Writes
+
+				wantReply(t, "count before", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("0"))
+				wantError(t, "get before", call(h, "GET", likePath(article, user)), 404, "LIKE_NOT_FOUND")
+				wantError(t, "unlike before", call(h, "DELETE", likePath(article, user)+suffix), 404, "LIKE_NOT_FOUND")
+
+				want := likeMap(id, article, user)
+				wantReply(t, "like", call(h, "POST", likePath(article, user)+suffix), 201, any(want))
+				id++
+				wantReply(t, "get", call(h, "GET", likePath(article, user)), 200, any(want))
+				wantError(t, "second like", call(h, "POST", likePath(article, user)+suffix), 409, "ALREADY_LIKED")
+				id++ // the refused like took an id
+				wantReply(t, "other user", call(h, "POST", likePath(article, user+1)+suffix), 201, any(likeMap(id, article, user+1)))
+				id++
+				wantReply(t, "count", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("2"))
+
+				wantReply(t, "unlike", call(h, "DELETE", likePath(article, user)+suffix), 204, nil)
+				wantError(t, "second unlike", call(h, "DELETE", likePath(article, user)+suffix), 404, "LIKE_NOT_FOUND")
+				wantError(t, "get after unlike", call(h, "GET", likePath(article, user)), 404, "LIKE_NOT_FOUND")
+				wantReply(t, "count after", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("1"))
+
+				// The path picked the strategy: its own counter saw the three writes.
+				if got := svc.Stats(st).Writes - before; got != 3 {
+					t.Errorf("%s wrote %d times through %q, want 3", st, got, "…"+suffix)
+				}
+			})
+		}
+	})
+}
+
+func TestRoutesRejectBadInput(t *testing.T) {
+	db := sqltest.OpenSQLite(t, Migrate)
+	h, _ := testHandler(t, db, "")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/article-likes/articles/abc/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/-1/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/1.5/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/9223372036854775808/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/1/users/x", 400, "INVALID_USER_ID"},
+		{"POST", "/v1/article-likes/articles/1/users/%20", 400, "INVALID_USER_ID"},
+		{"POST", "/v1/article-likes/articles/0/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/1/users/0/optimistic-lock", 400, "INVALID_USER_ID"},
+		{"DELETE", "/v1/article-likes/articles/1/users/x/pessimistic-lock-2", 400, "INVALID_USER_ID"},
+		{"GET", "/v1/article-likes/articles/x/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"GET", "/v1/article-likes/articles/x/count", 400, "INVALID_ARTICLE_ID"},
+		{"GET", "/v1/article-likes/articles/-5/count", 400, "INVALID_ARTICLE_ID"},
+		{"POST", "/v1/article-likes/articles/1/users/1/no-lock", 404, "NOT_FOUND"},
+		{"POST", "/v1/article-likes/articles/1/users", 404, "NOT_FOUND"},
+		{"GET", "/v1/article-likes/articles/1/users/1/optimistic-lock", 405, "METHOD_NOT_ALLOWED"},
+		{"PUT", "/v1/article-likes/articles/1/users/1", 405, "METHOD_NOT_ALLOWED"},
+		{"POST", "/v1/article-likes/articles/1/count", 405, "METHOD_NOT_ALLOWED"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			wantError(t, tc.method+" "+tc.path, call(h, tc.method, tc.path), tc.status, tc.code)
+		})
+	}
+	wantReply(t, "count of article 0", call(h, "GET", "/v1/article-likes/articles/0/count"), 200, json.Number("0"))
+	wantReply(t, "count with the id as a long number", call(h, "GET", "/v1/article-likes/articles/01/count"), 200, json.Number("0"))
+}
+
+// TestRoutesConcurrentDuplicates sends 20 likes by one user at once through each path: one 201, nineteen 409s.
+func TestRoutesConcurrentDuplicates(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, _ := testHandler(t, db, "")
+		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
+			article := int64(50 + i)
+			statuses := map[int]int{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					r := call(h, "POST", likePath(article, 9)+suffix)
+					mu.Lock()
+					statuses[r.status]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if diff := cmp.Diff(map[int]int{201: 1, 409: 19}, statuses); diff != "" {
+				t.Errorf("path %q: statuses (-want +got):\n%s", suffix, diff)
+			}
+			wantReply(t, "count", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("1"))
+		}
+	})
+}
