@@ -24,9 +24,11 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 			return benchComments(ctx, args[1:], getenv, stdout, stderr)
 		case "relay":
 			return benchRelay(ctx, args[1:], getenv, stdout, stderr)
+		case "likes":
+			return benchLikes(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
-	return fmt.Errorf("usage: board bench paging|comments|relay [flags] (see board bench paging --help)")
+	return fmt.Errorf("usage: board bench paging|comments|relay|likes [flags] (see board bench paging --help)")
 }
 
 func benchPaging(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

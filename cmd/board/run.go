@@ -21,6 +21,7 @@ Usage:
   board bench paging         time article list queries through the HTTP API and directly
   board bench comments       time comment list queries through the HTTP API and directly
   board bench relay          time a relay draining an outbox backlog into Kafka
+  board bench likes          time concurrent likes of one article with each like strategy
 
 Run 'board <command> --help' for a command's flags.`
 

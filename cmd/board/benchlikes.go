@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"board/internal/like"
+)
+
+func benchLikes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlagSet("bench likes", `Usage: board bench likes [flags]
+
+For each like strategy, sends --likes likes of one new article, each by a different user, from --workers concurrent
+clients, through the HTTP API of a like service started in this process on a loopback port, over a scratch database
+(like_bench, on the configured SQL engine; emptied first). Checks that the article's count is exact, and prints the
+time, the rate, and for the optimistic strategy the retries after version conflicts.`, stderr)
+	cfg.engineFlags(fs)
+	likes := fs.Int("likes", 3000, "likes per strategy, each by a distinct user")
+	workers := fs.Int("workers", 100, "concurrent clients")
+	strategyList := fs.String("strategies", "pessimistic-lock-1,pessimistic-lock-2,optimistic-lock", "comma-separated strategies to run, in order")
+	if err := parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if *likes < 1 || *workers < 1 {
+		return errors.New("--likes and --workers must be at least 1")
+	}
+	var strategies []like.Strategy
+	for _, name := range splitList(*strategyList) {
+		st, err := like.ParseStrategy(name)
+		if err != nil {
+			return fmt.Errorf("--strategies: %w", err)
+		}
+		strategies = append(strategies, st)
+	}
+	e, err := newEngines(&cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	db, err := e.openSQL(ctx, "like_bench")
+	if err != nil {
+		return err
+	}
+	if err := like.Migrate(ctx, db); err != nil {
+		return err
+	}
+	// Nobody relays this database's events, and old likes would make each run's tables bigger than the last.
+	for _, table := range []string{"outbox", "article_like", "article_like_count"} {
+		if _, err := db.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+			return fmt.Errorf("empty %s: %w", table, err)
+		}
+	}
+	ob, ids, err := toolOutbox(&cfg, db)
+	if err != nil {
+		return err
+	}
+	svc := like.NewService(like.NewStore(db, ob), ids, time.Now, like.DefaultStrategy)
+
+	base, stop, err := serveLoopback("like", like.Routes(svc, e.logger), e)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	// One kept-alive connection per worker: the default keeps 2 and would open a connection per request.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
+
+	fmt.Fprintf(stdout, "%d likes by distinct users per strategy from %d workers, over HTTP, on %s %s\n",
+		*likes, *workers, db.Dialect, db.Name)
+	fmt.Fprintf(stdout, "%-20s %-7s %7s %8s %10s %9s %8s %13s\n", "strategy", "engine", "likes", "workers", "elapsed",
+		"likes/s", "retries", "most attempts")
+	for _, st := range strategies {
+		articleID, err := ids.Next()
+		if err != nil {
+			return err
+		}
+		before := svc.Stats(st)
+		bar := startProgress(stderr, string(st), int64(*likes))
+		start := time.Now()
+		err = likeConcurrently(ctx, client, base, st, articleID, *likes, *workers, bar)
+		elapsed := time.Since(start)
+		bar.finish()
+		if err != nil {
+			return fmt.Errorf("%s: %w", st, err)
+		}
+		count, err := likeCount(ctx, client, base, articleID)
+		if err != nil {
+			return err
+		}
+		if count != int64(*likes) {
+			return fmt.Errorf("%s: article %d counts %d likes after %d accepted", st, articleID, count, *likes)
+		}
+		after := svc.Stats(st)
+		fmt.Fprintf(stdout, "%-20s %-7s %7d %8d %10s %9.0f %8d %13d\n", st, db.Dialect, *likes, *workers,
+			elapsed.Round(time.Millisecond), float64(*likes)/elapsed.Seconds(), after.Conflicts-before.Conflicts, after.MostAttempts)
+	}
+	return nil
+}
+
+// likeConcurrently has users 1..likes like an article with strategy, from workers goroutines. Every like must be
+// accepted (201); the first failure stops the run.
+func likeConcurrently(ctx context.Context, client *http.Client, base string, st like.Strategy, articleID int64,
+	likes, workers int, bar *progress) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for user := next.Add(1); user <= int64(likes) && ctx.Err() == nil; user = next.Add(1) {
+				url := fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d/%s", base, articleID, user, st)
+				if err := post(ctx, client, url); err != nil {
+					cancel(err)
+					return
+				}
+				bar.add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+func post(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST %s: %s %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func likeCount(ctx context.Context, client *http.Client, base string, articleID int64) (int64, error) {
+	url := fmt.Sprintf("%s/v1/article-likes/articles/%d/count", base, articleID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
