@@ -1,18 +1,22 @@
 package main
 
 import (
+	"board/internal/sqldb/sqltest"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"serve", "--help"}, {"migrate", "--help"}, {"seed", "--help"},
-		{"seed", "comments", "--help"}, {"bench", "paging", "--help"}, {"bench", "comments", "--help"}, {"bench", "relay", "--help"}} {
+		{"seed", "comments", "--help"}, {"bench", "paging", "--help"}, {"bench", "comments", "--help"}, {"bench", "relay", "--help"},
+		{"bench", "likes", "--help"}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 			t.Errorf("board %s: %v", strings.Join(args, " "), err)
@@ -25,7 +29,8 @@ func TestHelpForEveryCommand(t *testing.T) {
 
 func TestBadInvocations(t *testing.T) {
 	for _, args := range [][]string{{}, {"frobnicate"}, {"serve", "--no-such-flag"}, {"serve", "nosuchservice"},
-		{"bench"}, {"seed", "--articles", "0"}, {"seed", "comments", "--versions", "v3"}, {"seed", "comments", "--batch", "0"}} {
+		{"bench"}, {"seed", "--articles", "0"}, {"seed", "comments", "--versions", "v3"}, {"seed", "comments", "--batch", "0"},
+		{"serve", "--like-strategy", "no-lock"}} {
 		if err := run(context.Background(), args, noEnv, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("board %s: no error", strings.Join(args, " "))
 		}
@@ -124,6 +129,30 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 	if want := "0000000000 000000000000000 00000000000000000000 0000000000000000000000000 00001 0000100000"; strings.Join(paths, " ") != want {
 		t.Errorf("v2 paths after 00000: %v, want %s", paths, want)
 	}
+}
+
+func TestBenchLikesCountsExactly(t *testing.T) {
+	var out bytes.Buffer
+	args := append([]string{"bench", "likes", "--likes", "60", "--workers", "6"}, testFlags(t, t.TempDir())...)
+	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
+		sqltest.DatabaseDSN(t, flagValue(args, "--mysql-db-prefix")+"like_bench")
+	}
+	if err := run(context.Background(), args, noEnv, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("bench likes: %v\n%s", err, out.String())
+	}
+	for _, st := range []string{"pessimistic-lock-1", "pessimistic-lock-2", "optimistic-lock"} {
+		if !strings.Contains(out.String(), st) {
+			t.Errorf("bench likes printed no line for %s:\n%s", st, out.String())
+		}
+	}
+}
+
+// flagValue returns the value after flag in args, "" if absent.
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 // TestServicesDoNotImportEachOther keeps the services apart: they meet only through HTTP and events, as separate

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"board/internal/like"
 )
 
 // config is everything the binary can be told, by flag or by the BOARD_* environment variable of the same name
@@ -37,9 +39,11 @@ type config struct {
 	CoordinatorPing     time.Duration
 	CoordinatorDeadline time.Duration
 
-	ArticleAddr string
-	CommentAddr string
-	ViewAddr    string
+	ArticleAddr  string
+	CommentAddr  string
+	LikeAddr     string
+	LikeStrategy like.Strategy
+	ViewAddr     string
 
 	NodeLeaseTTL    time.Duration
 	ShutdownTimeout time.Duration
@@ -78,6 +82,10 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	c.engineFlags(fs)
 	fs.StringVar(&c.ArticleAddr, "article-addr", ":9000", "listen address of the article service")
 	fs.StringVar(&c.CommentAddr, "comment-addr", ":9001", "listen address of the comment service")
+	fs.StringVar(&c.LikeAddr, "like-addr", ":9002", "listen address of the like service")
+	c.LikeStrategy = like.DefaultStrategy
+	fs.Func("like-strategy", "locking strategy of the unsuffixed like paths: pessimistic-lock-1, pessimistic-lock-2 or optimistic-lock (default pessimistic-lock-1)",
+		func(v string) (err error) { c.LikeStrategy, err = like.ParseStrategy(v); return err })
 	fs.StringVar(&c.ViewAddr, "view-addr", ":9003", "listen address of the view service")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

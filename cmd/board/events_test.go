@@ -184,3 +184,44 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 		t.Errorf("ARTICLE_VIEWED counts %v, want [100 103]", got)
 	}
 }
+
+// TestLikeEventsReachKafka likes through every strategy's path and reads the events off the broker: key =
+// article id, the count as of each transaction and its version.
+func TestLikeEventsReachKafka(t *testing.T) {
+	p := startProgram(t, testFlags(t, t.TempDir()))
+	api := p.urls["like"] + "/v1/article-likes/articles/9/users/"
+	for user, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
+		call(t, "POST", fmt.Sprintf("%s%d%s", api, user+1, suffix), nil, http.StatusCreated, nil)
+		call(t, "POST", fmt.Sprintf("%s%d%s", api, user+1, suffix), nil, http.StatusConflict, nil)
+	}
+	call(t, "DELETE", api+"2/optimistic-lock", nil, http.StatusNoContent, nil)
+	call(t, "DELETE", api+"2", nil, http.StatusNotFound, nil)
+	var count int64
+	call(t, "GET", p.urls["like"]+"/v1/article-likes/articles/9/count", nil, http.StatusOK, &count)
+	if count != 3 {
+		t.Errorf("count = %d, want 3", count)
+	}
+	want := []struct {
+		typ   event.Type
+		user  int64
+		count int64
+	}{{event.ArticleLiked, 1, 1}, {event.ArticleLiked, 2, 2}, {event.ArticleLiked, 3, 3}, {event.ArticleLiked, 4, 4},
+		{event.ArticleUnliked, 2, 3}}
+	var lastVersion int64
+	for i, rec := range readTopic(t, p, "board-like", len(want)) {
+		env, err := event.Decode(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := event.Payload[event.Like](env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[i]
+		if string(rec.Key) != "9" || env.Type != w.typ || int64(pl.UserID) != w.user || pl.ArticleLikeCount != w.count ||
+			pl.ArticleLikeCountVersion <= lastVersion {
+			t.Errorf("record %d: key %s %s %+v; want %+v with a version above %d", i, rec.Key, env.Type, pl, w, lastVersion)
+		}
+		lastVersion = pl.ArticleLikeCountVersion
+	}
+}

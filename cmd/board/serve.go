@@ -19,6 +19,7 @@ import (
 	"board/internal/article"
 	"board/internal/comment"
 	"board/internal/httpio"
+	"board/internal/like"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -47,6 +48,8 @@ var services = []service{
 		build: buildArticle},
 	{name: "comment", database: "comment", migrate: comment.Migrate, addr: func(c *config) string { return c.CommentAddr },
 		build: buildComment},
+	{name: "like", database: "article_like", migrate: like.Migrate, addr: func(c *config) string { return c.LikeAddr },
+		build: buildLike},
 	{name: "view", database: "article_view", migrate: view.Migrate, addr: func(c *config) string { return c.ViewAddr },
 		build: buildView},
 }
@@ -61,6 +64,12 @@ func buildComment(e *engines, p producer, ids *snowflake.Generator, _ *backgroun
 	svc := comment.NewService(comment.NewStore(p.db, p.ob), ids, time.Now)
 	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
 	return comment.Routes(svc, e.logger), checks
+}
+
+func buildLike(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
+	svc := like.NewService(like.NewStore(p.db, p.ob), ids, time.Now, e.cfg.LikeStrategy)
+	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
+	return like.Routes(svc, e.logger), checks
 }
 
 // buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
