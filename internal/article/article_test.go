@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
+	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
@@ -19,40 +20,6 @@ import (
 	"board/internal/sqldb/sqltest"
 	"board/internal/wire"
 )
-
-// fakeIDs issues increasing ids from a start value; safe for concurrent use.
-type fakeIDs struct{ last atomic.Int64 }
-
-func newFakeIDs(start int64) *fakeIDs {
-	g := &fakeIDs{}
-	g.last.Store(start - 1)
-	return g
-}
-
-func (g *fakeIDs) Next() (int64, error) { return g.last.Add(1), nil }
-
-// failingIDs never issues an id.
-type failingIDs struct{}
-
-func (failingIDs) Next() (int64, error) { return 0, fmt.Errorf("clock moved backwards") }
-
-// fakeClock is a settable clock; safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
 var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*60))
@@ -77,10 +44,10 @@ func testStore(db *sqldb.DB) *Store {
 	return NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
 }
 
-func newTestService(db *sqldb.DB) (*Service, *Store, *fakeClock) {
-	clock := &fakeClock{t: t0}
+func newTestService(db *sqldb.DB) (*Service, *Store, *fake.Clock) {
+	clock := fake.NewClock(t0)
 	store := testStore(db)
-	return NewService(store, newFakeIDs(firstID), clock.Now), store, clock
+	return NewService(store, fake.NewIDs(firstID), clock.Now), store, clock
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, what string) {
@@ -172,7 +139,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 			time.Date(2026, 5, 6, 0, 30, 0, 1_000_000, time.FixedZone("", -8*60*60)),
 			time.Now(), // with a monotonic reading
 		} {
-			svc := NewService(testStore(db), newFakeIDs(in.UnixNano()), func() time.Time { return in })
+			svc := NewService(testStore(db), fake.NewIDs(in.UnixNano()), func() time.Time { return in })
 			a, err := svc.Create(ctx, "t", "c", 1, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -245,7 +212,7 @@ func TestValidation(t *testing.T) {
 
 func TestCreateIDUnavailable(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := NewService(testStore(db), failingIDs{}, time.Now)
+		svc := NewService(testStore(db), fake.FailingIDs{}, time.Now)
 		_, err := svc.Create(context.Background(), "t", "c", 1, 1)
 		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "ID_UNAVAILABLE" {
 			t.Errorf("Create without ids: %v, want Unavailable ID_UNAVAILABLE", err)

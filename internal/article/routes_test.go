@@ -17,13 +17,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/fake"
 	"board/internal/httpio"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
 
 // testHandler is the article service's whole port over db, with a fake clock and fake ids.
-func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fakeClock) {
+func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
 	t.Helper()
 	svc, _, clock := newTestService(db)
 	logger := slog.New(slog.DiscardHandler)

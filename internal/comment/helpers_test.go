@@ -2,40 +2,16 @@ package comment
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"board/internal/event"
+	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
-
-// fakeIDs issues increasing ids from a start value; safe for concurrent use.
-type fakeIDs struct{ last atomic.Int64 }
-
-func (g *fakeIDs) Next() (int64, error) { return g.last.Add(1), nil }
-
-// fakeClock is a settable clock; safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
 var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*60))
@@ -56,12 +32,10 @@ var eventIDs = func() *snowflake.Generator {
 }()
 
 // testService returns a service over db with fake ids (from firstID) and a fake clock (at t0).
-func testService(db *sqldb.DB) (*Service, *Store, *fakeClock) {
-	clock := &fakeClock{t: t0}
-	ids := &fakeIDs{}
-	ids.last.Store(firstID - 1)
+func testService(db *sqldb.DB) (*Service, *Store, *fake.Clock) {
+	clock := fake.NewClock(t0)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
-	return NewService(store, ids, clock.Now), store, clock
+	return NewService(store, fake.NewIDs(firstID), clock.Now), store, clock
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, code string) {

@@ -21,13 +21,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/fake"
 	"board/internal/httpio"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
 
 // httpHandler is the comment service's whole port over db, with fake ids (from firstID) and a fake clock (at t0).
-func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fakeClock) {
+func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
 	t.Helper()
 	svc, _, clock := testService(db)
 	logger := slog.New(slog.DiscardHandler)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
+	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
@@ -24,22 +25,6 @@ import (
 	"board/internal/sqldb/sqltest"
 	"board/internal/wire"
 )
-
-// fakeIDs issues increasing ids from a start value; safe for concurrent use.
-type fakeIDs struct{ last atomic.Int64 }
-
-func newFakeIDs(start int64) *fakeIDs {
-	g := &fakeIDs{}
-	g.last.Store(start - 1)
-	return g
-}
-
-func (g *fakeIDs) Next() (int64, error) { return g.last.Add(1), nil }
-
-// failingIDs never issues an id.
-type failingIDs struct{}
-
-func (failingIDs) Next() (int64, error) { return 0, errors.New("clock moved backwards") }
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
 var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*60))
@@ -61,7 +46,7 @@ var eventIDs = func() *snowflake.Generator {
 
 func newTestService(db *sqldb.DB, strategy Strategy) *Service {
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
-	return NewService(store, newFakeIDs(firstID), func() time.Time { return t0 }, strategy)
+	return NewService(store, fake.NewIDs(firstID), func() time.Time { return t0 }, strategy)
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, code, what string) {
@@ -248,7 +233,7 @@ func TestLikeRejectsZeroIDs(t *testing.T) {
 func TestLikeWithoutIDs(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
-	svc := NewService(store, failingIDs{}, time.Now, "")
+	svc := NewService(store, fake.FailingIDs{}, time.Now, "")
 	_, err := svc.Like(context.Background(), "", 1, 1)
 	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
 	if n, _ := svc.Count(context.Background(), 1); n != 0 {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"board/internal/fake"
 	"board/internal/redistest"
 	"context"
 	"slices"
@@ -28,15 +29,6 @@ func TestAssign(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // checkPartition fails unless the coordinators' shards are disjoint and cover 0..shards-1.
 func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 	t.Helper()
@@ -58,7 +50,7 @@ func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
 	r := redistest.Real(t)
 	rdb, prefix := r.Client, r.Prefix
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Now()}
+	clock := fake.NewClock(time.Now())
 	coordinator := func() *Coordinator {
 		c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
 		c.now = clock.Now

@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"board/internal/fake"
 	"errors"
 	"slices"
 	"sync"
@@ -8,28 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// fakeClock is a settable clock for Generator.now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 func mustNext(t *testing.T, g *Generator) int64 {
 	t.Helper()
@@ -104,7 +83,7 @@ func TestNextConcurrentUnique(t *testing.T) {
 
 func TestNextDecodes(t *testing.T) {
 	start := Epoch.Add(123*time.Hour + 456789*time.Microsecond)
-	g, err := New(7, newFakeClock(start).Now)
+	g, err := New(7, fake.NewClock(start).Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +120,7 @@ func TestClockBackwards(t *testing.T) {
 		{"large skew", time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock(t0)
+			clk := fake.NewClock(t0)
 			g, _ := New(1, clk.Now)
 			first := mustNext(t, g)
 
@@ -189,7 +168,7 @@ func TestClockBackwardsSmallSkewRecovers(t *testing.T) {
 
 func TestSequenceOverflow(t *testing.T) {
 	t0 := Epoch.Add(time.Hour)
-	clk := newFakeClock(t0)
+	clk := fake.NewClock(t0)
 	g, _ := New(3, clk.Now)
 	var last int64
 	for i := range MaxSeq + 1 {
@@ -262,7 +241,7 @@ func TestBitLayout(t *testing.T) {
 
 func TestExtendUntil(t *testing.T) {
 	t0 := Epoch.Add(time.Hour)
-	clk := newFakeClock(t0)
+	clk := fake.NewClock(t0)
 	g, _ := New(1, clk.Now)
 	for _, tc := range []struct {
 		name     string
