@@ -52,11 +52,7 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 		return err
 	}
 	defer e.close()
-	db, err := e.openSQL(ctx, "article")
-	if err != nil {
-		return err
-	}
-	ob, ids, err := toolOutbox(&cfg, db)
+	db, ob, ids, err := e.toolDatabase(ctx, "article", article.Migrate)
 	if err != nil {
 		return err
 	}

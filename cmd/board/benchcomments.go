@@ -30,11 +30,7 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 		return err
 	}
 	defer e.close()
-	db, err := e.openSQL(ctx, "comment")
-	if err != nil {
-		return err
-	}
-	ob, ids, err := toolOutbox(&cfg, db)
+	db, ob, ids, err := e.toolDatabase(ctx, "comment", comment.Migrate)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,8 @@ time, the rate, and for the optimistic strategy the retries after version confli
 		return err
 	}
 	defer e.close()
-	db, err := e.openSQL(ctx, "like_bench")
+	db, ob, ids, err := e.toolDatabase(ctx, "like_bench", like.Migrate)
 	if err != nil {
-		return err
-	}
-	if err := like.Migrate(ctx, db); err != nil {
 		return err
 	}
 	// Nobody relays this database's events, and old likes would make each run's tables bigger than the last.
@@ -58,10 +55,6 @@ time, the rate, and for the optimistic strategy the retries after version confli
 		if _, err := db.ExecContext(ctx, "DELETE FROM "+table); err != nil {
 			return fmt.Errorf("empty %s: %w", table, err)
 		}
-	}
-	ob, ids, err := toolOutbox(&cfg, db)
-	if err != nil {
-		return err
 	}
 	svc := like.NewService(like.NewStore(db, ob), ids, time.Now, like.DefaultStrategy)
 

@@ -33,14 +33,7 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 	if err := e.startKafka(ctx); err != nil {
 		return err
 	}
-	db, err := e.openSQL(ctx, "relay_bench")
-	if err != nil {
-		return err
-	}
-	if err := outbox.Migrate(ctx, db); err != nil {
-		return err
-	}
-	ob, _, err := toolOutbox(&cfg, db)
+	db, ob, _, err := e.toolDatabase(ctx, "relay_bench", outbox.Migrate)
 	if err != nil {
 		return err
 	}

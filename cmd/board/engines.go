@@ -110,14 +110,22 @@ func (e *engines) openSQL(ctx context.Context, name string) (*sqldb.DB, error) {
 	return db, nil
 }
 
-// toolOutbox is the outbox tools (seed, bench) write through, without relay or metrics, and its id generator, on
-// the node reserved for tools.
-func toolOutbox(cfg *config, db *sqldb.DB) (*outbox.Outbox, *snowflake.Generator, error) {
+// toolDatabase opens and migrates a database for a tool (seed, bench), and returns it with the outbox tools write
+// through (no relay, no metrics) and their id generator, on the node reserved for tools.
+func (e *engines) toolDatabase(ctx context.Context, name string, migrate func(context.Context, *sqldb.DB) error) (
+	*sqldb.DB, *outbox.Outbox, *snowflake.Generator, error) {
+	db, err := e.openSQL(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := migrate(ctx, db); err != nil {
+		return nil, nil, nil, err
+	}
 	ids, err := snowflake.New(snowflake.MaxNode, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return outbox.New(db, cfg.OutboxShards, ids, time.Now, nil), ids, nil
+	return db, outbox.New(db, e.cfg.OutboxShards, ids, time.Now, nil), ids, nil
 }
 
 // close releases everything in reverse order of start.

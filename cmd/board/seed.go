@@ -78,15 +78,8 @@ skipped.`, stderr)
 		return err
 	}
 	defer e.close()
-	db, err := e.openSQL(ctx, "article")
-	if err != nil {
-		return err
-	}
-	if err := article.Migrate(ctx, db); err != nil {
-		return err
-	}
 	// Seeded articles bypass the outbox (see SeedChunk); the store still needs one.
-	ob, _, err := toolOutbox(&cfg, db)
+	db, ob, _, err := e.toolDatabase(ctx, "article", article.Migrate)
 	if err != nil {
 		return err
 	}
@@ -137,14 +130,7 @@ by running the same command again.`, stderr)
 		return err
 	}
 	defer e.close()
-	db, err := e.openSQL(ctx, "comment")
-	if err != nil {
-		return err
-	}
-	if err := comment.Migrate(ctx, db); err != nil {
-		return err
-	}
-	ob, _, err := toolOutbox(&cfg, db)
+	db, ob, _, err := e.toolDatabase(ctx, "comment", comment.Migrate)
 	if err != nil {
 		return err
 	}
