@@ -56,20 +56,17 @@ var services = []service{
 
 func buildArticle(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
 	svc := article.NewService(article.NewStore(p.db, p.ob), ids, time.Now)
-	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
-	return article.Routes(svc, e.logger), checks
+	return article.Routes(svc, e.logger), p.checks(e)
 }
 
 func buildComment(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
 	svc := comment.NewService(comment.NewStore(p.db, p.ob), ids, time.Now)
-	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
-	return comment.Routes(svc, e.logger), checks
+	return comment.Routes(svc, e.logger), p.checks(e)
 }
 
 func buildLike(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
 	svc := like.NewService(like.NewStore(p.db, p.ob), ids, time.Now, e.cfg.LikeStrategy)
-	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
-	return like.Routes(svc, e.logger), checks
+	return like.Routes(svc, e.logger), p.checks(e)
 }
 
 // buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
@@ -81,16 +78,15 @@ func buildView(e *engines, p producer, _ *snowflake.Generator, workers *backgrou
 			e.logger.Error("last view count flush failed; views since the last backup live on in Redis only", "err", err)
 		}
 	})
-	checks := []httpio.Check{{Name: "database", Ping: p.db.Ping}, redisCheck(e), kafkaCheck(e)}
-	return view.Routes(svc, e.logger), checks
+	return view.Routes(svc, e.logger), p.checks(e)
 }
 
-func redisCheck(e *engines) httpio.Check {
-	return httpio.Check{Name: "redis", Ping: func(ctx context.Context) error { return e.redis.Ping(ctx).Err() }}
-}
-
-func kafkaCheck(e *engines) httpio.Check {
-	return httpio.Check{Name: "kafka", Ping: e.producer.Ping}
+// checks are what a producer's readiness depends on: its database, Redis (the relay coordinator, the node lease)
+// and Kafka (the relay).
+func (p producer) checks(e *engines) []httpio.Check {
+	return []httpio.Check{{Name: "database", Ping: p.db.Ping},
+		{Name: "redis", Ping: func(ctx context.Context) error { return e.redis.Ping(ctx).Err() }},
+		{Name: "kafka", Ping: e.producer.Ping}}
 }
 
 func serviceNames() []string {
