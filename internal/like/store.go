@@ -220,7 +220,7 @@ func (s *Store) Count(ctx context.Context, articleID int64) (int64, error) {
 	return n, err
 }
 
-func scanLike(row *sql.Row) (Like, error) {
+func scanLike(row interface{ Scan(...any) error }) (Like, error) {
 	var l Like
 	err := row.Scan(&l.ID, &l.ArticleID, &l.UserID, &l.CreatedAt)
 	l.CreatedAt = l.CreatedAt.UTC()

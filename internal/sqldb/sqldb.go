@@ -149,9 +149,19 @@ func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 // QueryRowContext runs a read query expected to return at most one row; its error surfaces on Scan.
-func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return db.read.QueryRowContext(ctx, query, args...)
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) Row {
+	return Row{row: db.read.QueryRowContext(ctx, query, args...), db: db}
 }
+
+// Row is the result of QueryRowContext. Its Scan reports a database that cannot be reached or is too busy as the
+// same fault as every other call here; sql.ErrNoRows passes through unchanged.
+type Row struct {
+	row *sql.Row
+	db  *DB
+}
+
+// Scan copies the row's columns into dest.
+func (r Row) Scan(dest ...any) error { return r.db.classify(r.row.Scan(dest...)) }
 
 // ExecContext runs one write statement outside a transaction (schema changes, bulk loads).
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {

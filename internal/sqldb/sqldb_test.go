@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
+	"board/internal/fault"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
@@ -207,5 +209,26 @@ func TestAfterIsARangeScan(t *testing.T) {
 			}
 		}
 		t.Log(plan)
+	})
+}
+
+// TestReadsReportAnUnavailableDatabase: a single-row read that cannot finish (here: its deadline passes) is the
+// fault the edge answers with 503, as for every other call, while "no rows" stays itself.
+func TestReadsReportAnUnavailableDatabase(t *testing.T) {
+	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		slow := "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT COUNT(*) FROM n"
+		if db.Dialect == sqldb.MySQL {
+			slow = "SELECT SLEEP(5)"
+		}
+		var n int64
+		err := db.QueryRowContext(ctx, slow).Scan(&n)
+		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "DATABASE_UNAVAILABLE" {
+			t.Errorf("read past its deadline: %v, want DATABASE_UNAVAILABLE", err)
+		}
+		if err := db.QueryRowContext(context.Background(), "SELECT n FROM item WHERE id = 99").Scan(&n); !errors.Is(err, sql.ErrNoRows) {
+			t.Errorf("read of no row: %v, want sql.ErrNoRows", err)
+		}
 	})
 }
