@@ -572,3 +572,31 @@ func TestCountUnderConcurrency(t *testing.T) {
 		t.Logf("%d created, %d left", created.Load(), rows)
 	})
 }
+
+// TestConcurrentFirstComments writes the first comments of many new articles at once, both versions: writes of
+// different articles must not meet on any lock (on MariaDB, a locking range read of an empty article locks the gap
+// it shares with its neighbours, and two such articles inserting into it deadlock).
+func TestConcurrentFirstComments(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		svc, _, _ := testService(db)
+		const articles, rounds = 16, 3
+		for round := range rounds {
+			var wg sync.WaitGroup
+			for a := range articles {
+				articleID := int64(1000*(round+1) + a)
+				wg.Go(func() {
+					if _, err := svc.CreateV2(ctx, articleID, 9, "", "first v2"); err != nil {
+						t.Errorf("article %d, v2: %v", articleID, err)
+					}
+				})
+				wg.Go(func() {
+					if _, err := svc.Create(ctx, articleID+500, 9, 0, "first v1"); err != nil {
+						t.Errorf("article %d, v1: %v", articleID+500, err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+	})
+}

@@ -50,6 +50,12 @@ func (s *Store) changeCount(ctx context.Context, tx *sql.Tx, articleID, delta in
 
 // lockCount locks an article's count row, serializing the writes of its comments, and returns it. The row exists
 // once the article has had a comment.
+//
+// rangeRead: after this lock, the range reads of a write (the largest path under a parent, whether a comment has
+// replies) are plain reads, not locking ones. They still see every earlier write of the article: those committed
+// before this lock was granted, and an InnoDB transaction's snapshot starts at its first plain read, which comes
+// after it. A locking range read would take gap locks on MariaDB, and for an article without comments that gap
+// is shared with the neighbouring articles: two new articles' first comments would deadlock inserting into it.
 func (s *Store) lockCount(ctx context.Context, tx *sql.Tx, articleID int64) (commentCount, error) {
 	var c commentCount
 	err := tx.QueryRowContext(ctx, "SELECT comment_count, version FROM article_comment_count WHERE article_id = ?"+

@@ -113,11 +113,12 @@ func (s *Store) lockV1(ctx context.Context, tx *sql.Tx, id int64) (Comment, erro
 	return c, err
 }
 
-// hasReplies reports whether a root comment has replies left, deleted ones included.
+// hasReplies reports whether a root comment has replies left, deleted ones included. It is a plain read (see
+// rangeRead).
 func (s *Store) hasReplies(ctx context.Context, tx *sql.Tx, root Comment) (bool, error) {
 	var one int
-	err := tx.QueryRowContext(ctx, "SELECT 1 FROM comment WHERE article_id = ? AND parent_comment_id = ? AND comment_id <> ? LIMIT 1"+
-		s.db.ForUpdate(), root.ArticleID, root.ID, root.ID).Scan(&one)
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM comment WHERE article_id = ? AND parent_comment_id = ? AND comment_id <> ? LIMIT 1",
+		root.ArticleID, root.ID, root.ID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

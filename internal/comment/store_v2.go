@@ -54,13 +54,12 @@ func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string) (Com
 }
 
 // topDescendant returns the largest path under parent in an article ("" when there is none), with one backward
-// step into the (article_id, path) index.
+// step into the (article_id, path) index. It is a plain read (see rangeRead).
 func (s *Store) topDescendant(ctx context.Context, tx *sql.Tx, articleID int64, parent string) (string, error) {
 	low, high := descendantBounds(parent)
 	var top string
 	err := tx.QueryRowContext(ctx, "SELECT path FROM comment_v2"+s.db.ForceIndex(byPath)+
-		" WHERE article_id = ? AND path > ? AND path <= ? ORDER BY path DESC LIMIT 1"+s.db.ForUpdate(),
-		articleID, low, high).Scan(&top)
+		" WHERE article_id = ? AND path > ? AND path <= ? ORDER BY path DESC LIMIT 1", articleID, low, high).Scan(&top)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -128,12 +127,13 @@ func (s *Store) lockByPath(ctx context.Context, tx *sql.Tx, articleID int64, pat
 	return c, err == nil, err
 }
 
-// hasDescendants reports whether a v2 comment has replies left, deleted ones included.
+// hasDescendants reports whether a v2 comment has replies left, deleted ones included. It is a plain read (see
+// rangeRead).
 func (s *Store) hasDescendants(ctx context.Context, tx *sql.Tx, c Comment) (bool, error) {
 	low, high := descendantBounds(c.Path)
 	var one int
 	err := tx.QueryRowContext(ctx, "SELECT 1 FROM comment_v2"+s.db.ForceIndex(byPath)+
-		" WHERE article_id = ? AND path > ? AND path <= ? LIMIT 1"+s.db.ForUpdate(), c.ArticleID, low, high).Scan(&one)
+		" WHERE article_id = ? AND path > ? AND path <= ? LIMIT 1", c.ArticleID, low, high).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
