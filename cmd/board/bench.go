@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +33,28 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	return fmt.Errorf("usage: board bench paging|comments|relay|likes [flags] (see board bench paging --help)")
 }
 
+// listBenchFlags are the flags of the list benchmarks (paging, comments).
+type listBenchFlags struct {
+	page, depth, pageSize *int64
+	runs                  *int
+}
+
+func newListBenchFlags(fs *flag.FlagSet, what string) listBenchFlags {
+	return listBenchFlags{
+		page:     fs.Int64("page", 50_000, "deep page number for the offset cases"),
+		depth:    fs.Int64("depth", 6_000_000, what+" skipped for the deep infinite-scroll cases"),
+		pageSize: fs.Int64("page-size", 30, what+" per page"),
+		runs:     fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)"),
+	}
+}
+
+func (f listBenchFlags) check() error {
+	if *f.page < 1 || *f.depth < 1 || *f.pageSize < 1 || *f.pageSize > 100 || *f.runs < 1 {
+		return errors.New("need --page >= 1, --depth >= 1, 1 <= --page-size <= 100, --runs >= 1")
+	}
+	return nil
+}
+
 func benchPaging(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg config
 	fs := newFlagSet("bench paging", `Usage: board bench paging [flags]
@@ -40,13 +64,14 @@ started in this process on a loopback port, and as the same store calls (the SQL
 HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	cfg.engineFlags(fs)
 	board := fs.Int64("board", 1, "seeded board to read")
-	page := fs.Int64("page", 50_000, "deep page number for the offset case")
-	depth := fs.Int64("depth", 6_000_000, "articles skipped for the deep infinite-scroll case")
-	pageSize := fs.Int64("page-size", 30, "articles per page")
-	runs := fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)")
+	lf := newListBenchFlags(fs, "articles")
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := lf.check(); err != nil {
+		return err
+	}
+	page, depth, pageSize, runs := lf.page, lf.depth, lf.pageSize, lf.runs
 	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err

@@ -18,13 +18,14 @@ HTTP API of a comment service started in this process on a loopback port, and as
 through database/sql) without HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	cfg.engineFlags(fs)
 	articleID := fs.Int64("article", 1, "seeded article to read")
-	page := fs.Int64("page", 50_000, "deep page number for the offset cases")
-	depth := fs.Int64("depth", 6_000_000, "comments skipped for the deep infinite-scroll cases")
-	pageSize := fs.Int64("page-size", 30, "comments per page")
-	runs := fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)")
+	lf := newListBenchFlags(fs, "comments")
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := lf.check(); err != nil {
+		return err
+	}
+	page, depth, pageSize, runs := lf.page, lf.depth, lf.pageSize, lf.runs
 	e, err := newEngines(&cfg, stderr)
 	if err != nil {
 		return err

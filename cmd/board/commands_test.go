@@ -30,7 +30,8 @@ func TestHelpForEveryCommand(t *testing.T) {
 func TestBadInvocations(t *testing.T) {
 	for _, args := range [][]string{{}, {"frobnicate"}, {"serve", "--no-such-flag"}, {"serve", "nosuchservice"},
 		{"bench"}, {"seed", "--articles", "0"}, {"seed", "comments", "--versions", "v3"}, {"seed", "comments", "--batch", "0"},
-		{"serve", "--like-strategy", "no-lock"}} {
+		{"serve", "--like-strategy", "no-lock"}, {"bench", "comments", "--depth", "0"}, {"bench", "paging", "--page-size", "101"},
+		{"seed", "comments", "--comments", "3000000000"}} {
 		if err := run(context.Background(), args, noEnv, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("board %s: no error", strings.Join(args, " "))
 		}

@@ -25,6 +25,10 @@ const seedSpan = 1 << 20 * time.Millisecond
 // maxSeedOwner bounds --board and --article so that their id time stays inside the 41-bit range.
 var maxSeedOwner = int64((time.Duration(1<<41)*time.Millisecond - 24*time.Hour) / seedSpan)
 
+// maxSeedRows is how many rows fit in half an owner's span (each comment version gets one half): beyond it, ids
+// would run into the next owner's.
+const maxSeedRows = int64(seedSpan/2/time.Millisecond) * (snowflake.MaxSeq + 1)
+
 func seedCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "comments" {
 		return seedComments(ctx, args[1:], getenv, stdout, stderr)
@@ -67,8 +71,8 @@ skipped.`, stderr)
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *board < 1 || *board >= maxSeedOwner || *total < 1 {
-		return fmt.Errorf("need 1 <= --board < %d and --articles >= 1", maxSeedOwner)
+	if *board < 1 || *board >= maxSeedOwner || *total < 1 || *total > maxSeedRows {
+		return fmt.Errorf("need 1 <= --board < %d and 1 <= --articles <= %d", maxSeedOwner, maxSeedRows)
 	}
 	if err := sf.check(); err != nil {
 		return err
@@ -118,9 +122,9 @@ by running the same command again.`, stderr)
 		return err
 	}
 	which := splitList(*versions)
-	if *articleID < 1 || *articleID >= maxSeedOwner || *total < 1 || len(which) == 0 ||
+	if *articleID < 1 || *articleID >= maxSeedOwner || *total < 1 || *total > maxSeedRows || len(which) == 0 ||
 		slices.ContainsFunc(which, func(v string) bool { return v != "v1" && v != "v2" }) {
-		return fmt.Errorf("need 1 <= --article < %d, --comments >= 1, --versions from v1,v2", maxSeedOwner)
+		return fmt.Errorf("need 1 <= --article < %d, 1 <= --comments <= %d, --versions from v1,v2", maxSeedOwner, maxSeedRows)
 	}
 	if err := sf.check(); err != nil {
 		return err
