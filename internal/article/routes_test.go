@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"board/internal/fake"
-	"board/internal/httpio"
+	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
@@ -27,59 +23,14 @@ import (
 func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
 	t.Helper()
 	svc, _, clock := newTestService(db)
-	logger := slog.New(slog.DiscardHandler)
-	return httpio.Server{Service: "article", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler(), clock
+	return httpiotest.Handler("article", Routes(svc, httpiotest.Logger)), clock
 }
-
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func call(h http.Handler, method, target, body string) reply {
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, target, r))
-	return reply{rec.Code, rec.Header(), rec.Body.String()}
-}
-
-// decodeJSON decodes a whole body into a generic value, keeping numbers exact.
-func decodeJSON(t testing.TB, body string) any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %q is not JSON: %v", body, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		t.Fatalf("body %q has more than one JSON value", body)
-	}
-	return v
-}
-
-var timeFormat = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 // articleMap is the exact JSON object an article is written as.
 func articleMap(id int64, title, content string, board, writer int64, created, modified string) map[string]any {
 	return map[string]any{"articleId": strconv.FormatInt(id, 10), "title": title, "content": content,
 		"boardId": strconv.FormatInt(board, 10), "writerId": strconv.FormatInt(writer, 10),
 		"createdAt": created, "modifiedAt": modified}
-}
-
-func wantStatus(t *testing.T, r reply, status int) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
-	}
-	if status != http.StatusNoContent && r.header.Get("Content-Type") != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", r.header.Get("Content-Type"))
-	}
 }
 
 func TestRoutes(t *testing.T) {
@@ -89,31 +40,31 @@ func TestRoutes(t *testing.T) {
 		id := int64(firstID)
 
 		// Create, with ids as a number and as a string, and unknown fields.
-		r := call(h, "POST", "/v1/articles", `{"title":"hello","content":"world","writerId":"9","boardId":7,"extra":{"x":[1]}}`)
-		wantStatus(t, r, http.StatusCreated)
+		r := httpiotest.Call(h, "POST", "/v1/articles", `{"title":"hello","content":"world","writerId":"9","boardId":7,"extra":{"x":[1]}}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
 		want := articleMap(id, "hello", "world", 7, 9, created, created)
-		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("POST (-want +got):\n%s", diff)
 		}
-		if !timeFormat.MatchString(want["createdAt"].(string)) {
+		if !httpiotest.TimeFormat.MatchString(want["createdAt"].(string)) {
 			t.Fatalf("bad test time %s", want["createdAt"])
 		}
 
-		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
-		wantStatus(t, r, http.StatusOK)
-		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+		r = httpiotest.Call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		httpiotest.WantStatus(t, r, http.StatusOK)
+		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("GET (-want +got):\n%s", diff)
 		}
 
 		clock.Add(time.Second)
-		r = call(h, "PUT", "/v1/articles/"+strconv.FormatInt(id, 10), `{"title":"가나다","content":"new","boardId":"999","more":1}`)
-		wantStatus(t, r, http.StatusOK)
+		r = httpiotest.Call(h, "PUT", "/v1/articles/"+strconv.FormatInt(id, 10), `{"title":"가나다","content":"new","boardId":"999","more":1}`)
+		httpiotest.WantStatus(t, r, http.StatusOK)
 		want = articleMap(id, "가나다", "new", 7, 9, created, "2026-01-02T03:04:06.006Z")
-		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("PUT (-want +got):\n%s", diff)
 		}
-		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
-		if diff := cmp.Diff(any(want), decodeJSON(t, r.body)); diff != "" {
+		r = httpiotest.Call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("GET after PUT (-want +got):\n%s", diff)
 		}
 
@@ -123,12 +74,12 @@ func TestRoutes(t *testing.T) {
 			`{"title":"c","content":"c","writerId":1,"boardId":8}`,
 			`{"boardId":7,"writerId":"1","content":"c","title":"d"}`,
 		} {
-			wantStatus(t, call(h, "POST", "/v1/articles", body), http.StatusCreated)
+			httpiotest.WantStatus(t, httpiotest.Call(h, "POST", "/v1/articles", body), http.StatusCreated)
 		}
 
-		r = call(h, "GET", "/v1/articles?boardId=7&page=1&pageSize=2", "")
-		wantStatus(t, r, http.StatusOK)
-		got := decodeJSON(t, r.body).(map[string]any)
+		r = httpiotest.Call(h, "GET", "/v1/articles?boardId=7&page=1&pageSize=2", "")
+		httpiotest.WantStatus(t, r, http.StatusOK)
+		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		if diff := cmp.Diff([]string{"articleCount", "articles"}, sortedKeys(got)); diff != "" {
 			t.Errorf("list keys (-want +got):\n%s", diff)
 		}
@@ -138,33 +89,33 @@ func TestRoutes(t *testing.T) {
 		if diff := cmp.Diff([]string{strconv.FormatInt(id+3, 10), strconv.FormatInt(id+1, 10)}, ids(t, got["articles"])); diff != "" {
 			t.Errorf("page 1 ids (-want +got):\n%s", diff)
 		}
-		r = call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
-		if diff := cmp.Diff([]string{strconv.FormatInt(id, 10)}, ids(t, decodeJSON(t, r.body).(map[string]any)["articles"])); diff != "" {
+		r = httpiotest.Call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
+		if diff := cmp.Diff([]string{strconv.FormatInt(id, 10)}, ids(t, httpiotest.DecodeJSON(t, r.Body).(map[string]any)["articles"])); diff != "" {
 			t.Errorf("page 2 ids (-want +got):\n%s", diff)
 		}
 		// Defaults: page 1, 30 per page.
-		r = call(h, "GET", "/v1/articles?boardId=7", "")
-		wantStatus(t, r, http.StatusOK)
-		if n := len(decodeJSON(t, r.body).(map[string]any)["articles"].([]any)); n != 3 {
+		r = httpiotest.Call(h, "GET", "/v1/articles?boardId=7", "")
+		httpiotest.WantStatus(t, r, http.StatusOK)
+		if n := len(httpiotest.DecodeJSON(t, r.Body).(map[string]any)["articles"].([]any)); n != 3 {
 			t.Errorf("default page: %d articles, want 3", n)
 		}
 		// Full shape of a listed article.
-		r = call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
-		if diff := cmp.Diff(any(map[string]any{"articles": []any{want}, "articleCount": json.Number("3")}), decodeJSON(t, r.body)); diff != "" {
+		r = httpiotest.Call(h, "GET", "/v1/articles?boardId=7&page=2&pageSize=2", "")
+		if diff := cmp.Diff(any(map[string]any{"articles": []any{want}, "articleCount": json.Number("3")}), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("list page (-want +got):\n%s", diff)
 		}
 
-		r = call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&pageSize=2", "")
-		wantStatus(t, r, http.StatusOK)
-		if diff := cmp.Diff([]string{strconv.FormatInt(id+3, 10), strconv.FormatInt(id+1, 10)}, ids(t, decodeJSON(t, r.body))); diff != "" {
+		r = httpiotest.Call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&pageSize=2", "")
+		httpiotest.WantStatus(t, r, http.StatusOK)
+		if diff := cmp.Diff([]string{strconv.FormatInt(id+3, 10), strconv.FormatInt(id+1, 10)}, ids(t, httpiotest.DecodeJSON(t, r.Body))); diff != "" {
 			t.Errorf("scroll ids (-want +got):\n%s", diff)
 		}
-		r = call(h, "GET", fmt.Sprintf("/v1/articles/infinite-scroll?boardId=7&pageSize=2&lastArticleId=%d", id+1), "")
-		if diff := cmp.Diff(any([]any{want}), decodeJSON(t, r.body)); diff != "" {
+		r = httpiotest.Call(h, "GET", fmt.Sprintf("/v1/articles/infinite-scroll?boardId=7&pageSize=2&lastArticleId=%d", id+1), "")
+		if diff := cmp.Diff(any([]any{want}), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 			t.Errorf("scroll after cursor (-want +got):\n%s", diff)
 		}
-		r = call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&lastArticleId=", "")
-		if n := len(decodeJSON(t, r.body).([]any)); n != 3 {
+		r = httpiotest.Call(h, "GET", "/v1/articles/infinite-scroll?boardId=7&lastArticleId=", "")
+		if n := len(httpiotest.DecodeJSON(t, r.Body).([]any)); n != 3 {
 			t.Errorf("scroll with empty cursor: %d articles, want 3", n)
 		}
 
@@ -173,9 +124,9 @@ func TestRoutes(t *testing.T) {
 			{"/v1/articles/boards/8/count", "1"},
 			{"/v1/articles/boards/12345/count", "0"},
 		} {
-			r = call(h, "GET", tc.path, "")
-			wantStatus(t, r, http.StatusOK)
-			if got := strings.TrimSpace(r.body); got != tc.want {
+			r = httpiotest.Call(h, "GET", tc.path, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if got := strings.TrimSpace(r.Body); got != tc.want {
 				t.Errorf("%s = %q, want %s", tc.path, got, tc.want)
 			}
 		}
@@ -187,24 +138,24 @@ func TestRoutes(t *testing.T) {
 			{"/v1/articles/infinite-scroll?boardId=12345", `[]`},
 			{fmt.Sprintf("/v1/articles/infinite-scroll?boardId=7&lastArticleId=%d", id), `[]`},
 		} {
-			r = call(h, "GET", tc.path, "")
-			wantStatus(t, r, http.StatusOK)
-			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.body)); diff != "" {
+			r = httpiotest.Call(h, "GET", tc.path, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.Body)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.path, diff)
 			}
 		}
 
-		r = call(h, "DELETE", "/v1/articles/"+strconv.FormatInt(id, 10), "")
-		wantStatus(t, r, http.StatusNoContent)
-		if r.body != "" {
-			t.Errorf("204 with body %q", r.body)
+		r = httpiotest.Call(h, "DELETE", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		httpiotest.WantStatus(t, r, http.StatusNoContent)
+		if r.Body != "" {
+			t.Errorf("204 with body %q", r.Body)
 		}
-		r = call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
-		wantStatus(t, r, http.StatusNotFound)
-		if code := errorCode(t, r); code != "ARTICLE_NOT_FOUND" {
+		r = httpiotest.Call(h, "GET", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		httpiotest.WantStatus(t, r, http.StatusNotFound)
+		if code := httpiotest.ErrorCode(t, r); code != "ARTICLE_NOT_FOUND" {
 			t.Errorf("code = %q, want ARTICLE_NOT_FOUND", code)
 		}
-		if got := strings.TrimSpace(call(h, "GET", "/v1/articles/boards/7/count", "").body); got != "2" {
+		if got := strings.TrimSpace(httpiotest.Call(h, "GET", "/v1/articles/boards/7/count", "").Body); got != "2" {
 			t.Errorf("count after delete = %s, want 2", got)
 		}
 	})
@@ -239,30 +190,12 @@ func ids(t *testing.T, v any) []string {
 	return out
 }
 
-// errorCode checks that a reply is an error body {code, message} and returns its code.
-func errorCode(t testing.TB, r reply) string {
-	t.Helper()
-	var e struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	dec := json.NewDecoder(strings.NewReader(r.body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		t.Fatalf("status %d: error body %q is not {code, message}: %v", r.status, r.body, err)
-	}
-	if e.Code == "" || e.Message == "" {
-		t.Errorf("status %d: error body %q has an empty code or message", r.status, r.body)
-	}
-	return e.Code
-}
-
 func TestRoutesBadInput(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db)
-		r := call(h, "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1}`)
-		wantStatus(t, r, http.StatusCreated)
-		existing := "/v1/articles/" + decodeJSON(t, r.body).(map[string]any)["articleId"].(string)
+		r := httpiotest.Call(h, "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
+		existing := "/v1/articles/" + httpiotest.DecodeJSON(t, r.Body).(map[string]any)["articleId"].(string)
 
 		body := func(title, content string) string {
 			b, _ := json.Marshal(map[string]any{"title": title, "content": content, "writerId": 1, "boardId": 1})
@@ -349,31 +282,31 @@ func TestRoutesBadInput(t *testing.T) {
 			{"wrong method on count", "POST", "/v1/articles/boards/1/count", ``, 405, "METHOD_NOT_ALLOWED"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				r := call(h, tc.method, tc.path, tc.body)
-				if r.status != tc.status {
-					t.Errorf("status = %d, want %d; body %s", r.status, tc.status, r.body)
+				r := httpiotest.Call(h, tc.method, tc.path, tc.body)
+				if r.Status != tc.status {
+					t.Errorf("status = %d, want %d; body %s", r.Status, tc.status, r.Body)
 				}
-				if r.header.Get("Content-Type") != "application/json" {
-					t.Errorf("Content-Type = %q", r.header.Get("Content-Type"))
+				if r.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("Content-Type = %q", r.Header.Get("Content-Type"))
 				}
-				if code := errorCode(t, r); code != tc.code {
+				if code := httpiotest.ErrorCode(t, r); code != tc.code {
 					t.Errorf("code = %q, want %q", code, tc.code)
 				}
-				if r.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
+				if r.Status == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
 					t.Error("405 without an Allow header")
 				}
 			})
 		}
 
-		if got := call(h, "PATCH", existing, `{}`).header.Get("Allow"); got != "DELETE, GET, HEAD, PUT" {
+		if got := httpiotest.Call(h, "PATCH", existing, `{}`).Header.Get("Allow"); got != "DELETE, GET, HEAD, PUT" {
 			t.Errorf("Allow = %q, want DELETE, GET, HEAD, PUT", got)
 		}
 		// Nothing above changed the board.
-		if got := strings.TrimSpace(call(h, "GET", "/v1/articles/boards/1/count", "").body); got != "1" {
+		if got := strings.TrimSpace(httpiotest.Call(h, "GET", "/v1/articles/boards/1/count", "").Body); got != "1" {
 			t.Errorf("board count after bad input = %s, want 1", got)
 		}
 		// 100 multi-byte characters are a valid title.
-		wantStatus(t, call(h, "POST", "/v1/articles", body(strings.Repeat("가", 100), strings.Repeat("나", 3000))), http.StatusCreated)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "POST", "/v1/articles", body(strings.Repeat("가", 100), strings.Repeat("나", 3000))), http.StatusCreated)
 	})
 }
 
@@ -394,21 +327,21 @@ func FuzzCreateArticle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/articles", bytes.NewReader(body)))
-		r := reply{rec.Code, rec.Header(), rec.Body.String()}
+		r := httpiotest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 		switch {
-		case r.status >= 500:
-			t.Fatalf("body %q: status %d %s", body, r.status, r.body)
-		case r.status >= 400:
-			errorCode(t, r)
-		case r.status == http.StatusCreated:
+		case r.Status >= 500:
+			t.Fatalf("body %q: status %d %s", body, r.Status, r.Body)
+		case r.Status >= 400:
+			httpiotest.ErrorCode(t, r)
+		case r.Status == http.StatusCreated:
 			// What was created reads back the same.
-			created := decodeJSON(t, r.body).(map[string]any)
-			got := call(h, "GET", "/v1/articles/"+created["articleId"].(string), "")
-			if diff := cmp.Diff(any(created), decodeJSON(t, got.body)); diff != "" {
+			created := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
+			got := httpiotest.Call(h, "GET", "/v1/articles/"+created["articleId"].(string), "")
+			if diff := cmp.Diff(any(created), httpiotest.DecodeJSON(t, got.Body)); diff != "" {
 				t.Fatalf("body %q: read back (-created +read):\n%s", body, diff)
 			}
 		default:
-			t.Fatalf("body %q: status %d", body, r.status)
+			t.Fatalf("body %q: status %d", body, r.Status)
 		}
 	})
 }

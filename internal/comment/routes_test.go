@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +16,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"board/internal/fake"
 	"board/internal/httpio"
+	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
@@ -31,9 +28,7 @@ import (
 func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
 	t.Helper()
 	svc, _, clock := testService(db)
-	logger := slog.New(slog.DiscardHandler)
-	return httpio.Server{Service: "comment", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler(), clock
+	return httpiotest.Handler("comment", Routes(svc, httpiotest.Logger)), clock
 }
 
 // httpCreatedAt is t0ms on the wire.
@@ -41,86 +36,6 @@ const httpCreatedAt = "2026-01-02T03:04:05.006Z"
 
 // httpMaxPage is the largest page a list accepts.
 const httpMaxPage = 1<<31 - 1
-
-var httpTimeFormat = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
-
-type httpReply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func httpCall(h http.Handler, method, target, body string) httpReply {
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, target, r))
-	return httpReply{rec.Code, rec.Header(), rec.Body.String()}
-}
-
-// httpDecode decodes a whole body into a generic value, keeping numbers exact.
-func httpDecode(t testing.TB, body string) any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %q is not JSON: %v", body, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		t.Fatalf("body %q has more than one JSON value", body)
-	}
-	return v
-}
-
-func httpWantStatus(t testing.TB, r httpReply, status int) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
-	}
-	if status == http.StatusNoContent {
-		if r.body != "" {
-			t.Errorf("204 with body %q", r.body)
-		}
-		return
-	}
-	if ct := r.header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-}
-
-// httpErrorCode checks that a reply is an error body {code, message} and returns its code.
-func httpErrorCode(t testing.TB, r httpReply) string {
-	t.Helper()
-	if ct := r.header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("status %d: Content-Type = %q, want application/json", r.status, ct)
-	}
-	var e struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	dec := json.NewDecoder(strings.NewReader(r.body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		t.Fatalf("status %d: error body %q is not {code, message}: %v", r.status, r.body, err)
-	}
-	if e.Code == "" || e.Message == "" {
-		t.Errorf("status %d: error body %q has an empty code or message", r.status, r.body)
-	}
-	return e.Code
-}
-
-func httpWantError(t testing.TB, r httpReply, status int, code string) {
-	t.Helper()
-	if r.status != status {
-		t.Errorf("status = %d, want %d; body %s", r.status, status, r.body)
-	}
-	if got := httpErrorCode(t, r); got != code {
-		t.Errorf("code = %q, want %q", got, code)
-	}
-}
 
 func httpStr(id int64) string { return strconv.FormatInt(id, 10) }
 
@@ -158,25 +73,25 @@ func httpBody(articleID, writerID int64, content, parentKey, parent string) stri
 // httpPostV1 creates a v1 comment (a reply when parentID is not "") and returns it as written.
 func httpPostV1(t testing.TB, h http.Handler, articleID, writerID int64, parentID, content string) map[string]any {
 	t.Helper()
-	r := httpCall(h, "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
-	httpWantStatus(t, r, http.StatusCreated)
-	return httpDecode(t, r.body).(map[string]any)
+	r := httpiotest.Call(h, "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
+	httpiotest.WantStatus(t, r, http.StatusCreated)
+	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
 
 // httpPostV2 creates a v2 comment (a reply when parentPath is not "") and returns it as written.
 func httpPostV2(t testing.TB, h http.Handler, articleID, writerID int64, parentPath, content string) map[string]any {
 	t.Helper()
-	r := httpCall(h, "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
-	httpWantStatus(t, r, http.StatusCreated)
-	return httpDecode(t, r.body).(map[string]any)
+	r := httpiotest.Call(h, "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
+	httpiotest.WantStatus(t, r, http.StatusCreated)
+	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
 
 // httpGet reads target, expecting 200, and decodes the body.
 func httpGet(t testing.TB, h http.Handler, target string) any {
 	t.Helper()
-	r := httpCall(h, "GET", target, "")
-	httpWantStatus(t, r, http.StatusOK)
-	return httpDecode(t, r.body)
+	r := httpiotest.Call(h, "GET", target, "")
+	httpiotest.WantStatus(t, r, http.StatusOK)
+	return httpiotest.DecodeJSON(t, r.Body)
 }
 
 // httpWantJSON compares a decoded body with the exact JSON value want.
@@ -217,9 +132,9 @@ func httpList(cs ...map[string]any) []any {
 // httpCount reads an article's comment count (both versions).
 func httpCount(t testing.TB, h http.Handler, articleID int64) string {
 	t.Helper()
-	r := httpCall(h, "GET", fmt.Sprintf("/v2/comments/articles/%d/count", articleID), "")
-	httpWantStatus(t, r, http.StatusOK)
-	return strings.TrimSpace(r.body)
+	r := httpiotest.Call(h, "GET", fmt.Sprintf("/v2/comments/articles/%d/count", articleID), "")
+	httpiotest.WantStatus(t, r, http.StatusOK)
+	return strings.TrimSpace(r.Body)
 }
 
 // httpPage reads one offset page of an article's comments of version ("v1" or "v2").
@@ -282,33 +197,33 @@ func httpPages(t testing.TB, h http.Handler, version string, articleID, pageSize
 func TestHTTPCreateGetV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
-		if !httpTimeFormat.MatchString(httpCreatedAt) {
+		if !httpiotest.TimeFormat.MatchString(httpCreatedAt) {
 			t.Fatalf("bad test time %s", httpCreatedAt)
 		}
 		root := int64(firstID)
 
 		// A root comment names itself as its parent; ids as a string and a number, unknown fields ignored.
-		r := httpCall(h, "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
-		httpWantStatus(t, r, http.StatusCreated)
+		r := httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
 		want := httpV1(root, "first", 7, 9, root, false, httpCreatedAt)
-		httpWantJSON(t, "POST root", any(want), httpDecode(t, r.body))
+		httpWantJSON(t, "POST root", any(want), httpiotest.DecodeJSON(t, r.Body))
 		httpWantJSON(t, "GET root", any(want), httpGet(t, h, "/v1/comments/"+httpStr(root)))
 
 		// A reply whose parent id is a JSON number above 2^53, so a float on the way would lose it.
 		clock.Add(1500 * time.Millisecond)
-		r = httpCall(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
-		httpWantStatus(t, r, http.StatusCreated)
+		r = httpiotest.Call(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
+		httpiotest.WantStatus(t, r, http.StatusCreated)
 		reply := httpV1(root+1, "second", 7, 10, root, false, "2026-01-02T03:04:06.506Z")
-		httpWantJSON(t, "POST reply", any(reply), httpDecode(t, r.body))
+		httpWantJSON(t, "POST reply", any(reply), httpiotest.DecodeJSON(t, r.Body))
 		httpWantJSON(t, "GET reply", any(reply), httpGet(t, h, "/v1/comments/"+httpStr(root+1)))
 
 		// The parent as a string; a null parent is a root.
-		r = httpCall(h, "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
-		httpWantStatus(t, r, http.StatusCreated)
-		httpWantJSON(t, "POST reply by string id", any(httpV1(root+2, "third", 7, 11, root, false, "2026-01-02T03:04:06.506Z")), httpDecode(t, r.body))
-		r = httpCall(h, "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
-		httpWantStatus(t, r, http.StatusCreated)
-		httpWantJSON(t, "POST null parent", any(httpV1(root+3, "fourth", 7, 11, root+3, false, "2026-01-02T03:04:06.506Z")), httpDecode(t, r.body))
+		r = httpiotest.Call(h, "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
+		httpiotest.WantStatus(t, r, http.StatusCreated)
+		httpWantJSON(t, "POST reply by string id", any(httpV1(root+2, "third", 7, 11, root, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
+		r = httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
+		httpWantJSON(t, "POST null parent", any(httpV1(root+3, "fourth", 7, 11, root+3, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
 
 		// Content comes back exactly as given: not trimmed, not escaped, any script, longest allowed.
 		for _, content := range []string{"  padded\n", "<b>&amp;</b> \"q\"", "안녕 👋 é", "a\u0000b", strings.Repeat("가", MaxContentChars),
@@ -321,9 +236,9 @@ func TestHTTPCreateGetV1(t *testing.T) {
 		}
 
 		// The largest ids there are.
-		r = httpCall(h, "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
-		httpWantStatus(t, r, http.StatusCreated)
-		got := httpDecode(t, r.body).(map[string]any)
+		r = httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
+		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		if got["articleId"] != "9223372036854775807" || got["writerId"] != "9223372036854775807" {
 			t.Errorf("max ids came back as %v, %v", got["articleId"], got["writerId"])
 		}
@@ -331,9 +246,9 @@ func TestHTTPCreateGetV1(t *testing.T) {
 			t.Errorf("count of the max article = %s, want 1", n)
 		}
 
-		httpWantError(t, httpCall(h, "GET", "/v1/comments/"+httpStr(root+1000), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v1/comments/"+httpStr(root+1000), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		// The versions keep separate comments.
-		httpWantError(t, httpCall(h, "GET", "/v2/comments/"+httpStr(root), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v2/comments/"+httpStr(root), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 	})
 }
 
@@ -342,10 +257,10 @@ func TestHTTPCreateGetV2(t *testing.T) {
 		h, clock := httpHandler(t, db)
 		id := int64(firstID)
 
-		r := httpCall(h, "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
-		httpWantStatus(t, r, http.StatusCreated)
+		r := httpiotest.Call(h, "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
+		httpiotest.WantStatus(t, r, http.StatusCreated)
 		root := httpV2(id, "root", 7, 9, "00000", false, httpCreatedAt)
-		httpWantJSON(t, "POST root", any(root), httpDecode(t, r.body))
+		httpWantJSON(t, "POST root", any(root), httpiotest.DecodeJSON(t, r.Body))
 		httpWantJSON(t, "GET root", any(root), httpGet(t, h, "/v2/comments/"+httpStr(id)))
 
 		clock.Add(time.Second)
@@ -365,9 +280,9 @@ func TestHTTPCreateGetV2(t *testing.T) {
 			// v1's parent field means nothing to v2.
 			{"v1 parent ignored", fmt.Sprintf(`{"articleId":8,"content":"w","writerId":10,"parentCommentId":"%d"}`, id+7), httpV2(id+8, "w", 8, 10, "00001", false, later)},
 		} {
-			r := httpCall(h, "POST", "/v2/comments", tc.body)
-			httpWantStatus(t, r, http.StatusCreated)
-			httpWantJSON(t, tc.name+": POST", any(tc.want), httpDecode(t, r.body))
+			r := httpiotest.Call(h, "POST", "/v2/comments", tc.body)
+			httpiotest.WantStatus(t, r, http.StatusCreated)
+			httpWantJSON(t, tc.name+": POST", any(tc.want), httpiotest.DecodeJSON(t, r.Body))
 			httpWantJSON(t, tc.name+": GET", any(tc.want), httpGet(t, h, "/v2/comments/"+tc.want["commentId"].(string)))
 		}
 
@@ -379,8 +294,8 @@ func TestHTTPCreateGetV2(t *testing.T) {
 			httpWantJSON(t, "GET of content", any(c), httpGet(t, h, "/v2/comments/"+c["commentId"].(string)))
 		}
 
-		httpWantError(t, httpCall(h, "GET", "/v2/comments/"+httpStr(id+1000), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
-		httpWantError(t, httpCall(h, "GET", "/v1/comments/"+httpStr(id), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v2/comments/"+httpStr(id+1000), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v1/comments/"+httpStr(id), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 	})
 }
 
@@ -393,10 +308,10 @@ func TestHTTPRulesV1(t *testing.T) {
 		v2 := httpPostV2(t, h, 1, 1, "", "a v2 root")
 		doomed := httpPostV1(t, h, 1, 1, "", "to be deleted")
 		keep := httpPostV1(t, h, 1, 2, doomed["commentId"].(string), "keeps it in the tree")
-		httpWantStatus(t, httpCall(h, "DELETE", "/v1/comments/"+doomed["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+doomed["commentId"].(string), ""), http.StatusNoContent)
 
-		post := func(parent string) httpReply {
-			return httpCall(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
+		post := func(parent string) httpiotest.Reply {
+			return httpiotest.Call(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
 		}
 		for _, tc := range []struct {
 			name, parent string
@@ -414,7 +329,7 @@ func TestHTTPRulesV1(t *testing.T) {
 			{"negative parent", `-1`, 400, "INVALID_JSON"},
 			{"non-numeric parent", `"abc"`, 400, "INVALID_JSON"},
 		} {
-			t.Run(tc.name, func(t *testing.T) { httpWantError(t, post(tc.parent), tc.status, tc.code) })
+			t.Run(tc.name, func(t *testing.T) { httpiotest.WantError(t, post(tc.parent), tc.status, tc.code) })
 		}
 
 		// None of the refused replies was kept.
@@ -466,11 +381,11 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 		}
 		// A soft-deleted parent: 00002 with a reply, then deleted.
 		httpPostV2(t, h, 1, 2, "00002", "reply")
-		httpWantStatus(t, httpCall(h, "DELETE", "/v2/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
 		httpPostV2(t, h, 2, 2, "", "article 2's only root")
 
-		post := func(articleID int64, parentPath string) httpReply {
-			return httpCall(h, "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
+		post := func(articleID int64, parentPath string) httpiotest.Reply {
+			return httpiotest.Call(h, "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
 		}
 		for _, tc := range []struct {
 			name       string
@@ -497,9 +412,9 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 			{"30 characters", 1, strings.Repeat("0", 30), 400, "INVALID_PARENT_PATH"},
 			{"long", 1, strings.Repeat("0", 5000), 400, "INVALID_PARENT_PATH"},
 		} {
-			t.Run(tc.name, func(t *testing.T) { httpWantError(t, post(tc.articleID, tc.parentPath), tc.status, tc.code) })
+			t.Run(tc.name, func(t *testing.T) { httpiotest.WantError(t, post(tc.articleID, tc.parentPath), tc.status, tc.code) })
 		}
-		httpWantError(t, httpCall(h, "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
+		httpiotest.WantError(t, httpiotest.Call(h, "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
 
 		// None of the refused replies was kept: 5 in the chain, 11 siblings, 2 roots, 1 reply.
 		if n := httpCount(t, h, 1); n != "19" {
@@ -549,11 +464,11 @@ func TestHTTPSiblingPathsV2(t *testing.T) {
 func TestHTTPDeleteV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
-		del := func(c map[string]any) httpReply {
-			return httpCall(h, "DELETE", "/v1/comments/"+c["commentId"].(string), "")
+		del := func(c map[string]any) httpiotest.Reply {
+			return httpiotest.Call(h, "DELETE", "/v1/comments/"+c["commentId"].(string), "")
 		}
-		get := func(c map[string]any) httpReply {
-			return httpCall(h, "GET", "/v1/comments/"+c["commentId"].(string), "")
+		get := func(c map[string]any) httpiotest.Reply {
+			return httpiotest.Call(h, "GET", "/v1/comments/"+c["commentId"].(string), "")
 		}
 		count := func(want string) {
 			t.Helper()
@@ -565,23 +480,23 @@ func TestHTTPDeleteV1(t *testing.T) {
 		// A root without replies is removed; deleting it again finds nothing.
 		leaf := httpPostV1(t, h, 1, 1, "", "leaf")
 		count("1")
-		httpWantStatus(t, del(leaf), http.StatusNoContent)
-		httpWantError(t, get(leaf), http.StatusNotFound, "COMMENT_NOT_FOUND")
-		httpWantError(t, del(leaf), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(leaf), http.StatusNoContent)
+		httpiotest.WantError(t, get(leaf), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, del(leaf), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		count("0")
 
 		// A root with replies stays, without its content, and deleting it again changes nothing.
 		root := httpPostV1(t, h, 1, 1, "", "root")
 		a := httpPostV1(t, h, 1, 2, root["commentId"].(string), "a")
 		b := httpPostV1(t, h, 1, 3, root["commentId"].(string), "b")
-		httpWantStatus(t, del(root), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(root), http.StatusNoContent)
 		events := len(outboxEvents(t, db))
 		for range 2 {
 			r := get(root)
-			httpWantStatus(t, r, http.StatusOK)
-			httpWantJSON(t, "soft-deleted root", any(httpDeleted(root)), httpDecode(t, r.body))
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			httpWantJSON(t, "soft-deleted root", any(httpDeleted(root)), httpiotest.DecodeJSON(t, r.Body))
 			count("3")
-			httpWantStatus(t, del(root), http.StatusNoContent)
+			httpiotest.WantStatus(t, del(root), http.StatusNoContent)
 		}
 		if n := len(outboxEvents(t, db)); n != events {
 			t.Errorf("deleting a deleted comment again wrote %d events", n-events)
@@ -591,30 +506,30 @@ func TestHTTPDeleteV1(t *testing.T) {
 		httpWantJSON(t, "reply a", any(a), httpGet(t, h, "/v1/comments/"+a["commentId"].(string)))
 
 		// Its first reply goes alone; its last takes the root with it.
-		httpWantStatus(t, del(a), http.StatusNoContent)
-		httpWantError(t, get(a), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(a), http.StatusNoContent)
+		httpiotest.WantError(t, get(a), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		httpWantJSON(t, "root after one reply went", any(httpDeleted(root)), httpGet(t, h, "/v1/comments/"+root["commentId"].(string)))
 		count("2")
-		httpWantStatus(t, del(b), http.StatusNoContent)
-		httpWantError(t, get(b), http.StatusNotFound, "COMMENT_NOT_FOUND")
-		httpWantError(t, get(root), http.StatusNotFound, "COMMENT_NOT_FOUND")
-		httpWantError(t, del(root), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(b), http.StatusNoContent)
+		httpiotest.WantError(t, get(b), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, get(root), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, del(root), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		count("0")
 
 		// Removing the reply of a live root leaves the root as it was.
 		live := httpPostV1(t, h, 1, 1, "", "live")
 		r := httpPostV1(t, h, 1, 2, live["commentId"].(string), "reply")
-		httpWantStatus(t, del(r), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(r), http.StatusNoContent)
 		httpWantJSON(t, "live root", any(live), httpGet(t, h, "/v1/comments/"+live["commentId"].(string)))
 		count("1")
 
 		// Deleting a reply marks nothing: a reply has no replies.
 		r = httpPostV1(t, h, 1, 2, live["commentId"].(string), "reply")
-		httpWantStatus(t, del(r), http.StatusNoContent)
-		httpWantError(t, get(r), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(r), http.StatusNoContent)
+		httpiotest.WantError(t, get(r), http.StatusNotFound, "COMMENT_NOT_FOUND")
 
 		// The v2 routes do not delete v1 comments.
-		httpWantError(t, httpCall(h, "DELETE", "/v2/comments/"+live["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+live["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		httpWantJSON(t, "live root after a v2 delete", any(live), httpGet(t, h, "/v1/comments/"+live["commentId"].(string)))
 	})
 }
@@ -622,17 +537,17 @@ func TestHTTPDeleteV1(t *testing.T) {
 func TestHTTPDeleteV2(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
-		del := func(c map[string]any) httpReply {
-			return httpCall(h, "DELETE", "/v2/comments/"+c["commentId"].(string), "")
+		del := func(c map[string]any) httpiotest.Reply {
+			return httpiotest.Call(h, "DELETE", "/v2/comments/"+c["commentId"].(string), "")
 		}
-		get := func(c map[string]any) httpReply {
-			return httpCall(h, "GET", "/v2/comments/"+c["commentId"].(string), "")
+		get := func(c map[string]any) httpiotest.Reply {
+			return httpiotest.Call(h, "GET", "/v2/comments/"+c["commentId"].(string), "")
 		}
 		wantDeleted := func(c map[string]any) {
 			t.Helper()
 			r := get(c)
-			httpWantStatus(t, r, http.StatusOK)
-			httpWantJSON(t, "soft-deleted "+c["path"].(string), any(httpDeleted(c)), httpDecode(t, r.body))
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			httpWantJSON(t, "soft-deleted "+c["path"].(string), any(httpDeleted(c)), httpiotest.DecodeJSON(t, r.Body))
 		}
 		count := func(articleID int64, want string) {
 			t.Helper()
@@ -647,11 +562,11 @@ func TestHTTPDeleteV2(t *testing.T) {
 			chain = append(chain, httpPostV2(t, h, 1, 1, chain[i]["path"].(string), string(rune('b'+i))))
 		}
 		for _, c := range chain[:3] {
-			httpWantStatus(t, del(c), http.StatusNoContent)
+			httpiotest.WantStatus(t, del(c), http.StatusNoContent)
 			wantDeleted(c)
 		}
 		events := len(outboxEvents(t, db))
-		httpWantStatus(t, del(chain[1]), http.StatusNoContent) // again: nothing changes
+		httpiotest.WantStatus(t, del(chain[1]), http.StatusNoContent) // again: nothing changes
 		if n := len(outboxEvents(t, db)); n != events {
 			t.Errorf("deleting a deleted comment again wrote %d events", n-events)
 		}
@@ -660,10 +575,10 @@ func TestHTTPDeleteV2(t *testing.T) {
 		}
 		httpWantJSON(t, "the leaf", any(chain[3]), httpGet(t, h, "/v2/comments/"+chain[3]["commentId"].(string)))
 		count(1, "4")
-		httpWantStatus(t, del(chain[3]), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(chain[3]), http.StatusNoContent)
 		for _, c := range chain {
-			httpWantError(t, get(c), http.StatusNotFound, "COMMENT_NOT_FOUND")
-			httpWantError(t, del(c), http.StatusNotFound, "COMMENT_NOT_FOUND")
+			httpiotest.WantError(t, get(c), http.StatusNotFound, "COMMENT_NOT_FOUND")
+			httpiotest.WantError(t, del(c), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		}
 		count(1, "0")
 
@@ -672,27 +587,27 @@ func TestHTTPDeleteV2(t *testing.T) {
 		y := httpPostV2(t, h, 2, 1, x["path"].(string), "y")
 		z := httpPostV2(t, h, 2, 1, y["path"].(string), "z")
 		y2 := httpPostV2(t, h, 2, 1, x["path"].(string), "y2")
-		httpWantStatus(t, del(x), http.StatusNoContent)
-		httpWantStatus(t, del(y), http.StatusNoContent)
-		httpWantStatus(t, del(z), http.StatusNoContent)
-		httpWantError(t, get(z), http.StatusNotFound, "COMMENT_NOT_FOUND")
-		httpWantError(t, get(y), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(x), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(y), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(z), http.StatusNoContent)
+		httpiotest.WantError(t, get(z), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, get(y), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		wantDeleted(x)
 		httpWantJSON(t, "y2", any(y2), httpGet(t, h, "/v2/comments/"+y2["commentId"].(string)))
 		count(2, "2")
-		httpWantStatus(t, del(y2), http.StatusNoContent)
-		httpWantError(t, get(x), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(y2), http.StatusNoContent)
+		httpiotest.WantError(t, get(x), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		count(2, "0")
 
 		// p > q > r, all live: removing r or then q leaves their parents as they were.
 		p := httpPostV2(t, h, 3, 1, "", "p")
 		q := httpPostV2(t, h, 3, 1, p["path"].(string), "q")
 		r := httpPostV2(t, h, 3, 1, q["path"].(string), "r")
-		httpWantStatus(t, del(r), http.StatusNoContent)
+		httpiotest.WantStatus(t, del(r), http.StatusNoContent)
 		httpWantJSON(t, "p after its grandchild went", any(p), httpGet(t, h, "/v2/comments/"+p["commentId"].(string)))
 		httpWantJSON(t, "q after its child went", any(q), httpGet(t, h, "/v2/comments/"+q["commentId"].(string)))
-		httpWantStatus(t, del(q), http.StatusNoContent) // now a leaf: removed, and p, live, stays
-		httpWantError(t, get(q), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantStatus(t, del(q), http.StatusNoContent) // now a leaf: removed, and p, live, stays
+		httpiotest.WantError(t, get(q), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		httpWantJSON(t, "p after its child went", any(p), httpGet(t, h, "/v2/comments/"+p["commentId"].(string)))
 		count(3, "1")
 
@@ -704,7 +619,7 @@ func TestHTTPDeleteV2(t *testing.T) {
 		}
 
 		// The v1 routes do not delete v2 comments.
-		httpWantError(t, httpCall(h, "DELETE", "/v1/comments/"+p["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+p["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		count(3, "3")
 	})
 }
@@ -722,7 +637,7 @@ func TestHTTPListV1(t *testing.T) {
 		r1b := httpPostV1(t, h, 5, 3, r1["commentId"].(string), "r1b")
 		httpPostV1(t, h, 6, 1, "", "another article")
 		httpPostV2(t, h, 5, 1, "", "a v2 comment")
-		httpWantStatus(t, httpCall(h, "DELETE", "/v1/comments/"+r2["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+r2["commentId"].(string), ""), http.StatusNoContent)
 		all := httpList(r1, r1a, r1b, httpDeleted(r2), r2a, r3)
 		if r1a["createdAt"] != "2026-01-02T03:04:05.007Z" {
 			t.Fatalf("r1a createdAt = %v", r1a["createdAt"])
@@ -772,7 +687,7 @@ func TestHTTPListV1(t *testing.T) {
 		}
 
 		// A cursor outlives its comment: after r1a is removed, scrolling on from it goes on from r1b.
-		httpWantStatus(t, httpCall(h, "DELETE", "/v1/comments/"+r1a["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+r1a["commentId"].(string), ""), http.StatusNoContent)
 		httpWantJSON(t, "scroll after a removed comment", any(all[2:4]), httpGet(t, h, "/v1/comments/infinite-scroll?articleId=5&pageSize=2"+cursor(r1a)))
 
 		// No comments: empty arrays, never null.
@@ -782,9 +697,9 @@ func TestHTTPListV1(t *testing.T) {
 			{"/v1/comments?articleId=5&page=99", `{"comments":[],"commentCount":5}`},
 			{"/v1/comments/infinite-scroll?articleId=404", `[]`},
 		} {
-			r := httpCall(h, "GET", tc.target, "")
-			httpWantStatus(t, r, http.StatusOK)
-			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.body)); diff != "" {
+			r := httpiotest.Call(h, "GET", tc.target, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.Body)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.target, diff)
 			}
 		}
@@ -805,7 +720,7 @@ func TestHTTPListV2(t *testing.T) {
 		a1a1 := httpPostV2(t, h, 5, 4, "000000000000000", "a1a1")
 		httpPostV2(t, h, 6, 1, "", "another article")
 		httpPostV1(t, h, 5, 1, "", "a v1 comment")
-		httpWantStatus(t, httpCall(h, "DELETE", "/v2/comments/"+b["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+b["commentId"].(string), ""), http.StatusNoContent)
 		all := httpList(a, a1, a1a, a1a1, a2, httpDeleted(b), b1, c)
 		wantPaths := []string{"00000", "0000000000", "000000000000000", "00000000000000000000", "0000000001", "00001", "0000100000", "00002"}
 		if diff := cmp.Diff(wantPaths, httpField(t, all, "path")); diff != "" {
@@ -854,7 +769,7 @@ func TestHTTPListV2(t *testing.T) {
 		}
 
 		// After a1a1 is removed, scrolling on from its path goes on from a2.
-		httpWantStatus(t, httpCall(h, "DELETE", "/v2/comments/"+a1a1["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+a1a1["commentId"].(string), ""), http.StatusNoContent)
 		httpWantJSON(t, "scroll after a removed comment", any(all[4:6]), httpGet(t, h, "/v2/comments/infinite-scroll?articleId=5&pageSize=2&lastPath=00000000000000000000"))
 
 		for _, tc := range []struct{ target, want string }{
@@ -862,9 +777,9 @@ func TestHTTPListV2(t *testing.T) {
 			{"/v2/comments?articleId=5&page=99", `{"comments":[],"commentCount":7}`},
 			{"/v2/comments/infinite-scroll?articleId=404", `[]`},
 		} {
-			r := httpCall(h, "GET", tc.target, "")
-			httpWantStatus(t, r, http.StatusOK)
-			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.body)); diff != "" {
+			r := httpiotest.Call(h, "GET", tc.target, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if diff := cmp.Diff(tc.want, strings.TrimSpace(r.Body)); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", tc.target, diff)
 			}
 		}
@@ -944,9 +859,9 @@ func TestHTTPArticleCount(t *testing.T) {
 		h, _ := httpHandler(t, db)
 		count := func(target, want string) {
 			t.Helper()
-			r := httpCall(h, "GET", target, "")
-			httpWantStatus(t, r, http.StatusOK)
-			httpWantJSON(t, target, any(json.Number(want)), httpDecode(t, r.body))
+			r := httpiotest.Call(h, "GET", target, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			httpWantJSON(t, target, any(json.Number(want)), httpiotest.DecodeJSON(t, r.Body))
 		}
 		count("/v2/comments/articles/3/count", "0")
 
@@ -960,10 +875,10 @@ func TestHTTPArticleCount(t *testing.T) {
 		count("/v2/comments/articles/4/count", "1")
 
 		// Soft-deleted comments still count; removed ones do not.
-		httpWantStatus(t, httpCall(h, "DELETE", "/v1/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
-		httpWantStatus(t, httpCall(h, "DELETE", "/v2/comments/"+v2root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+v2root["commentId"].(string), ""), http.StatusNoContent)
 		count("/v2/comments/articles/3/count", "5")
-		httpWantStatus(t, httpCall(h, "DELETE", "/v2/comments/"+v2leaf["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+v2leaf["commentId"].(string), ""), http.StatusNoContent)
 		count("/v2/comments/articles/3/count", "4")
 		count("/v2/comments/articles/4/count", "1")
 		count("/v2/comments/articles/0/count", "0")
@@ -1109,9 +1024,9 @@ func TestHTTPBadInput(t *testing.T) {
 
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				r := httpCall(h, tc.method, tc.target, tc.body)
-				httpWantError(t, r, tc.status, tc.code)
-				if r.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
+				r := httpiotest.Call(h, tc.method, tc.target, tc.body)
+				httpiotest.WantError(t, r, tc.status, tc.code)
+				if r.Status == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
 					t.Error("405 without an Allow header")
 				}
 			})
@@ -1133,8 +1048,8 @@ func TestHTTPBadInput(t *testing.T) {
 				body(" x "),
 				`{"articleId":1,"content":"c","writerId":1,"pad":"` + strings.Repeat(" ", httpio.MaxBodyBytes-60) + `"}`,
 			} {
-				r := httpCall(h, "POST", "/"+version+"/comments", b)
-				httpWantStatus(t, r, http.StatusCreated)
+				r := httpiotest.Call(h, "POST", "/"+version+"/comments", b)
+				httpiotest.WantStatus(t, r, http.StatusCreated)
 			}
 		}
 	})
@@ -1157,13 +1072,13 @@ func TestHTTPConcurrentCreates(t *testing.T) {
 				struct{ target, body string }{"/v1/comments", httpBody(2, int64(i+1), "v1 first", "", "")},
 				struct{ target, body string }{"/v2/comments", httpBody(3, int64(i+1), "v2 first", "", "")})
 		}
-		replies := make([]httpReply, len(requests))
+		replies := make([]httpiotest.Reply, len(requests))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i, req := range requests {
 			wg.Go(func() {
 				<-start
-				replies[i] = httpCall(h, "POST", req.target, req.body)
+				replies[i] = httpiotest.Call(h, "POST", req.target, req.body)
 			})
 		}
 		close(start)
@@ -1171,11 +1086,11 @@ func TestHTTPConcurrentCreates(t *testing.T) {
 
 		paths := map[string][]string{}
 		for i, r := range replies {
-			if r.status != http.StatusCreated {
-				t.Errorf("%s %s: status %d, body %s", requests[i].target, requests[i].body, r.status, r.body)
+			if r.Status != http.StatusCreated {
+				t.Errorf("%s %s: status %d, body %s", requests[i].target, requests[i].body, r.Status, r.Body)
 				continue
 			}
-			c := httpDecode(t, r.body).(map[string]any)
+			c := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 			if p, ok := c["path"].(string); ok {
 				paths[c["articleId"].(string)] = append(paths[c["articleId"].(string)], p)
 			}
@@ -1236,23 +1151,23 @@ func FuzzHTTPCreate(f *testing.F) {
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/"+version+"/comments", bytes.NewReader(body)))
-		r := httpReply{rec.Code, rec.Header(), rec.Body.String()}
+		r := httpiotest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 		switch {
-		case r.status >= 500:
-			t.Fatalf("%s body %q: status %d %s", version, body, r.status, r.body)
-		case r.status >= 400:
-			httpErrorCode(t, r)
-		case r.status == http.StatusCreated:
-			created := httpDecode(t, r.body).(map[string]any)
-			if !httpTimeFormat.MatchString(created["createdAt"].(string)) {
+		case r.Status >= 500:
+			t.Fatalf("%s body %q: status %d %s", version, body, r.Status, r.Body)
+		case r.Status >= 400:
+			httpiotest.ErrorCode(t, r)
+		case r.Status == http.StatusCreated:
+			created := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
+			if !httpiotest.TimeFormat.MatchString(created["createdAt"].(string)) {
 				t.Errorf("createdAt %v", created["createdAt"])
 			}
-			got := httpCall(h, "GET", "/"+version+"/comments/"+created["commentId"].(string), "")
-			if diff := cmp.Diff(any(created), httpDecode(t, got.body)); diff != "" {
+			got := httpiotest.Call(h, "GET", "/"+version+"/comments/"+created["commentId"].(string), "")
+			if diff := cmp.Diff(any(created), httpiotest.DecodeJSON(t, got.Body)); diff != "" {
 				t.Fatalf("%s body %q: read back (-created +read):\n%s", version, body, diff)
 			}
 		default:
-			t.Fatalf("%s body %q: status %d", version, body, r.status)
+			t.Fatalf("%s body %q: status %d", version, body, r.Status)
 		}
 	})
 }

@@ -3,19 +3,14 @@ package like
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"board/internal/httpio"
+	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
@@ -24,66 +19,37 @@ import (
 func testHandler(t testing.TB, db *sqldb.DB, strategy Strategy) (http.Handler, *Service) {
 	t.Helper()
 	svc := newTestService(db, strategy)
-	logger := slog.New(slog.DiscardHandler)
-	return httpio.Server{Service: "like", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler(), svc
+	return httpiotest.Handler("like", Routes(svc, httpiotest.Logger)), svc
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func call(h http.Handler, method, target string) reply {
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
-	return reply{rec.Code, rec.Header(), rec.Body.String()}
-}
-
-// decodeJSON decodes a whole body into a generic value, keeping numbers exact.
-func decodeJSON(t testing.TB, body string) any {
+// wantReply checks an answer's status and exact JSON body, naming the step that made it.
+func wantReply(t *testing.T, what string, r httpiotest.Reply, status int, body any) {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("body %q is not JSON: %v", body, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		t.Fatalf("body %q has more than one JSON value", body)
-	}
-	return v
-}
-
-func wantReply(t *testing.T, what string, r reply, status int, body any) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("%s: status = %d, want %d; body %s", what, r.status, status, r.body)
+	if r.Status != status {
+		t.Fatalf("%s: status = %d, want %d; body %s", what, r.Status, status, r.Body)
 	}
 	if status == http.StatusNoContent {
-		if r.body != "" {
-			t.Errorf("%s: 204 with body %q", what, r.body)
+		if r.Body != "" {
+			t.Errorf("%s: 204 with body %q", what, r.Body)
 		}
 		return
 	}
-	if r.header.Get("Content-Type") != "application/json" {
-		t.Errorf("%s: Content-Type = %q, want application/json", what, r.header.Get("Content-Type"))
+	if r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s: Content-Type = %q, want application/json", what, r.Header.Get("Content-Type"))
 	}
-	if diff := cmp.Diff(body, decodeJSON(t, r.body)); diff != "" {
+	if diff := cmp.Diff(body, httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
 }
 
-// wantError checks an error answer's status and code, and that it has a message.
-func wantError(t *testing.T, what string, r reply, status int, code string) {
+// wantError checks an error answer's status and code, naming the step that made it.
+func wantError(t *testing.T, what string, r httpiotest.Reply, status int, code string) {
 	t.Helper()
-	if r.status != status {
-		t.Fatalf("%s: status = %d, want %d; body %s", what, r.status, status, r.body)
+	if r.Status != status {
+		t.Fatalf("%s: status = %d, want %d; body %s", what, r.Status, status, r.Body)
 	}
-	got, ok := decodeJSON(t, r.body).(map[string]any)
-	if !ok || got["code"] != code || got["message"] == "" || len(got) != 2 {
-		t.Errorf("%s: body %s, want {code: %s, message}", what, r.body, code)
+	if got := httpiotest.ErrorCode(t, r); got != code {
+		t.Errorf("%s: code = %q, want %q", what, got, code)
 	}
 }
 
@@ -111,24 +77,24 @@ func TestRoutes(t *testing.T) {
 				st := suffixes[suffix]
 				before := svc.Stats(st).Writes
 
-				wantReply(t, "count before", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("0"))
-				wantError(t, "get before", call(h, "GET", likePath(article, user)), 404, "LIKE_NOT_FOUND")
-				wantError(t, "unlike before", call(h, "DELETE", likePath(article, user)+suffix), 404, "LIKE_NOT_FOUND")
+				wantReply(t, "count before", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("0"))
+				wantError(t, "get before", httpiotest.Call(h, "GET", likePath(article, user), ""), 404, "LIKE_NOT_FOUND")
+				wantError(t, "unlike before", httpiotest.Call(h, "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
 
 				want := likeMap(id, article, user)
-				wantReply(t, "like", call(h, "POST", likePath(article, user)+suffix), 201, any(want))
+				wantReply(t, "like", httpiotest.Call(h, "POST", likePath(article, user)+suffix, ""), 201, any(want))
 				id++
-				wantReply(t, "get", call(h, "GET", likePath(article, user)), 200, any(want))
-				wantError(t, "second like", call(h, "POST", likePath(article, user)+suffix), 409, "ALREADY_LIKED")
+				wantReply(t, "get", httpiotest.Call(h, "GET", likePath(article, user), ""), 200, any(want))
+				wantError(t, "second like", httpiotest.Call(h, "POST", likePath(article, user)+suffix, ""), 409, "ALREADY_LIKED")
 				id++ // the refused like took an id
-				wantReply(t, "other user", call(h, "POST", likePath(article, user+1)+suffix), 201, any(likeMap(id, article, user+1)))
+				wantReply(t, "other user", httpiotest.Call(h, "POST", likePath(article, user+1)+suffix, ""), 201, any(likeMap(id, article, user+1)))
 				id++
-				wantReply(t, "count", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("2"))
+				wantReply(t, "count", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("2"))
 
-				wantReply(t, "unlike", call(h, "DELETE", likePath(article, user)+suffix), 204, nil)
-				wantError(t, "second unlike", call(h, "DELETE", likePath(article, user)+suffix), 404, "LIKE_NOT_FOUND")
-				wantError(t, "get after unlike", call(h, "GET", likePath(article, user)), 404, "LIKE_NOT_FOUND")
-				wantReply(t, "count after", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("1"))
+				wantReply(t, "unlike", httpiotest.Call(h, "DELETE", likePath(article, user)+suffix, ""), 204, nil)
+				wantError(t, "second unlike", httpiotest.Call(h, "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
+				wantError(t, "get after unlike", httpiotest.Call(h, "GET", likePath(article, user), ""), 404, "LIKE_NOT_FOUND")
+				wantReply(t, "count after", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("1"))
 
 				// The path picked the strategy: its own counter saw the three writes.
 				if got := svc.Stats(st).Writes - before; got != 3 {
@@ -166,11 +132,11 @@ func TestRoutesRejectBadInput(t *testing.T) {
 		{"POST", "/v1/article-likes/articles/1/count", 405, "METHOD_NOT_ALLOWED"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			wantError(t, tc.method+" "+tc.path, call(h, tc.method, tc.path), tc.status, tc.code)
+			wantError(t, tc.method+" "+tc.path, httpiotest.Call(h, tc.method, tc.path, ""), tc.status, tc.code)
 		})
 	}
-	wantReply(t, "count of article 0", call(h, "GET", "/v1/article-likes/articles/0/count"), 200, json.Number("0"))
-	wantReply(t, "count with the id as a long number", call(h, "GET", "/v1/article-likes/articles/01/count"), 200, json.Number("0"))
+	wantReply(t, "count of article 0", httpiotest.Call(h, "GET", "/v1/article-likes/articles/0/count", ""), 200, json.Number("0"))
+	wantReply(t, "count with the id as a long number", httpiotest.Call(h, "GET", "/v1/article-likes/articles/01/count", ""), 200, json.Number("0"))
 }
 
 // TestRoutesConcurrentDuplicates sends 20 likes by one user at once through each path: one 201, nineteen 409s.
@@ -184,9 +150,9 @@ func TestRoutesConcurrentDuplicates(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 20 {
 				wg.Go(func() {
-					r := call(h, "POST", likePath(article, 9)+suffix)
+					r := httpiotest.Call(h, "POST", likePath(article, 9)+suffix, "")
 					mu.Lock()
-					statuses[r.status]++
+					statuses[r.Status]++
 					mu.Unlock()
 				})
 			}
@@ -194,7 +160,7 @@ func TestRoutesConcurrentDuplicates(t *testing.T) {
 			if diff := cmp.Diff(map[int]int{201: 1, 409: 19}, statuses); diff != "" {
 				t.Errorf("path %q: statuses (-want +got):\n%s", suffix, diff)
 			}
-			wantReply(t, "count", call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article)), 200, json.Number("1"))
+			wantReply(t, "count", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("1"))
 		}
 	})
 }

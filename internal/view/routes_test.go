@@ -2,11 +2,9 @@ package view
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,45 +13,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/httpio/httpiotest"
 	"board/internal/redistest"
 	"board/internal/sqldb/sqltest"
 )
 
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func call(h http.Handler, method, target string) reply {
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
-	return reply{rec.Code, rec.Header(), rec.Body.String()}
-}
-
 // wantBody checks a 200 JSON answer whose body is exactly want.
-func wantBody(t *testing.T, r reply, want string) {
+func wantBody(t *testing.T, r httpiotest.Reply, want string) {
 	t.Helper()
-	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
-		t.Fatalf("status %d, Content-Type %q, body %s; want 200 JSON", r.status, r.header.Get("Content-Type"), r.body)
-	}
-	if got := strings.TrimSuffix(r.body, "\n"); got != want {
+	httpiotest.WantStatus(t, r, http.StatusOK)
+	if got := strings.TrimSuffix(r.Body, "\n"); got != want {
 		t.Errorf("body = %s, want %s", got, want)
-	}
-}
-
-// wantError checks an error answer: its status and its exact {code, message} shape.
-func wantError(t *testing.T, r reply, status int, code string) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
-	}
-	var body map[string]string
-	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
-		t.Fatalf("error body %q: %v", r.body, err)
-	}
-	if body["code"] != code || body["message"] == "" || len(body) != 2 {
-		t.Errorf("error body = %s, want {code: %s, message}", r.body, code)
 	}
 }
 
@@ -62,11 +32,11 @@ func TestRoutes(t *testing.T) {
 		ctx := context.Background()
 		h := handler(e.service(Config{}))
 		views := fmt.Sprintf("/v1/article-views/articles/%d", article)
-		wantBody(t, call(h, "GET", views+"/count"), "0")
-		wantBody(t, call(h, "POST", views+"/users/9223372036854775807"), "1")
-		wantBody(t, call(h, "POST", views+"/users/9223372036854775807"), "1")
-		wantBody(t, call(h, "POST", views+"/users/0"), "2")
-		wantBody(t, call(h, "GET", views+"/count"), "2")
+		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "0")
+		wantBody(t, httpiotest.Call(h, "POST", views+"/users/9223372036854775807", ""), "1")
+		wantBody(t, httpiotest.Call(h, "POST", views+"/users/9223372036854775807", ""), "1")
+		wantBody(t, httpiotest.Call(h, "POST", views+"/users/0", ""), "2")
+		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "2")
 
 		// The keys are named after the article and the user, under the prefix, and share the article's hash tag.
 		keys, err := e.redis.Client.Keys(ctx, e.prefix+"*").Result()
@@ -106,7 +76,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/article-views/articles/1", 404, "NOT_FOUND"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			wantError(t, call(h, tc.method, tc.path), tc.status, tc.code)
+			httpiotest.WantError(t, httpiotest.Call(h, tc.method, tc.path, ""), tc.status, tc.code)
 		})
 	}
 	if n := len(b.Mini.Keys()); n != 0 {
@@ -149,8 +119,8 @@ func TestRedisDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := handler(NewService(testStore(db), tc.client(t), Config{KeyPrefix: "test:"}))
-			wantError(t, call(h, "POST", "/v1/article-views/articles/1/users/2"), 503, "REDIS_UNAVAILABLE")
-			wantError(t, call(h, "GET", "/v1/article-views/articles/1/count"), 503, "REDIS_UNAVAILABLE")
+			httpiotest.WantError(t, httpiotest.Call(h, "POST", "/v1/article-views/articles/1/users/2", ""), 503, "REDIS_UNAVAILABLE")
+			httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v1/article-views/articles/1/count", ""), 503, "REDIS_UNAVAILABLE")
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,11 +13,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"board/internal/event"
 	"board/internal/fault"
-	"board/internal/httpio"
+	"board/internal/httpio/httpiotest"
 	"board/internal/outbox"
 	"board/internal/redistest"
 	"board/internal/snowflake"
@@ -78,9 +76,7 @@ func (e env) service(cfg Config) *Service {
 
 // handler returns svc's whole port.
 func handler(svc *Service) http.Handler {
-	logger := slog.New(slog.DiscardHandler)
-	return httpio.Server{Service: "view", API: Routes(svc, logger), Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger}.Handler()
+	return httpiotest.Handler("view", Routes(svc, httpiotest.Logger))
 }
 
 // forget deletes every key of e, as a Redis restarted without its data would have.
@@ -247,15 +243,15 @@ func TestOneUserCountsOnce(t *testing.T) {
 		h := handler(e.service(Config{}))
 		path := fmt.Sprintf("/v1/article-views/articles/%d/users/7", article)
 		inParallel(10_000, 32, func(int) {
-			if r := call(h, "POST", path); r.status != http.StatusOK || r.body != "1\n" {
-				t.Errorf("POST = %d %q, want 200 1", r.status, r.body)
+			if r := httpiotest.Call(h, "POST", path, ""); r.Status != http.StatusOK || r.Body != "1\n" {
+				t.Errorf("POST = %d %q, want 200 1", r.Status, r.Body)
 			}
 		})
-		wantBody(t, call(h, "GET", fmt.Sprintf("/v1/article-views/articles/%d/count", article)), "1")
+		wantBody(t, httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-views/articles/%d/count", article), ""), "1")
 		// Another user and another article count on their own.
-		wantBody(t, call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/8", article)), "2")
-		wantBody(t, call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/7", article+1)), "1")
-		wantBody(t, call(h, "POST", path), "2")
+		wantBody(t, httpiotest.Call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/8", article), ""), "2")
+		wantBody(t, httpiotest.Call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/7", article+1), ""), "1")
+		wantBody(t, httpiotest.Call(h, "POST", path, ""), "2")
 		wantCounts(t, "events", []int64{}, viewedEvents(t, e.db, article))
 	})
 }
@@ -266,10 +262,10 @@ func TestDistinctUsersConcurrently(t *testing.T) {
 		var mu sync.Mutex
 		var answers []int64
 		inParallel(1000, 64, func(i int) {
-			r := call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/%d", article, 1000+i))
-			n, err := strconv.ParseInt(r.body[:len(r.body)-1], 10, 64)
-			if r.status != http.StatusOK || err != nil {
-				t.Errorf("POST = %d %q", r.status, r.body)
+			r := httpiotest.Call(h, "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/%d", article, 1000+i), "")
+			n, err := strconv.ParseInt(r.Body[:len(r.Body)-1], 10, 64)
+			if r.Status != http.StatusOK || err != nil {
+				t.Errorf("POST = %d %q", r.Status, r.Body)
 			}
 			mu.Lock()
 			answers = append(answers, n)
@@ -282,7 +278,7 @@ func TestDistinctUsersConcurrently(t *testing.T) {
 				t.Fatalf("answers sorted: [%d] = %d, want %d", i, n, i+1)
 			}
 		}
-		wantBody(t, call(h, "GET", fmt.Sprintf("/v1/article-views/articles/%d/count", article)), "1000")
+		wantBody(t, httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-views/articles/%d/count", article), ""), "1000")
 		if got := backupOf(t, e.store, article); got != 1000 {
 			t.Errorf("backup = %d, want 1000", got)
 		}
