@@ -7,8 +7,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
 )
+
+// IDSyntax says what an id looks like, for error messages.
+const IDSyntax = "ids are non-negative 64-bit integers in decimal, without sign, spaces or leading zeros"
 
 // ID is an int64 that is written to JSON as a string.
 type ID int64
@@ -17,6 +22,9 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	return strconv.AppendQuote(nil, strconv.FormatInt(int64(id), 10)), nil
 }
 
+// UnmarshalJSON reads an id from a JSON string or number. A value that is not an id is reported as a
+// *json.UnmarshalTypeError whose Value is the JSON text (cut to a readable length): encoding/json then fills in
+// which field held it, as it does for its own type errors.
 func (id *ID) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, []byte("null")) {
 		return nil
@@ -29,7 +37,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	}
 	v, err := Parse(s)
 	if err != nil {
-		return err
+		return &json.UnmarshalTypeError{Value: shorten(string(b)), Type: reflect.TypeFor[ID]()}
 	}
 	*id = ID(v)
 	return nil
@@ -37,11 +45,22 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 
 func (id ID) String() string { return strconv.FormatInt(int64(id), 10) }
 
-// Parse reads a decimal int64 id; ids are never negative.
+// Parse reads an id written canonically: the digits strconv.FormatInt writes for a non-negative int64, so that
+// every id has exactly one spelling.
 func Parse(s string) (int64, error) {
+	canonical := s != "" && strings.Trim(s, "0123456789") == "" && (s[0] != '0' || s == "0")
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a valid id (a non-negative 64-bit integer)", s)
+	if !canonical || err != nil {
+		return 0, fmt.Errorf("%q is not a valid id: %s", s, IDSyntax)
 	}
 	return v, nil
+}
+
+// shorten cuts a JSON text that is echoed in an error message to a readable length.
+func shorten(s string) string {
+	const max = 40
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
 }

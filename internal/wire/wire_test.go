@@ -2,8 +2,11 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +80,12 @@ func TestIDUnmarshal(t *testing.T) {
 		{"empty string", `""`, 0, true},
 		{"string null", `"null"`, 0, true},
 		{"spaces in string", `" 1"`, 0, true},
+		{"trailing space in string", `"1 "`, 0, true},
+		{"plus sign in string", `"+1"`, 0, true},
+		{"leading zeros in string", `"007"`, 0, true},
+		{"zero with a leading zero", `"00"`, 0, true},
+		{"minus zero", `-0`, 0, true},
+		{"minus zero string", `"-0"`, 0, true},
 		{"bool", `true`, 0, true},
 		{"object", `{}`, 0, true},
 		{"array", `[1]`, 0, true},
@@ -133,6 +142,14 @@ func TestParse(t *testing.T) {
 		{"abc", 0, true},
 		{"1.5", 0, true},
 		{"0x10", 0, true},
+		{"+1", 0, true},
+		{"007", 0, true},
+		{"00", 0, true},
+		{"-0", 0, true},
+		{" 1", 0, true},
+		{"1 ", 0, true},
+		{"1_000", 0, true},
+		{"١", 0, true}, // an Arabic-Indic digit one
 	} {
 		got, err := Parse(tc.in)
 		if (err != nil) != tc.wantErr {
@@ -141,6 +158,45 @@ func TestParse(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("Parse(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"0", "1", "007", "+1", "-0", "9223372036854775807", "9223372036854775808", " 1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if back := strconv.FormatInt(v, 10); back != s || v < 0 {
+			t.Fatalf("Parse(%q) = %d, which is written %q: an id accepted in more than one spelling", s, v, back)
+		}
+	})
+}
+
+// A bad id in a struct field is a *json.UnmarshalTypeError naming the field (httpio.Decode reports it by name).
+func TestIDUnmarshalErrorNamesTheField(t *testing.T) {
+	var v struct {
+		Outer struct {
+			ArticleID *ID `json:"articleId"`
+		} `json:"outer"`
+	}
+	long := `"` + strings.Repeat("9", 60) + `"`
+	for in, wantValue := range map[string]string{`"+1"`: `"+1"`, `-1`: `-1`, `{"a":1}`: `{"a":1}`,
+		long: long[:40] + "…"} {
+		err := json.Unmarshal([]byte(`{"outer":{"articleId":`+in+`}}`), &v)
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			t.Fatalf("%s: error %v is not a *json.UnmarshalTypeError", in, err)
+		}
+		if diff := cmp.Diff([]string{"outer.articleId", wantValue}, []string{typeErr.Field, typeErr.Value}); diff != "" {
+			t.Errorf("%s: field, value (-want +got):\n%s", in, diff)
+		}
+		if typeErr.Type != reflect.TypeFor[ID]() {
+			t.Errorf("%s: type = %v, want wire.ID", in, typeErr.Type)
 		}
 	}
 }
