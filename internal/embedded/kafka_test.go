@@ -3,6 +3,9 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,10 +21,22 @@ const (
 
 func startKafka(t *testing.T, dir string) *Kafka {
 	t.Helper()
-	k, err := StartKafka("127.0.0.1:0", dir, testLogger(t))
+	k, err := StartKafka("127.0.0.1:0", dir, DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k
+}
+
+// startKafkaRetaining starts a broker that keeps records for retention and looks for expired ones every
+// checkInterval, which StartKafka derives from the retention. The test's cleanup closes it if the test did not.
+func startKafkaRetaining(t *testing.T, dir string, retention, checkInterval time.Duration) *Kafka {
+	t.Helper()
+	k, err := newKafka("127.0.0.1:0", dir, retention, checkInterval, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
 	return k
 }
 
@@ -124,11 +139,167 @@ func TestKafkaSurvivesRestart(t *testing.T) {
 
 func TestKafkaRejectsWildcardHost(t *testing.T) {
 	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0"} {
-		if k, err := StartKafka(addr, t.TempDir(), testLogger(t)); err == nil {
+		if k, err := StartKafka(addr, t.TempDir(), DefaultKafkaRetention, testLogger(t)); err == nil {
 			k.Close()
 			t.Errorf("StartKafka(%q) succeeded; clients could not dial the advertised address", addr)
 		}
 	}
+}
+
+// The records are stamped in the past rather than waited for: the retention is an hour, and the sweep runs every
+// few milliseconds.
+func TestKafkaDeletesRecordsPastRetention(t *testing.T) {
+	dir := t.TempDir()
+	k := startKafkaRetaining(t, dir, time.Hour, 10*time.Millisecond)
+	cl := newKafkaClient(t, k, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, testTopic, 2)
+	// One produce request, so that the pass that deletes partition 0's records has seen partition 1's.
+	var recs, live []*kgo.Record
+	for i := range 50 {
+		recs = append(recs, &kgo.Record{Topic: testTopic, Partition: 0, Key: fmt.Appendf(nil, "old%d", i),
+			Timestamp: time.Now().Add(-2 * time.Hour)})
+		live = append(live, &kgo.Record{Topic: testTopic, Partition: 1, Key: fmt.Appendf(nil, "live%d", i)})
+	}
+	produce(t, cl, append(recs, live...)...)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for startOffsets(t, cl, testTopic, 2)[0] != 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("start offsets are %v 10 s after producing expired records, want 50 for partition 0",
+				startOffsets(t, cl, testTopic, 2))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := startOffsets(t, cl, testTopic, 2)[1]; got != 0 {
+		t.Errorf("partition 1 starts at %d, want 0: its records are an hour from expiring", got)
+	}
+	if n := segmentFileBytes(t, dir, testTopic, 0); n != 0 {
+		t.Errorf("partition 0 keeps %d bytes of segment files, want none", n)
+	}
+	if n := segmentFileBytes(t, dir, testTopic, 1); n == 0 {
+		t.Error("partition 1 has no segment file left")
+	}
+	// Partition 0 ends with a live record, which a reader gets only after any older one there.
+	marker := &kgo.Record{Topic: testTopic, Partition: 0, Key: []byte("marker")}
+	produce(t, cl, marker)
+	want := append(slices.Clone(live), marker)
+	checkKeys(t, k, want)
+	cl.Close()
+	k.Close()
+
+	k = startKafkaRetaining(t, dir, time.Hour, 10*time.Millisecond)
+	cl = newKafkaClient(t, k)
+	defer cl.Close()
+	if got := startOffsets(t, cl, testTopic, 2); !slices.Equal(got, []int64{50, 0}) {
+		t.Errorf("start offsets after a restart are %v, want [50 0]", got)
+	}
+	checkKeys(t, k, want)
+}
+
+func TestKafkaStartDeletesRecordsThatExpiredWhileStopped(t *testing.T) {
+	dir := t.TempDir()
+	k := startKafkaRetaining(t, dir, time.Hour, time.Hour)
+	cl := newKafkaClient(t, k)
+	createTopic(t, cl, testTopic, 1)
+	var recs []*kgo.Record
+	for i := range 50 {
+		recs = append(recs, &kgo.Record{Topic: testTopic, Key: fmt.Appendf(nil, "k%d", i),
+			Timestamp: time.Now().Add(-30 * time.Minute)})
+	}
+	produce(t, cl, recs...)
+	if got := startOffsets(t, cl, testTopic, 1)[0]; got != 0 {
+		t.Fatalf("partition starts at %d before the retention was lowered, want 0", got)
+	}
+	cl.Close()
+	k.Close()
+
+	// A lower retention applies from the next start, over the one kfake persisted, and no sweep is due in the test.
+	k = startKafkaRetaining(t, dir, 10*time.Minute, time.Hour)
+	cl = newKafkaClient(t, k)
+	defer cl.Close()
+	if got := startOffsets(t, cl, testTopic, 1)[0]; got != 50 {
+		t.Errorf("partition starts at %d after a start with a 10-minute retention, want 50", got)
+	}
+}
+
+func TestKafkaRejectsRetentionBelowASecond(t *testing.T) {
+	for _, retention := range []time.Duration{-time.Second, 0, 999 * time.Millisecond} {
+		if k, err := StartKafka("127.0.0.1:0", t.TempDir(), retention, testLogger(t)); err == nil {
+			k.Close()
+			t.Errorf("StartKafka with retention %v succeeded", retention)
+		}
+	}
+}
+
+func produce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkKeys reads the topic from its start and checks that it holds the records of want and nothing else.
+// Records are read in order per partition, so a record left before one of want would be read in its place.
+func checkKeys(t *testing.T, k *Kafka, want []*kgo.Record) {
+	t.Helper()
+	reader := newKafkaClient(t, k, kgo.ConsumeTopics(testTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer reader.Close()
+	var got, wantKeys []string
+	for _, r := range poll(t, reader, len(want), 10*time.Second) {
+		got = append(got, string(r.Key))
+	}
+	for _, r := range want {
+		wantKeys = append(wantKeys, string(r.Key))
+	}
+	slices.Sort(got)
+	slices.Sort(wantKeys)
+	if !slices.Equal(got, wantKeys) {
+		t.Errorf("read %v from the start, want %v", got, wantKeys)
+	}
+}
+
+// startOffsets lists the log start offset of each of the topic's partitions.
+func startOffsets(t *testing.T, cl *kgo.Client, topic string, parts int32) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range parts {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -2 // -2: the earliest offset
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("list offsets %s: %v", topic, err)
+	}
+	offsets := make([]int64, parts)
+	for _, p := range resp.Topics[0].Partitions {
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			t.Fatalf("list offsets %s/%d: %v", topic, p.Partition, err)
+		}
+		offsets[p.Partition] = p.Offset
+	}
+	return offsets
+}
+
+// segmentFileBytes is the size of a partition's segment files, in kfake's layout of the data directory.
+func segmentFileBytes(t *testing.T, dir, topic string, partition int32) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "partitions", fmt.Sprintf("%s-%d", topic, partition), "*.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
 }
 
 func createTopic(t *testing.T, cl *kgo.Client, topic string, parts int32) {
