@@ -153,14 +153,15 @@ func TestKafkaDeletesRecordsPastRetention(t *testing.T) {
 	k := startKafkaRetaining(t, dir, time.Hour, 10*time.Millisecond)
 	cl := newKafkaClient(t, k, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, testTopic, 2)
-	// One produce request, so that the pass that deletes partition 0's records has seen partition 1's.
-	var recs, live []*kgo.Record
+	var old, live []*kgo.Record
 	for i := range 50 {
-		recs = append(recs, &kgo.Record{Topic: testTopic, Partition: 0, Key: fmt.Appendf(nil, "old%d", i),
-			Timestamp: time.Now().Add(-2 * time.Hour)})
 		live = append(live, &kgo.Record{Topic: testTopic, Partition: 1, Key: fmt.Appendf(nil, "live%d", i)})
+		old = append(old, &kgo.Record{Topic: testTopic, Partition: 0, Key: fmt.Appendf(nil, "old%d", i),
+			Timestamp: time.Now().Add(-2 * time.Hour)})
 	}
-	produce(t, cl, append(recs, live...)...)
+	// The live records first, so that the pass that deletes the old ones has seen them.
+	produce(t, cl, live...)
+	produce(t, cl, old...)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for startOffsets(t, cl, testTopic, 2)[0] != 50 {
