@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"board/internal/embedded"
 	"board/internal/event"
@@ -77,7 +80,7 @@ func run(t *testing.T, fn func(t *testing.T, h *harness)) {
 }
 
 func (h *harness) startBroker(addr string) {
-	broker, err := embedded.StartKafka(addr, h.dir, quiet)
+	broker, err := embedded.StartKafka(addr, h.dir, embedded.DefaultKafkaRetention, quiet)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -88,8 +91,13 @@ func (h *harness) startBroker(addr string) {
 // relay starts a relay (an instance of service "article") over the harness and returns its outbox and a stop func
 // that shuts it down the way a process does.
 func (h *harness) relay(cfg RelayConfig, coord CoordinatorConfig) (*Outbox, *Relay, func()) {
-	ob := New(h.db, DefaultShards, ids, time.Now, nil)
-	r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, coord, quiet, nil), cfg, quiet)
+	return h.measuredRelay(cfg, coord, nil)
+}
+
+// measuredRelay is relay with metrics, for tests that watch what the relay did.
+func (h *harness) measuredRelay(cfg RelayConfig, coord CoordinatorConfig, metrics *Metrics) (*Outbox, *Relay, func()) {
+	ob := New(h.db, DefaultShards, ids, time.Now, metrics)
+	r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, coord, quiet, metrics), cfg, quiet)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -333,5 +341,134 @@ func TestRestartedRelayPublishesWaitingRows(t *testing.T) {
 		// At least once: a poll round that outwaits its acknowledgement bound leaves rows for the next one.
 		checkAtLeastOnce(t, h.consume(want, 20*time.Second), want)
 		h.waitEmpty(5 * time.Second)
+	})
+}
+
+// recordsOnTopic counts the records the broker holds on the article topic: the sum of its partitions' end offsets.
+func (h *harness) recordsOnTopic() int64 {
+	h.t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = event.ArticleCreated.Topic(testRelay.TopicPrefix)
+	for p := range int32(3) { // the partitions run creates
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1 // -1: the end of the log
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), h.producer)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var n int64
+	for _, p := range resp.Topics[0].Partitions {
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			h.t.Fatalf("end offset of %s/%d: %v", rt.Topic, p.Partition, err)
+		}
+		n += p.Offset
+	}
+	return n
+}
+
+// holdOutbox makes every delete from the outbox wait, as a busy database does, until release is called: another
+// transaction locks all the rows (on SQLite, holding the one write connection is enough).
+func (h *harness) holdOutbox() (release func()) {
+	ctx := context.Background()
+	locked, released, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- h.db.Transact(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
+			if err != nil {
+				return err
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			close(locked)
+			<-released
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		h.t.Fatalf("lock the outbox: %v", err)
+	}
+	return func() {
+		close(released)
+		if err := <-done; err != nil {
+			h.t.Errorf("release the outbox: %v", err)
+		}
+	}
+}
+
+// gathered returns the sum of the samples of the metric name in reg and how many series it has.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) (sum float64, series int) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			series++
+		}
+	}
+	return sum, series
+}
+
+// TestShutdownDeletesWhatWasAcknowledged stops a relay while its deletes of acknowledged rows wait for the database.
+// Shutdown must let them finish rather than cancel them: the outbox ends empty, and the relay that starts next
+// publishes nothing a second time.
+func TestShutdownDeletesWhatWasAcknowledged(t *testing.T) {
+	run(t, func(t *testing.T, h *harness) {
+		const n = 200
+		// Rows a minute old, written with no relay: the first poll round publishes them all, and no fast path runs.
+		writer := New(h.db, DefaultShards, ids, func() time.Time { return time.Now().Add(-time.Minute) }, nil)
+		write(t, writer, n)
+		// One poll round, at start; a delete may wait far longer than this test takes.
+		cfg := RelayConfig{TopicPrefix: testRelay.TopicPrefix, PollInterval: time.Hour, AckTimeout: 10 * time.Second,
+			DeleteTimeout: time.Minute}
+
+		release := h.holdOutbox()
+		reg := prometheus.NewRegistry()
+		_, r, stop := h.measuredRelay(cfg, testCoordinator, NewMetricVecs(reg).For("article"))
+		waitFor(t, "the broker to acknowledge every row and the relay to start deleting them", 20*time.Second, func() bool {
+			published, _ := gathered(t, reg, "board_outbox_events_published_total")
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return published == n && len(r.acked) == 0
+		})
+		stopped := make(chan struct{})
+		go func() {
+			stop()
+			close(stopped)
+		}()
+		// A delete cancelled by the shutdown fails at once and the relay stops; a delete that outlives it waits for the
+		// lock. Either way, the rows are released only after shutdown began.
+		select {
+		case <-stopped:
+		case <-time.After(500 * time.Millisecond):
+		}
+		release()
+		<-stopped
+		if left := h.rowsLeft(); left != 0 {
+			t.Errorf("%d acknowledged rows left in the outbox after a clean stop, want 0", left)
+		}
+
+		reg = prometheus.NewRegistry()
+		_, _, stop = h.measuredRelay(cfg, testCoordinator, NewMetricVecs(reg).For("article"))
+		waitFor(t, "the next relay's first poll round", 20*time.Second, func() bool {
+			_, shards := gathered(t, reg, "board_outbox_backlog") // observed at the end of a round
+			return shards == DefaultShards
+		})
+		stop()
+		if records := h.recordsOnTopic(); records != n {
+			t.Errorf("the broker holds %d records of %d events: a restart after a clean stop published some again", records, n)
+		}
 	})
 }

@@ -21,6 +21,9 @@ type RelayConfig struct {
 	MinAge       time.Duration // rows younger than this are left to the fast path (10 s)
 	BatchSize    int           // rows per poll query (100)
 	FlushTimeout time.Duration // how long shutdown waits for the broker to acknowledge what was sent (5 s)
+	// DeleteTimeout bounds one delete of acknowledged rows (5 s). Shutdown does not cancel a delete: what the broker
+	// acknowledged must leave the table, or the next start publishes it again.
+	DeleteTimeout time.Duration
 	// AckTimeout bounds how long a poll round waits for the broker (30 s). franz-go's idempotent producer never
 	// times out a record already sent on a connection that died: it waits for the broker, so the round must not.
 	AckTimeout time.Duration
@@ -44,6 +47,9 @@ func (c *RelayConfig) defaults() {
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = 30 * time.Second
+	}
+	if c.DeleteTimeout == 0 {
+		c.DeleteTimeout = 5 * time.Second
 	}
 }
 
@@ -118,7 +124,7 @@ func (r *Relay) Run(ctx context.Context) {
 	}
 	stopDeleting()
 	<-deleterDone
-	r.deleteAcked(flushCtx)
+	r.deleteAcked(ctx)
 	stopCoord()
 	<-coordDone
 }
@@ -199,7 +205,11 @@ func (r *Relay) deleteLoop(ctx context.Context) {
 // deleteBatch bounds one DELETE's IN list.
 const deleteBatch = 500
 
+// deleteAcked deletes the rows acknowledged so far under a deadline of its own, never cancelled with ctx: the ids
+// leave r.acked here, so a delete cut short by shutdown would leave their rows to be published again.
 func (r *Relay) deleteAcked(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DeleteTimeout)
+	defer cancel()
 	r.mu.Lock()
 	ids := r.acked
 	r.acked = nil
