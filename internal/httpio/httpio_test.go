@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,10 +60,14 @@ func TestDecode(t *testing.T) {
 		{name: "wrong type int", body: `{"n":"5"}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "float for int", body: `{"n":1.5}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "bad id", body: `{"id":"x"}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
+		{name: "signed id", body: `{"id":"+1"}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
+		{name: "zero-padded id", body: `{"id":"007"}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "negative id", body: `{"id":-3}`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "array", body: `[]`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
+		{name: "array of numbers", body: `[1,2]`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "string", body: `"a"`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "number", body: `1`, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
+		{name: "bool", body: ` true `, wantKind: fault.Invalid, wantCode: "INVALID_JSON"},
 		{name: "too large", body: big, wantKind: fault.TooLarge, wantCode: "BODY_TOO_LARGE"},
 		{name: "too large trailing", body: `{}` + strings.Repeat(" ", MaxBodyBytes), wantKind: fault.TooLarge, wantCode: "BODY_TOO_LARGE"},
 		{name: "exactly at limit", body: `{"name":"` + strings.Repeat("x", MaxBodyBytes-11) + `"}`},
@@ -96,6 +102,57 @@ func TestDecode(t *testing.T) {
 				t.Error("empty message")
 			}
 		})
+	}
+}
+
+// Decode's messages say what is wrong in the client's terms: the field at fault, never Go types.
+func TestDecodeMessages(t *testing.T) {
+	type inner struct {
+		ID wire.ID `json:"id"`
+	}
+	var target struct {
+		N     *int     `json:"n"`
+		ID    *wire.ID `json:"id"`
+		Inner inner    `json:"inner"`
+	}
+	notObject := "request body must be a JSON object"
+	for body, want := range map[string]string{
+		`[1,2]`:                notObject,
+		`"x"`:                  notObject,
+		`5`:                    notObject,
+		`false`:                notObject,
+		`{"id":"abc"}`:         `field "id": "abc" is not a valid id: ` + wire.IDSyntax,
+		`{"id":"+1"}`:          `field "id": "+1" is not a valid id: ` + wire.IDSyntax,
+		`{"id":1.5}`:           `field "id": 1.5 is not a valid id: ` + wire.IDSyntax,
+		`{"inner":{"id":-1}}`:  `field "inner.id": -1 is not a valid id: ` + wire.IDSyntax,
+		`{"n":"5"}`:            `field "n" has the wrong type`,
+		`{"inner":{"id":[1]}}`: `field "inner.id": [1] is not a valid id: ` + wire.IDSyntax,
+		`{"inner":[1]}`:        `field "inner" has the wrong type`,
+	} {
+		err := Decode(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), &target)
+		fe, ok := fault.As(err)
+		if !ok {
+			t.Fatalf("%s: error %v is not a fault", body, err)
+		}
+		if diff := cmp.Diff([]string{"INVALID_JSON", want}, []string{fe.Code, fe.Message}); diff != "" {
+			t.Errorf("%s: code, message (-want +got):\n%s", body, diff)
+		}
+	}
+}
+
+// A body that cannot be read (the client stopped, or the read timed out) is the client's doing, not a 500, and the
+// answer does not echo the connection's error, which names addresses.
+func TestDecodeUnreadableBody(t *testing.T) {
+	readErr := errors.New("read tcp 10.1.2.3:9000: i/o timeout")
+	body := io.MultiReader(strings.NewReader(`{"name":"a`), iotest.ErrReader(readErr))
+	var got decodeTarget
+	err := Decode(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", body), &got)
+	fe, ok := fault.As(err)
+	if !ok || fe.Kind != fault.Invalid || fe.Code != "BODY_UNREADABLE" || !errors.Is(err, readErr) {
+		t.Fatalf("Decode = %v, want Invalid BODY_UNREADABLE wrapping the read error", err)
+	}
+	if strings.Contains(fe.Message, "10.1.2.3") {
+		t.Errorf("message %q shows the read error", fe.Message)
 	}
 }
 
@@ -230,20 +287,41 @@ func TestCodeName(t *testing.T) {
 	}
 }
 
-// testServer is a Server whose API has routes that exercise the edge: errors of each shape and a panic.
-func testServer(t *testing.T, checks ...Check) (*httptest.Server, *prometheus.Registry) {
+// testServer serves a Server, as HTTPServer configures it, on a loopback port. configure (if not nil) may change the
+// Server; an API it leaves unset is testAPI, with the Server's logger.
+func testServer(t *testing.T, configure func(*Server)) *httptest.Server {
 	t.Helper()
+	reg := prometheus.NewRegistry()
+	s := Server{Service: "test", Gatherer: reg, Metrics: NewMetrics(reg), Logger: discard}
+	if configure != nil {
+		configure(&s)
+	}
+	if s.API == nil {
+		s.API = testAPI(s.Logger)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = s.HTTPServer()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// testAPI has routes that exercise the edge: errors of each shape, a panic and a JSON echo.
+func testAPI(logger *slog.Logger) *http.ServeMux {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /v1/items/{itemId}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := PathID(r, "itemId")
 		if err != nil {
-			Error(w, r, discard, err)
+			Error(w, r, logger, err)
 			return
 		}
 		Write(w, http.StatusOK, map[string]any{"itemId": wire.ID(id), "requestId": RequestID(r.Context())})
 	})
 	api.HandleFunc("DELETE /v1/items/{itemId}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	api.HandleFunc("GET /v1/panic", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	api.HandleFunc("GET /v1/unencodable", func(w http.ResponseWriter, r *http.Request) {
+		Write(w, http.StatusOK, map[string]any{"c": make(chan int)})
+	})
 	api.HandleFunc("GET /v1/panic-after-write", func(w http.ResponseWriter, r *http.Request) {
 		Write(w, http.StatusOK, []int{})
 		panic("late boom")
@@ -263,20 +341,17 @@ func testServer(t *testing.T, checks ...Check) (*httptest.Server, *prometheus.Re
 		"unknown-kind":  &fault.Error{Kind: 99, Code: "WEIRD", Message: "weird"},
 	}
 	api.HandleFunc("GET /v1/errors/{name}", func(w http.ResponseWriter, r *http.Request) {
-		Error(w, r, discard, errs[r.PathValue("name")])
+		Error(w, r, logger, errs[r.PathValue("name")])
 	})
 	api.HandleFunc("POST /v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		var in map[string]any
 		if err := Decode(w, r, &in); err != nil {
-			Error(w, r, discard, err)
+			Error(w, r, logger, err)
 			return
 		}
 		Write(w, http.StatusOK, in)
 	})
-	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(Server{Service: "test", API: api, Checks: checks, Gatherer: reg, Metrics: NewMetrics(reg), Logger: discard}.Handler())
-	t.Cleanup(srv.Close)
-	return srv, reg
+	return api
 }
 
 type answer struct {
@@ -316,6 +391,9 @@ func decodeErr(t *testing.T, a answer) errJSON {
 	if ct := a.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
+	if cl := a.header.Get("Content-Length"); cl != strconv.Itoa(len(a.body)) {
+		t.Errorf("Content-Length = %q for a body of %d bytes", cl, len(a.body))
+	}
 	var e errJSON
 	dec := json.NewDecoder(strings.NewReader(a.body))
 	dec.DisallowUnknownFields()
@@ -329,7 +407,7 @@ func decodeErr(t *testing.T, a answer) errJSON {
 }
 
 func TestHealthz(t *testing.T) {
-	srv, _ := testServer(t)
+	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodGet, "/healthz", "")
 	if a.status != http.StatusOK {
 		t.Fatalf("status = %d, want 200", a.status)
@@ -355,9 +433,9 @@ func TestReadyz(t *testing.T) {
 		{"no checks", nil, http.StatusOK, map[string]string{}},
 		{"all pass", []Check{{"sql", ok}, {"redis", ok}}, http.StatusOK, map[string]string{"sql": "ok", "redis": "ok"}},
 		{"one fails", []Check{{"sql", ok}, {"redis", down}}, http.StatusServiceUnavailable,
-			map[string]string{"sql": "ok", "redis": "connection refused"}},
+			map[string]string{"sql": "ok", "redis": "unavailable"}},
 		{"all fail", []Check{{"sql", down}, {"kafka", down}}, http.StatusServiceUnavailable,
-			map[string]string{"sql": "connection refused", "kafka": "connection refused"}},
+			map[string]string{"sql": "unavailable", "kafka": "unavailable"}},
 		{"check sees a deadline", []Check{{"sql", func(ctx context.Context) error {
 			if _, ok := ctx.Deadline(); !ok {
 				return errors.New("no deadline")
@@ -366,7 +444,7 @@ func TestReadyz(t *testing.T) {
 		}}}, http.StatusOK, map[string]string{"sql": "ok"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, _ := testServer(t, tc.checks...)
+			srv := testServer(t, func(s *Server) { s.Checks = tc.checks })
 			a := do(t, srv, http.MethodGet, "/readyz", "")
 			if a.status != tc.wantStatus {
 				t.Errorf("status = %d, want %d", a.status, tc.wantStatus)
@@ -383,7 +461,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	srv, _ := testServer(t)
+	srv := testServer(t, nil)
 	do(t, srv, http.MethodGet, "/v1/items/5", "")
 	do(t, srv, http.MethodGet, "/v1/items/6", "")
 	do(t, srv, http.MethodGet, "/v1/items/x", "")
@@ -408,9 +486,9 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestPanicRecovery(t *testing.T) {
-	srv, _ := testServer(t)
-	for range 2 {
-		a := do(t, srv, http.MethodGet, "/v1/panic", "")
+	srv := testServer(t, nil)
+	for _, path := range []string{"/v1/panic", "/v1/panic", "/v1/unencodable"} {
+		a := do(t, srv, http.MethodGet, path, "")
 		if a.status != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", a.status)
 		}
@@ -433,7 +511,7 @@ func TestPanicRecovery(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
-	srv, _ := testServer(t)
+	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodGet, "/v1/items/1", "", "X-Request-Id", "abc-123")
 	if got := a.header.Get("X-Request-Id"); got != "abc-123" {
 		t.Errorf("echoed X-Request-Id = %q, want abc-123", got)
@@ -479,7 +557,7 @@ func TestErrorMapping(t *testing.T) {
 		{"unknown-kind", http.StatusInternalServerError, errJSON{"INTERNAL", "internal error"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, _ := testServer(t)
+			srv := testServer(t, nil)
 			a := do(t, srv, http.MethodGet, "/v1/errors/"+tc.name, "")
 			if a.status != tc.wantStatus {
 				t.Errorf("status = %d, want %d", a.status, tc.wantStatus)
@@ -492,7 +570,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {
-	srv, _ := testServer(t)
+	srv := testServer(t, nil)
 	for _, tc := range []struct {
 		method, path string
 		wantStatus   int
@@ -520,7 +598,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 }
 
 func TestBodyLimitOverHTTP(t *testing.T) {
-	srv, _ := testServer(t)
+	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodPost, "/v1/echo", `{"a":"`+strings.Repeat("x", MaxBodyBytes)+`"}`)
 	if a.status != http.StatusRequestEntityTooLarge || decodeErr(t, a).Code != "BODY_TOO_LARGE" {
 		t.Errorf("oversized body: %d %s", a.status, a.body)

@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,42 +46,118 @@ type Check struct {
 	Ping func(ctx context.Context) error
 }
 
+// Defaults for the Server's zero timeouts.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultReadyTimeout   = time.Second
+)
+
 // Server describes what one service port serves besides its API.
 type Server struct {
-	Service  string
-	API      *http.ServeMux // the service's routes
-	Checks   []Check        // what /readyz pings
-	Gatherer prometheus.Gatherer
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	Service        string
+	API            *http.ServeMux // the service's routes
+	Checks         []Check        // what /readyz pings
+	Gatherer       prometheus.Gatherer
+	Metrics        *Metrics
+	Logger         *slog.Logger
+	RequestTimeout time.Duration // the deadline of each API request's work; 0 means DefaultRequestTimeout
+	ReadyTimeout   time.Duration // each readiness check's own budget; 0 means DefaultReadyTimeout
 }
 
-// Handler returns the port's handler: /healthz, /readyz, /metrics and the instrumented API.
+func (s Server) requestTimeout() time.Duration {
+	if s.RequestTimeout > 0 {
+		return s.RequestTimeout
+	}
+	return DefaultRequestTimeout
+}
+
+func (s Server) readyTimeout() time.Duration {
+	if s.ReadyTimeout > 0 {
+		return s.ReadyTimeout
+	}
+	return DefaultReadyTimeout
+}
+
+// HTTPServer returns an http.Server for the port whose timeouts all follow from the request deadline d:
+//   - ReadHeaderTimeout d: headers are small; a client slower than that is broken or hostile (slowloris).
+//   - ReadTimeout 3d: the headers (at most d) and the body, which the handler reads within its own deadline d, with d
+//     to spare. It must not pass while the handler is still within its deadline: net/http then cancels the
+//     request's context, which would read as a client that went away. A body trickled slower is cut off here.
+//   - WriteTimeout 4d, counted from the end of the headers: it outlasts both the handler's deadline, so that its 503
+//     still goes out, and the read timeout, so that the answer to a cut-off body does too.
+//   - IdleTimeout 12d (a minute by default): a keep-alive connection costs a goroutine and a socket while idle.
+func (s Server) HTTPServer() *http.Server {
+	d := s.requestTimeout()
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: d,
+		ReadTimeout:       3 * d,
+		WriteTimeout:      4 * d,
+		IdleTimeout:       12 * d,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Handler returns the port's handler: /healthz, /readyz, /metrics and the instrumented API. It routes on the path
+// as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect.
 func (s Server) Handler() http.Handler {
-	root := http.NewServeMux()
-	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		Write(w, http.StatusOK, map[string]string{"status": "ok"})
+	api := s.instrument(s.API)
+	operational := map[string]http.Handler{
+		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Write(w, http.StatusOK, map[string]string{"status": "ok"})
+		}),
+		"/readyz":  http.HandlerFunc(s.ready),
+		"/metrics": promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}),
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := operational[r.URL.Path]
+		switch {
+		case !ok:
+			api.ServeHTTP(w, r)
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
+			w.Header().Set("Allow", "GET, HEAD")
+			Write(w, http.StatusMethodNotAllowed, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})
+		default:
+			h.ServeHTTP(w, r)
+		}
 	})
-	root.HandleFunc("GET /readyz", s.ready)
-	root.Handle("GET /metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
-	root.Handle("/", s.instrument(s.API))
-	return root
 }
 
+// ready pings every dependency at once, each within its own budget, so that one hung dependency does not make the
+// others look down. Clients learn only ok or unavailable; the reasons, which may hold addresses, go to the log.
 func (s Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+	errs := make([]error, len(s.Checks))
+	var wg sync.WaitGroup
+	for i, c := range s.Checks {
+		wg.Go(func() { errs[i] = ping(r.Context(), c, s.readyTimeout()) })
+	}
+	wg.Wait()
 	status := map[string]string{}
 	code := http.StatusOK
-	for _, c := range s.Checks {
-		if err := c.Ping(ctx); err != nil {
-			status[c.Name] = err.Error()
+	for i, c := range s.Checks {
+		if errs[i] != nil {
+			s.Logger.WarnContext(r.Context(), "readiness check failed", "service", s.Service, "check", c.Name, "err", errs[i])
+			status[c.Name] = "unavailable"
 			code = http.StatusServiceUnavailable
 			continue
 		}
 		status[c.Name] = "ok"
 	}
 	Write(w, code, status)
+}
+
+// ping runs one check within budget, and gives up on it at the end of the budget even if it ignores its context.
+func ping(ctx context.Context, c Check, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	done := make(chan error, 1) // a check that overruns finishes into it unread
+	go func() { done <- c.Ping(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 type ctxKey struct{}
@@ -89,62 +168,103 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// instrument adds a request id, panic recovery, JSON answers for unknown routes, and per-route metrics.
+// instrument adds a request id, the request deadline, panic recovery, JSON answers for unknown routes, and
+// per-route metrics.
 func (s Server) instrument(api *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if id == "" {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), ctxKey{}, id), s.requestTimeout())
+		defer cancel()
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.Logger.ErrorContext(r.Context(), "handler panicked", "service", s.Service, "request_id", id,
-					"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
-				if !sw.wrote {
-					Write(sw, http.StatusInternalServerError, errorBody{"INTERNAL", "internal error"})
-				}
-			}
-			route := r.Pattern
-			if route == "" {
-				route = "unmatched"
-			}
-			s.Metrics.requests.WithLabelValues(s.Service, route, strconv.Itoa(sw.status)).Inc()
-			s.Metrics.latency.WithLabelValues(s.Service, route).Observe(time.Since(start).Seconds())
-		}()
-
-		if _, pattern := api.Handler(r); pattern == "" {
-			noRoute(sw, r, api)
-			return
+		s.serve(sw, r, api)
+		if sw.status >= 400 && r.ContentLength != 0 {
+			discardBody(w, r) // once the answer is out and measured
 		}
-		api.ServeHTTP(sw, r)
 	})
 }
 
-// noRoute answers a request no route matches with the mux's own status (404, 405 or a redirect) but a JSON body.
+// serve routes r, recovering from a panic, and counts the answer in the metrics.
+func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.Logger.ErrorContext(r.Context(), "handler panicked", "service", s.Service, "request_id", RequestID(r.Context()),
+				"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+			if !sw.wrote {
+				Write(sw, http.StatusInternalServerError, errorBody{"INTERNAL", "internal error"})
+			}
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.Metrics.requests.WithLabelValues(s.Service, route, strconv.Itoa(sw.status)).Inc()
+		s.Metrics.latency.WithLabelValues(s.Service, route).Observe(time.Since(start).Seconds())
+	}()
+
+	// Paths are not cleaned: a resource has one address, and the mux would answer the alias with a redirect.
+	if p := r.URL.EscapedPath(); p != cleanPath(p) {
+		notFound(sw, r)
+		return
+	}
+	if _, pattern := api.Handler(r); pattern == "" {
+		noRoute(sw, r, api)
+		return
+	}
+	api.ServeHTTP(sw, r)
+}
+
+// What is left of the body of a request answered with an error (a 413 above all) is read and thrown away, up to
+// these bounds: closing a connection with unread data makes the kernel reset it, and a client that sends its whole
+// body before it reads (Python's http.client, for one) then loses the answer. Past them the client wastes our time.
+const (
+	maxDiscardBytes = 16 << 20
+	discardTimeout  = time.Second
+)
+
+func discardBody(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil || rc.SetReadDeadline(time.Now().Add(discardTimeout)) != nil {
+		return // the client is gone, or this connection cannot bound the wait
+	}
+	// It ends at a bound or at the end of the body; what remains, if anything, makes net/http close the connection.
+	_, _ = io.CopyN(io.Discard, r.Body, maxDiscardBytes)
+}
+
+// cleanPath is the form ServeMux redirects a path to: rooted, without empty, . or .. segments, keeping a final slash.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	clean := path.Clean(p)
+	if p[len(p)-1] == '/' && clean != "/" {
+		clean += "/"
+	}
+	return clean
+}
+
+// noRoute answers a request no route matches with the mux's own status (404 or 405) but a JSON body.
 func noRoute(w http.ResponseWriter, r *http.Request, api *http.ServeMux) {
 	probe := &headerOnly{header: http.Header{}}
 	api.ServeHTTP(probe, r)
-	for _, h := range []string{"Allow", "Location"} {
-		if v := probe.header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
+	if probe.status != http.StatusMethodNotAllowed {
+		notFound(w, r)
+		return
 	}
-	switch probe.status {
-	case http.StatusMethodNotAllowed:
-		Write(w, probe.status, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})
-	case http.StatusNotFound:
-		Write(w, probe.status, errorBody{"NOT_FOUND", "no route for " + r.Method + " " + r.URL.Path})
-	default:
-		w.WriteHeader(probe.status)
-	}
+	w.Header().Set("Allow", probe.header.Get("Allow"))
+	Write(w, probe.status, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	Write(w, http.StatusNotFound, errorBody{"NOT_FOUND", "no route for " + r.Method + " " + r.URL.Path})
 }
 
 type headerOnly struct {

@@ -1,0 +1,347 @@
+package httpio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"board/internal/fault"
+)
+
+// logBuffer collects what a text logger writes from the server's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func captureLogs() (*slog.Logger, *logBuffer) {
+	logs := &logBuffer{}
+	return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), logs
+}
+
+func TestClassifyInContext(t *testing.T) {
+	live := context.Background()
+	gone, cancel := context.WithCancel(live)
+	cancel()
+	late, cancelLate := context.WithDeadline(live, time.Unix(0, 0))
+	defer cancelLate()
+	plain := errors.New("driver: unexpected packet")
+	redisDown := fault.Unavailablef(context.Canceled, "REDIS_UNAVAILABLE", "the cache is down")
+	for _, tc := range []struct {
+		name       string
+		ctx        context.Context
+		err        error
+		wantStatus int
+		wantCode   string
+	}{
+		{"plain error", live, plain, http.StatusInternalServerError, "INTERNAL"},
+		{"plain error after the deadline", late, plain, http.StatusServiceUnavailable, "TIMEOUT"},
+		{"deadline error after the deadline", late, fmt.Errorf("query: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, "TIMEOUT"},
+		{"a dependency's own timeout", live, fmt.Errorf("query: %w", context.DeadlineExceeded), http.StatusServiceUnavailable, "UNAVAILABLE"},
+		{"client fault after the deadline", late, fault.Invalidf("BAD_THING", "bad"), http.StatusBadRequest, "BAD_THING"},
+		{"dependency fault after the deadline", late, redisDown, http.StatusServiceUnavailable, "REDIS_UNAVAILABLE"},
+		{"plain error, client gone", gone, fmt.Errorf("query: %w", context.Canceled), statusClientClosedRequest, "CLIENT_CLOSED_REQUEST"},
+		{"dependency fault, client gone", gone, redisDown, statusClientClosedRequest, "CLIENT_CLOSED_REQUEST"},
+		{"client fault, client gone", gone, fault.NotFoundf("NO_THING", "no"), http.StatusNotFound, "NO_THING"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := classify(tc.ctx, tc.err)
+			if diff := cmp.Diff([]any{tc.wantStatus, tc.wantCode}, []any{status, body.Code}); diff != "" {
+				t.Errorf("status, code (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A handler that waits on its context is stopped by the request deadline and answered 503 over the real server
+// (whose write timeout leaves room for it).
+func TestRequestDeadline(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	api := http.NewServeMux()
+	api.HandleFunc("GET /wait", Handle(discard, func(w http.ResponseWriter, r *http.Request) error {
+		<-r.Context().Done()
+		return fmt.Errorf("query: %w", r.Context().Err())
+	}))
+	api.HandleFunc("GET /deadline", func(w http.ResponseWriter, r *http.Request) {
+		deadline, ok := r.Context().Deadline()
+		Write(w, http.StatusOK, map[string]bool{"set": ok, "withinTimeout": time.Until(deadline) <= timeout})
+	})
+	srv := testServer(t, func(s *Server) { s.API, s.RequestTimeout = api, timeout })
+
+	a := do(t, srv, http.MethodGet, "/wait", "")
+	if a.status != http.StatusServiceUnavailable || decodeErr(t, a).Code != "TIMEOUT" {
+		t.Errorf("handler past its deadline: %d %s, want 503 TIMEOUT", a.status, a.body)
+	}
+	if a := do(t, srv, http.MethodGet, "/deadline", ""); strings.TrimSpace(a.body) != `{"set":true,"withinTimeout":true}` {
+		t.Errorf("request context deadline: %s", a.body)
+	}
+}
+
+// A client that hangs up while its request waits is not logged as a server error.
+func TestClientGoneIsNotLoggedAsAnError(t *testing.T) {
+	logger, logs := captureLogs()
+	entered, done := make(chan struct{}), make(chan struct{})
+	api := http.NewServeMux()
+	wait := Handle(logger, func(w http.ResponseWriter, r *http.Request) error {
+		close(entered)
+		<-r.Context().Done()
+		return fmt.Errorf("query: %w", r.Context().Err())
+	})
+	api.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		wait(w, r)
+	})
+	srv := testServer(t, func(s *Server) { s.API, s.Logger = api, logger })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/wait", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientErr := make(chan error, 1)
+	go func() {
+		resp, err := srv.Client().Do(req)
+		if err == nil {
+			err = resp.Body.Close()
+		}
+		clientErr <- err
+	}()
+	<-entered
+	cancel()
+	<-done
+	if err := <-clientErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("client: %v, want context.Canceled", err)
+	}
+	if got := logs.String(); !strings.Contains(got, "client went away") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("logs:\n%s\nwant a debug line and no error", got)
+	}
+}
+
+// Every check gets its own budget: hung ones (whether or not they heed their context) do not make the others fail.
+// The answer says only ok or unavailable; the reasons go to the log.
+func TestReadyzChecksIndependently(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	logger, logs := captureLogs()
+	checks := []Check{
+		{"kafka", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }},
+		{"redis", func(context.Context) error { <-release; return nil }}, // ignores its context
+		{"sql", func(ctx context.Context) error { return ctx.Err() }},
+		{"mysql", func(context.Context) error {
+			return errors.New("dial tcp 10.9.8.7:3306: connect: connection refused")
+		}},
+	}
+	srv := testServer(t, func(s *Server) { s.Checks, s.ReadyTimeout, s.Logger = checks, 50*time.Millisecond, logger })
+
+	a := do(t, srv, http.MethodGet, "/readyz", "")
+	if a.status != http.StatusServiceUnavailable {
+		t.Errorf("status = %d, want 503", a.status)
+	}
+	var got map[string]string
+	if err := json.Unmarshal([]byte(a.body), &got); err != nil {
+		t.Fatalf("body %q: %v", a.body, err)
+	}
+	want := map[string]string{"kafka": "unavailable", "redis": "unavailable", "sql": "ok", "mysql": "unavailable"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, line := range []string{
+		`check=kafka err="context deadline exceeded"`,
+		`check=redis err="context deadline exceeded"`,
+		`check=mysql err="dial tcp 10.9.8.7:3306: connect: connection refused"`,
+	} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("logs lack %s:\n%s", line, logs)
+		}
+	}
+}
+
+func TestProbesAllowOnlyGetAndHead(t *testing.T) {
+	srv := testServer(t, nil)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			a := do(t, srv, method, path, "")
+			if a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d, Allow %q; want 405, GET, HEAD", method, path, a.status, a.header.Get("Allow"))
+			}
+			if code := decodeErr(t, a).Code; code != "METHOD_NOT_ALLOWED" {
+				t.Errorf("%s %s: code %q", method, path, code)
+			}
+		}
+		if a := do(t, srv, http.MethodHead, path, ""); a.status != http.StatusOK {
+			t.Errorf("HEAD %s: %d", path, a.status)
+		}
+	}
+}
+
+// Paths are served as sent: an unclean one gets a JSON 404, not the redirect (with an HTML body) ServeMux gives.
+// The client here follows redirects, so a redirect would show up as a 200.
+func TestUncleanPathsAreNotFound(t *testing.T) {
+	srv := testServer(t, nil)
+	for _, path := range []string{"//v1/items/1", "/v1//items/1", "/v1/items/../items/1", "/v1/./items/1",
+		"/v1/items/1/.", "//healthz", "/x/../healthz"} {
+		a := do(t, srv, http.MethodGet, path, "")
+		if a.status != http.StatusNotFound || a.header.Get("Location") != "" {
+			t.Errorf("GET %s: %d, Location %q; want 404 and no redirect", path, a.status, a.header.Get("Location"))
+		}
+		if code := decodeErr(t, a).Code; code != "NOT_FOUND" {
+			t.Errorf("GET %s: code %q", path, code)
+		}
+	}
+	if a := do(t, srv, http.MethodGet, "/v1/items/1", ""); a.status != http.StatusOK {
+		t.Errorf("clean path: %d", a.status)
+	}
+}
+
+// dial opens a raw connection to srv, with a deadline far beyond what the test needs so that a server that does not
+// do its part fails the test instead of hanging it.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// A body trickled a byte at a time is cut off by the read timeout instead of holding the connection for as long
+// as the client likes.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	srv := testServer(t, func(s *Server) { s.RequestTimeout = 250 * time.Millisecond })
+	conn := dial(t, srv.Listener.Addr().String())
+	const bodySize = 10000 // 100 s at the trickle's pace
+	if _, err := fmt.Fprintf(conn, "POST /v1/echo HTTP/1.1\r\nHost: test\r\nContent-Length: %d\r\n\r\n{\"a\":\"", bodySize); err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	go func() {
+		for sent.Store(6); sent.Load() < bodySize; sent.Add(1) {
+			if _, err := conn.Write([]byte("x")); err != nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server still waited for the body after a minute")
+	}
+	if sent := sent.Load(); sent >= bodySize {
+		t.Fatalf("the whole body (%d bytes) was accepted", sent)
+	}
+	if err != nil {
+		t.Logf("connection closed without an answer: %v", err) // the write timeout passed first on a busy machine
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := answer{resp.StatusCode, resp.Header, string(b)}
+	if a.status != http.StatusBadRequest || decodeErr(t, a).Code != "BODY_UNREADABLE" {
+		t.Errorf("answer to a cut-off body: %d %s, want 400 BODY_UNREADABLE", a.status, a.body)
+	}
+}
+
+func TestIdleConnectionIsClosed(t *testing.T) {
+	srv := testServer(t, func(s *Server) { s.RequestTimeout = 50 * time.Millisecond })
+	conn := dial(t, srv.Listener.Addr().String())
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("status %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection: read error %v, want io.EOF (closed by the server)", err)
+	}
+}
+
+// sendWhole writes a request with body over a new connection, all of it, before it reads the answer, as Python's
+// http.client does.
+func sendWhole(t *testing.T, addr, method, path string, body []byte) (answer, *http.Response) {
+	t.Helper()
+	conn := dial(t, addr)
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		method, path, len(body)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(body); err != nil {
+		t.Fatalf("%s %s: writing the body: %v", method, path, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer's body: %v", method, path, err)
+	}
+	return answer{resp.StatusCode, resp.Header, string(b)}, resp
+}
+
+// A client that writes its whole oversized body before it reads still reads the 413, and the connection closes:
+// the server drains the body instead of resetting the connection under the answer. So do other error answers
+// given before the body was read.
+func TestErrorAnswersReachClientsThatSendTheWholeBodyFirst(t *testing.T) {
+	srv := testServer(t, nil)
+	addr := srv.Listener.Addr().String()
+	const size = 10 << 20
+	body := append([]byte(`{"a":"`), bytes.Repeat([]byte("x"), size-6)...)
+	for try := range 30 {
+		a, resp := sendWhole(t, addr, http.MethodPost, "/v1/echo", body)
+		if a.status != http.StatusRequestEntityTooLarge || decodeErr(t, a).Code != "BODY_TOO_LARGE" || !resp.Close {
+			t.Fatalf("try %d: %d %s (Connection: close %v), want a 413 BODY_TOO_LARGE that closes", try, a.status, a.body, resp.Close)
+		}
+	}
+	notJSON := bytes.Repeat([]byte("x"), size)
+	for try := range 10 {
+		if a, _ := sendWhole(t, addr, http.MethodPost, "/v1/echo", notJSON); a.status != http.StatusBadRequest {
+			t.Fatalf("try %d: not JSON: %d %s, want 400", try, a.status, a.body)
+		}
+		if a, _ := sendWhole(t, addr, http.MethodPost, "/v1/nowhere", body); a.status != http.StatusNotFound {
+			t.Fatalf("try %d: unknown route: %d %s, want 404", try, a.status, a.body)
+		}
+	}
+}
