@@ -575,7 +575,7 @@ func equalOffsets(a, b map[int32]int64) bool {
 // carries on, nothing is lost and everything ends committed.
 func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 	dir := t.TempDir()
-	k, err := embedded.StartKafka("127.0.0.1:0", dir, testLogger(t))
+	k, err := embedded.StartKafka("127.0.0.1:0", dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +600,7 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 	k.Close()
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
-	k, err = embedded.StartKafka(addr[0], dir, testLogger(t))
+	k, err = embedded.StartKafka(addr[0], dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

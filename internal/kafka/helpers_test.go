@@ -43,7 +43,7 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func startKafka(t *testing.T) *embedded.Kafka {
 	t.Helper()
-	k, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), testLogger(t))
+	k, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestEventRecord(t *testing.T) {
 // about deliveryTimeout instead of hanging, and the same client produces again once the broker is back.
 func TestProducerFailsWhileBrokerDown(t *testing.T) {
 	dir := t.TempDir()
-	k, err := embedded.StartKafka("127.0.0.1:0", dir, testLogger(t))
+	k, err := embedded.StartKafka("127.0.0.1:0", dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestProducerFailsWhileBrokerDown(t *testing.T) {
 		t.Errorf("produce took %v to fail, want about the 1s delivery timeout plus one metadata refresh", elapsed)
 	}
 
-	k, err = embedded.StartKafka(addr, dir, testLogger(t))
+	k, err = embedded.StartKafka(addr, dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestProducerFailsWhileBrokerDown(t *testing.T) {
 // BenchmarkProduce measures the relay's pattern, one asynchronous Produce per event, with franz-go's default 10ms
 // linger, 5ms and none (ProducerLinger): latency of a lone event (sequential) and throughput of a burst (parallel).
 func BenchmarkProduce(b *testing.B) {
-	k, err := embedded.StartKafka("127.0.0.1:0", b.TempDir(), testLogger(b))
+	k, err := embedded.StartKafka("127.0.0.1:0", b.TempDir(), embedded.DefaultKafkaRetention, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
