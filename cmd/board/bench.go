@@ -17,9 +17,16 @@ import (
 	"board/internal/httpio"
 )
 
+const benchUsage = `Usage: board bench paging|comments|relay|likes [flags]
+
+Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
+
 func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			fmt.Fprintln(stdout, benchUsage)
+			return nil
 		case "paging":
 			return benchPaging(ctx, args[1:], getenv, stdout, stderr)
 		case "comments":
@@ -30,19 +37,28 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 			return benchLikes(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
-	return fmt.Errorf("usage: board bench paging|comments|relay|likes [flags] (see board bench paging --help)")
+	fmt.Fprintln(stderr, benchUsage)
+	return errors.New("name a benchmark")
 }
 
 // listBenchFlags are the flags of the list benchmarks (paging, comments).
 type listBenchFlags struct {
+	fs                    *flag.FlagSet
 	page, depth, pageSize *int64
 	runs                  *int
 }
 
+// The deep cases' defaults, for the seed's default of 12,000,000 rows; fit lowers them for smaller data.
+const (
+	defaultBenchPage  = 50_000
+	defaultBenchDepth = 6_000_000
+)
+
 func newListBenchFlags(fs *flag.FlagSet, what string) listBenchFlags {
 	return listBenchFlags{
-		page:     fs.Int64("page", 50_000, "deep page number for the offset cases"),
-		depth:    fs.Int64("depth", 6_000_000, what+" skipped for the deep infinite-scroll cases"),
+		fs:       fs,
+		page:     fs.Int64("page", defaultBenchPage, "deep page number for the offset cases (at most the last page; lowered to it when not given)"),
+		depth:    fs.Int64("depth", defaultBenchDepth, what+" skipped for the deep infinite-scroll cases (lowered to half the data when not given)"),
 		pageSize: fs.Int64("page-size", 30, what+" per page"),
 		runs:     fs.Int("runs", 20, "timed runs per case (after 2 warm-up runs)"),
 	}
@@ -51,6 +67,34 @@ func newListBenchFlags(fs *flag.FlagSet, what string) listBenchFlags {
 func (f listBenchFlags) check() error {
 	if *f.page < 1 || *f.depth < 1 || *f.pageSize < 1 || *f.pageSize > 100 || *f.runs < 1 {
 		return errors.New("need --page >= 1, --depth >= 1, 1 <= --page-size <= 100, --runs >= 1")
+	}
+	return nil
+}
+
+// fit makes the deep cases land inside rows rows: defaults are lowered to the last page and half the rows (and
+// say so on w); values given that lie beyond the data are an error, as timing an empty page measures nothing.
+func (f listBenchFlags) fit(rows int64, what, seedHint string, w io.Writer) error {
+	if rows < 2 {
+		return fmt.Errorf("%s: %d rows; seed it first (%s)", what, rows, seedHint)
+	}
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	lastPage := (rows + *f.pageSize - 1) / *f.pageSize
+	switch {
+	case *f.page <= lastPage:
+	case given["page"]:
+		return fmt.Errorf("--page %d is past the last page (%d) of %s with %d rows; seed more (%s)", *f.page, lastPage, what, rows, seedHint)
+	default:
+		fmt.Fprintf(w, "%s has %d rows: the deep page is its last, %d (--page)\n", what, rows, lastPage)
+		*f.page = lastPage
+	}
+	switch {
+	case *f.depth < rows:
+	case given["depth"]:
+		return fmt.Errorf("--depth %d is not inside %s with %d rows; seed more (%s)", *f.depth, what, rows, seedHint)
+	default:
+		*f.depth = rows / 2
+		fmt.Fprintf(w, "%s has %d rows: the deep scroll starts half way, at %d (--depth)\n", what, rows, *f.depth)
 	}
 	return nil
 }
@@ -87,9 +131,8 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	if err != nil {
 		return err
 	}
-	if count <= *depth {
-		return fmt.Errorf("board %d has %d articles, not more than --depth %d: seed it first (board seed --board %d)",
-			*board, count, *depth, *board)
+	if err := lf.fit(count, fmt.Sprintf("board %d", *board), fmt.Sprintf("board seed --board %d", *board), stdout); err != nil {
+		return err
 	}
 	cursor, err := store.Page(ctx, *board, *depth-1, 1)
 	if err != nil {
@@ -124,8 +167,8 @@ func serveLoopback(service string, api *http.ServeMux, e *engines) (base string,
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: httpio.Server{Service: service, API: api, Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger}.Handler()}
+	srv := httpio.Server{Service: service, API: api, Gatherer: prometheus.NewRegistry(),
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger}.HTTPServer()
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }

@@ -37,6 +37,15 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 	}
 	store := comment.NewStore(db, ob)
 	svc := comment.NewService(store, ids, time.Now)
+	count, err := svc.ArticleCount(ctx, *articleID)
+	if err != nil {
+		return err
+	}
+	// The seed loads as many comments of each version; fit each version's cases to half the count.
+	if err := lf.fit(count/2, fmt.Sprintf("article %d (each version)", *articleID),
+		fmt.Sprintf("board seed comments --article %d", *articleID), stdout); err != nil {
+		return err
+	}
 	// The cursors of the deep scroll cases: the comment at position depth of each version.
 	atDepthV1, err := store.Page(ctx, *articleID, *depth-1, 1)
 	if err != nil {
@@ -78,10 +87,6 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 		{fmt.Sprintf("v2 scroll depth %d", *depth),
 			fmt.Sprintf("/v2/comments/infinite-scroll?articleId=%d&pageSize=%d&lastPath=%s", a, n, last2.Path),
 			func() error { _, err := svc.ScrollV2(ctx, a, n, last2.Path); return err }},
-	}
-	count, err := svc.ArticleCount(ctx, a)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "article %d: %d comments on %s %s; page size %d; median of %d runs\n",
 		a, count, db.Dialect, db.Name, n, *runs)

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
+	"board/internal/embedded"
+	"board/internal/httpio"
 	"board/internal/like"
 )
 
@@ -23,12 +26,15 @@ type config struct {
 	Migrate       bool
 
 	RedisAddr         string
+	RedisPassword     string
 	RedisPrefix       string
+	EmbeddedRedis     string
 	EmbeddedRedisAddr string
 	RedisSnapshot     time.Duration
 
 	KafkaBrokers      string
 	EmbeddedKafkaAddr string
+	KafkaRetention    time.Duration
 	TopicPrefix       string
 	TopicPartitions   int
 	DeliveryTimeout   time.Duration
@@ -46,24 +52,45 @@ type config struct {
 	ViewAddr     string
 
 	NodeLeaseTTL    time.Duration
+	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	LogFormat       string
 }
 
+// The embedded Redis engines (--embedded-redis).
+const (
+	embeddedRedisAuto      = "auto"
+	embeddedRedisServer    = "redis-server"
+	embeddedRedisInProcess = "in-process"
+	// redisServerStartTimeout bounds the start of an embedded redis-server, which loads its data first.
+	redisServerStartTimeout = 2 * time.Minute
+)
+
 // engineFlags registers the flags every command that touches the engines shares.
 func (c *config) engineFlags(fs *flag.FlagSet) {
+	c.EmbeddedRedis = embeddedRedisAuto
 	fs.StringVar(&c.DataDir, "data-dir", "./board-data", "directory for the embedded engines' files (SQLite, Redis snapshot, Kafka log)")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
 	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", "", "prefix for the services' MySQL database names (article, comment, article_like, article_view)")
 	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", 50, "maximum open MySQL connections per service")
 	fs.BoolVar(&c.Migrate, "migrate", true, "create or upgrade schemas at start")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis address, or a comma-separated list of Redis Cluster nodes (empty: embedded Redis-protocol server)")
+	fs.StringVar(&c.RedisPassword, "redis-password", "", "password of the Redis server (and of the embedded one, which needs one to listen off loopback)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "prefix for every Redis key this process writes")
-	fs.StringVar(&c.EmbeddedRedisAddr, "embedded-redis-addr", "127.0.0.1:6380", "loopback address of the embedded Redis-protocol server")
-	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the embedded Redis saves changes to --data-dir (and always at shutdown)")
+	fs.Func("embedded-redis", "embedded Redis engine: auto (redis-server when installed, else in-process), redis-server or in-process (default auto)",
+		func(v string) error {
+			if !slices.Contains([]string{embeddedRedisAuto, embeddedRedisServer, embeddedRedisInProcess}, v) {
+				return fmt.Errorf("want auto, redis-server or in-process, not %q", v)
+			}
+			c.EmbeddedRedis = v
+			return nil
+		})
+	fs.StringVar(&c.EmbeddedRedisAddr, "embedded-redis-addr", "127.0.0.1:6380", "address of the embedded Redis; off loopback only with --redis-password")
+	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the in-process Redis saves changes to --data-dir (and always at shutdown)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated Kafka seed brokers (empty: embedded Kafka-protocol broker)")
 	fs.StringVar(&c.EmbeddedKafkaAddr, "embedded-kafka-addr", "127.0.0.1:9092", "loopback address of the embedded Kafka-protocol broker")
+	fs.DurationVar(&c.KafkaRetention, "embedded-kafka-retention", embedded.DefaultKafkaRetention, "how long the embedded Kafka-protocol broker keeps records (at least 1s); a consumer further behind loses what was deleted")
 	fs.StringVar(&c.TopicPrefix, "topic-prefix", "board-", "prefix of the event topics (board-article, board-comment, ...)")
 	fs.IntVar(&c.TopicPartitions, "topic-partitions", 3, "partitions of each event topic created at start")
 	fs.DurationVar(&c.DeliveryTimeout, "kafka-delivery-timeout", 30*time.Second, "how long a publish may wait for the broker before the outbox poller takes the event over")
@@ -87,13 +114,38 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	fs.Func("like-strategy", "locking strategy of the unsuffixed like paths: pessimistic-lock-1, pessimistic-lock-2 or optimistic-lock (default pessimistic-lock-1)",
 		func(v string) (err error) { c.LikeStrategy, err = like.ParseStrategy(v); return err })
 	fs.StringVar(&c.ViewAddr, "view-addr", ":9003", "listen address of the view service")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, SQL, Redis and Kafka calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }
 
-// parse reads args into fs, taking each flag not given on the command line from BOARD_<NAME> when that is set.
+// parse reads args, which are flags only, into fs, taking each flag not given on the command line from
+// BOARD_<NAME> when that is set.
 func parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
+	operands, err := parseWithOperands(fs, args, getenv)
+	if err == nil && len(operands) > 0 {
+		return fmt.Errorf("unexpected argument %q (see board %s --help)", operands[0], fs.Name())
+	}
+	return err
+}
+
+// parseWithOperands is parse for a command that also takes operands (serve's service names): flags and operands
+// may come in any order, and everything after "--" is an operand.
+func parseWithOperands(fs *flag.FlagSet, args []string, getenv func(string) string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			operands = append(operands, rest...)
+			break
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -106,7 +158,7 @@ func parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 			}
 		}
 	})
-	return errors.Join(errs...)
+	return operands, errors.Join(errs...)
 }
 
 // newFlagSet returns a flag set whose --help prints usage and the flags to w.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -45,18 +46,19 @@ func newEngines(cfg *config, w io.Writer) (*engines, error) {
 func (e *engines) startRedis(ctx context.Context) error {
 	addrs := splitList(e.cfg.RedisAddr)
 	if len(addrs) == 0 {
-		srv, err := embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(e.cfg.DataDir, "redis", "snapshot.gob"),
-			e.cfg.RedisSnapshot, e.logger)
+		srv, err := e.startEmbeddedRedis(ctx)
 		if err != nil {
 			return fmt.Errorf("start embedded redis: %w", err)
 		}
 		e.closers = append(e.closers, srv.Close)
 		addrs = []string{srv.Addr()}
 	}
+	redis.SetLogger(redisLogger{e.logger}) // go-redis logs (pool and dial trouble) go to our log, not to stderr
 	// Fail fast when Redis is down, so that requests get their 503 in about a second instead of go-redis's
 	// default of several dial attempts and retries.
-	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, DialTimeout: time.Second,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second, MaxRetries: 1, DialerRetries: 1})
+	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, Password: e.cfg.RedisPassword,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
+		MaxRetries: 1, DialerRetries: 1})
 	e.closers = append(e.closers, e.redis.Close)
 	if err := e.redis.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("connect to redis %v: %w", addrs, err)
@@ -64,12 +66,41 @@ func (e *engines) startRedis(ctx context.Context) error {
 	return nil
 }
 
+// startEmbeddedRedis runs redis-server as a child process when it is installed (or required), else the in-process
+// server. The README's table says why.
+func (e *engines) startEmbeddedRedis(ctx context.Context) (interface {
+	Addr() string
+	Close() error
+}, error) {
+	dir := filepath.Join(e.cfg.DataDir, "redis")
+	bin, lookErr := exec.LookPath(embedded.RedisServerBinary)
+	switch {
+	case e.cfg.EmbeddedRedis == embeddedRedisServer && lookErr != nil:
+		return nil, fmt.Errorf("--embedded-redis=%s: %w (install Debian's redis-server package)", embeddedRedisServer, lookErr)
+	case e.cfg.EmbeddedRedis == embeddedRedisInProcess || lookErr != nil:
+		return embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(dir, "snapshot.gob"), e.cfg.RedisSnapshot,
+			e.logger)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, redisServerStartTimeout)
+	defer cancel()
+	return embedded.StartRedisServer(startCtx, embedded.RedisServerConfig{Binary: bin, Addr: e.cfg.EmbeddedRedisAddr,
+		Dir: dir, Password: e.cfg.RedisPassword}, e.logger)
+}
+
+// redisLogger passes go-redis's own log lines, which report trouble, to slog as warnings.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
 // startKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
 // their dead-letter topics) that do not exist yet.
 func (e *engines) startKafka(ctx context.Context) error {
 	e.kafkaBrokers = splitList(e.cfg.KafkaBrokers)
 	if len(e.kafkaBrokers) == 0 {
-		broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"), e.logger)
+		broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"),
+			e.cfg.KafkaRetention, e.logger)
 		if err != nil {
 			return fmt.Errorf("start embedded kafka: %w", err)
 		}

@@ -106,6 +106,9 @@ func (p *program) shutdown() {
 		if err != nil {
 			p.t.Errorf("board serve exited with: %v", err)
 		}
+		if !strings.Contains(p.logs.String(), `"msg":"shutdown complete"`) {
+			p.t.Errorf("board serve stopped without logging that shutdown is complete:\n%s", p.logs)
+		}
 	case <-time.After(30 * time.Second):
 		p.t.Error("board serve did not shut down in time")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -102,10 +101,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := newFlagSet("serve", "Usage: board serve [flags] [service...]\n\nRuns the named services (default: all) in one process. Services: "+
 		strings.Join(serviceNames(), ", ")+".", stderr)
 	cfg.serveFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	selected, err := parseWithOperands(fs, args, getenv)
+	if err != nil {
 		return err
 	}
-	selected := fs.Args()
 	if len(selected) == 0 {
 		selected = serviceNames()
 	}
@@ -123,8 +122,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 
 // serve starts the engines and the selected services, and on ctx's end shuts them down in reverse order.
 func serve(ctx context.Context, e *engines, selected []string) (err error) {
-	defer func() { err = errors.Join(err, e.close()) }()
 	cfg, logger := e.cfg, e.logger
+	defer func() {
+		if err = errors.Join(err, e.close()); err == nil {
+			logger.Info("shutdown complete") // else main reports err
+		}
+	}()
 	if err := e.startRedis(ctx); err != nil {
 		return err
 	}
@@ -158,12 +161,8 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		srv := &http.Server{
-			Handler: httpio.Server{Service: s.name, API: api, Checks: checks, Gatherer: reg, Metrics: metrics,
-				Logger: logger}.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
+		srv := httpio.Server{Service: s.name, API: api, Checks: checks, Gatherer: reg, Metrics: metrics,
+			Logger: logger, RequestTimeout: cfg.RequestTimeout}.HTTPServer()
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"board/internal/embedded"
+	"board/internal/sqldb"
+)
+
+// buildBoard builds the board binary once per test binary run.
+var buildBoard = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "board-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "board")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// process is a `board serve` running as a real process, so that it can be killed with SIGKILL.
+type process struct {
+	cmd  *exec.Cmd
+	logs *logWatcher
+	urls map[string]string
+	done chan error
+}
+
+func startProcess(t *testing.T, args ...string) *process {
+	t.Helper()
+	bin, err := buildBoard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{logs: newLogWatcher(), done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	select {
+	case p.urls = <-p.logs.ready(1):
+	case err := <-p.done:
+		t.Fatalf("board serve exited early: %v\n%s", err, p.logs)
+	case <-time.After(time.Minute):
+		t.Fatalf("board serve did not start in time\n%s", p.logs)
+	}
+	return p
+}
+
+// A board killed with SIGKILL under view load comes back with view counts and dedupe locks from one point in time:
+// no count below its SQL backup, and every user who viewed counted exactly once, even when viewing again after the
+// restart. The old snapshot, which listed keys first and read them later, failed this (re-views counted twice).
+func TestViewCountsSurviveKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	engines := []string{embeddedRedisInProcess}
+	if _, err := exec.LookPath(embedded.RedisServerBinary); err == nil {
+		engines = append(engines, embeddedRedisServer)
+	}
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"view", "--view-addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-redis", engine,
+				"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}
+			p := startProcess(t, args...)
+			api := p.urls["view"] + "/v1/article-views/articles/1"
+			redisPid := redisServerPid(t, filepath.Join(dir, "redis"))
+
+			// 20 viewers, each user viewing once, until the process dies under them.
+			var next, acked atomic.Int64
+			var maxAcked atomic.Int64
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					for {
+						user := next.Add(1)
+						count, err := postView(api, user)
+						if err != nil {
+							return // killed
+						}
+						acked.Add(1)
+						for m := maxAcked.Load(); count > m && !maxAcked.CompareAndSwap(m, count); m = maxAcked.Load() {
+						}
+					}
+				})
+			}
+			for acked.Load() < 450 {
+				time.Sleep(time.Millisecond)
+			}
+			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-p.done
+			wg.Wait()
+			attempted := next.Load() // users 1..attempted sent a view; some were in flight at the kill
+			waitGone(t, redisPid)
+
+			backup := viewBackup(t, filepath.Join(dir, "sqlite", "article_view.db"))
+			p = startProcess(t, args...)
+			api = p.urls["view"] + "/v1/article-views/articles/1"
+			var afterRestart int64
+			getJSON(t, api+"/count", &afterRestart)
+			t.Logf("%s: %d views acknowledged (highest count %d), %d attempted, SQL backup %d, count after restart %d",
+				engine, acked.Load(), maxAcked.Load(), attempted, backup, afterRestart)
+			if afterRestart < backup {
+				t.Errorf("count after restart %d is below the SQL backup %d", afterRestart, backup)
+			}
+			if engine == embeddedRedisServer && afterRestart < maxAcked.Load() {
+				t.Errorf("count after restart %d is below the acknowledged %d: redis-server's append-only file lost writes",
+					afterRestart, maxAcked.Load())
+			}
+			// Everyone views again: those whose view survived hold their lock and do not count twice; those whose view
+			// was lost count now. Each user ends up counted exactly once.
+			var final int64
+			for user := int64(1); user <= attempted; user++ {
+				c, err := postView(api, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				final = max(final, c)
+			}
+			if final != attempted {
+				t.Errorf("after everyone viewed again: count %d, want %d (one per user)", final, attempted)
+			}
+
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-p.done; err != nil {
+				t.Errorf("board serve after SIGTERM: %v\n%s", err, p.logs)
+			}
+		})
+	}
+}
+
+func postView(url string, user int64) (int64, error) {
+	resp, err := http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// viewBackup reads article 1's backed-up view count from the view service's SQLite file.
+func viewBackup(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := sqldb.OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int64
+	err = db.QueryRowContext(context.Background(), "SELECT view_count FROM article_view_count WHERE article_id = 1").Scan(&n)
+	if err != nil {
+		t.Fatalf("read the view backup: %v", err)
+	}
+	return n
+}
+
+// redisServerPid returns the pid of the embedded redis-server keeping its files in dir, or 0 for the in-process one.
+func redisServerPid(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "redis-server.pid"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// waitGone waits until the redis-server of a killed board has exited: it gets SIGTERM when its parent dies, so
+// none is left holding the data directory.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	if pid == 0 {
+		return
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	t.Errorf("redis-server (pid %d) still runs 30 s after its board was killed", pid)
+}
