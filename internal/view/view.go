@@ -21,6 +21,11 @@
 //   - a Service restores a lost count from the higher of the SQL backup and what it remembers of the article, so
 //     a single instance (the embedded deployment) continues from the exact count after a Redis flush.
 //
+// Coming back behind a backup. A Redis can also come back from a crash holding a count older than a backup written
+// just before it (an in-process snapshot taken a second earlier, a replica promoted before it caught up). So the
+// first view or read of an article after an instance starts raises its count to at least the SQL backup: one SQL
+// read per article per instance, and counts never fall below what SQL holds.
+//
 // With several instances, the others' remembered counts reach SQL at their next flush and then raise Redis; views
 // counted in between on top of the older backup are the part that is lost. A crashed process loses nothing as long
 // as Redis keeps its data: the count lives there, and the next backup carries it.
@@ -49,6 +54,8 @@ const (
 	DefaultFlushEvery  = 5 * time.Second
 	// finalFlushTimeout bounds Run's last flush, which runs after its context is cancelled.
 	finalFlushTimeout = 10 * time.Second
+	// maxFloored bounds the memory of which articles were raised to their backup; past it all are checked again.
+	maxFloored = 100_000
 )
 
 // Config tunes a Service; zero fields take the defaults.
@@ -71,6 +78,7 @@ type Service struct {
 	rdb     redis.UniversalClient
 	cfg     Config
 	unsaved unsaved
+	floored floored
 }
 
 // NewService returns the view service over store and the Redis rdb (standalone or cluster).
@@ -87,7 +95,8 @@ func NewService(store *Store, rdb redis.UniversalClient, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, rdb: rdb, cfg: cfg, unsaved: unsaved{counts: map[int64]int64{}}}
+	return &Service{store: store, rdb: rdb, cfg: cfg, unsaved: unsaved{counts: map[int64]int64{}},
+		floored: floored{articles: map[int64]bool{}}}
 }
 
 // viewScript counts a view unless the user's lock is held, restoring a missing count first when given one.
@@ -117,6 +126,9 @@ return count`)
 
 // View records that userID viewed articleID and returns the article's count, whether or not this view counted.
 func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, error) {
+	if err := s.raiseToBackup(ctx, articleID); err != nil {
+		return 0, err
+	}
 	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID)}
 	ttl := max(s.cfg.DedupeTTL.Milliseconds(), 1)
 	res, err := viewScript.Run(ctx, s.rdb, keys, ttl, "").Int64Slice()
@@ -153,6 +165,9 @@ func (s *Service) counted(ctx context.Context, articleID, count int64) {
 
 // Count returns an article's view count, restoring it from the backup when Redis lost it.
 func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
+	if err := s.raiseToBackup(ctx, articleID); err != nil {
+		return 0, err
+	}
 	n, err := s.rdb.Get(ctx, s.countKey(articleID)).Int64()
 	if err == nil {
 		return n, nil
@@ -169,6 +184,27 @@ func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
 		return 0, redisFault(err)
 	}
 	return n, nil
+}
+
+// raiseToBackup raises a Redis count that is behind the SQL backup to the backup, once per article per instance
+// (see "Coming back behind a backup"). Without SQL it lets the view go on unchecked, to be checked next time.
+func (s *Service) raiseToBackup(ctx context.Context, articleID int64) error {
+	if s.floored.has(articleID) {
+		return nil
+	}
+	backup, err := s.store.Count(ctx, articleID)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "cannot read the view count backup; the count is not checked against it",
+			"article_id", articleID, "err", err)
+		return nil
+	}
+	if backup > 0 {
+		if err := atLeastScript.Run(ctx, s.rdb, []string{s.countKey(articleID)}, backup).Err(); err != nil {
+			return redisFault(err)
+		}
+	}
+	s.floored.add(articleID)
+	return nil
 }
 
 // restoreFrom returns the count to restore a lost Redis count from: the SQL backup, or what this instance
@@ -280,4 +316,25 @@ func (u *unsaved) takeAll() map[int64]int64 {
 	all := u.counts
 	u.counts = map[int64]int64{}
 	return all
+}
+
+// floored remembers the articles whose count this instance has raised to their backup.
+type floored struct {
+	mu       sync.Mutex
+	articles map[int64]bool
+}
+
+func (f *floored) has(articleID int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.articles[articleID]
+}
+
+func (f *floored) add(articleID int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.articles) >= maxFloored {
+		clear(f.articles)
+	}
+	f.articles[articleID] = true
 }
