@@ -67,8 +67,46 @@ func OpenSQLite(path string) (*DB, error) {
 	return db, nil
 }
 
-// OpenMySQL connects to the database named in dsn, creating it first when it does not exist.
+// Timeouts of the MySQL driver, for a DSN that sets none (its timeout, readTimeout and writeTimeout parameters).
+// A context's deadline ends a call sooner; these bound what no context reaches: work that runs without a deadline
+// (migrations at start, the relays) and a connection whose server stopped answering. A read times out when the
+// server sends nothing for that long, so ReadTimeout must exceed the longest statement, such as a migration that
+// builds an index on a large table.
+const (
+	DefaultMySQLDialTimeout  = 5 * time.Second
+	DefaultMySQLReadTimeout  = 30 * time.Second
+	DefaultMySQLWriteTimeout = 30 * time.Second
+)
+
+// OpenMySQL connects to the database named in dsn, creating it first when it does not exist. A server that cannot
+// be reached or does not answer is a fault.Unavailable error, within the DSN's timeouts (see DefaultMySQLReadTimeout)
+// when ctx has no earlier deadline.
 func OpenMySQL(ctx context.Context, dsn string, maxConns int) (*DB, error) {
+	cfg, err := mysqlConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := createDatabase(ctx, *cfg); err != nil {
+		return nil, classify(MySQL, err)
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool := sql.OpenDB(conn)
+	pool.SetMaxOpenConns(maxConns)
+	pool.SetMaxIdleConns(maxConns)
+	pool.SetConnMaxLifetime(5 * time.Minute)
+	if err := pool.PingContext(ctx); err != nil {
+		pool.Close()
+		return nil, classify(MySQL, fmt.Errorf("connect to mysql database %s: %w", cfg.DBName, err))
+	}
+	return &DB{Dialect: MySQL, Name: cfg.DBName, read: pool, write: pool}, nil
+}
+
+// mysqlConfig parses dsn and sets what every connection needs: UTC times, one round trip per query, matched-row
+// counts, and the default timeouts where dsn sets none.
+func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse mysql dsn: %w", err)
@@ -84,22 +122,16 @@ func OpenMySQL(ctx context.Context, dsn string, maxConns int) (*DB, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
-	if err := createDatabase(ctx, *cfg); err != nil {
-		return nil, err
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultMySQLDialTimeout
 	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultMySQLReadTimeout
 	}
-	pool := sql.OpenDB(conn)
-	pool.SetMaxOpenConns(maxConns)
-	pool.SetMaxIdleConns(maxConns)
-	pool.SetConnMaxLifetime(5 * time.Minute)
-	if err := pool.PingContext(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to mysql database %s: %w", cfg.DBName, err)
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultMySQLWriteTimeout
 	}
-	return &DB{Dialect: MySQL, Name: cfg.DBName, read: pool, write: pool}, nil
+	return cfg, nil
 }
 
 func createDatabase(ctx context.Context, cfg mysql.Config) error {
@@ -170,10 +202,12 @@ func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 // Transact runs fn in a transaction and commits it when fn returns nil. A deadlock or lock timeout is retried
-// once, here, so no caller needs its own retry loop; fn must therefore be safe to run twice.
+// once, here, so no caller needs its own retry loop; fn must therefore be safe to run twice. ctx bounds every step,
+// the commit included: when it ends first, the call returns a fault.Unavailable error whose transaction may or may
+// not take effect, as with any commit whose answer is lost.
 func (db *DB) Transact(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	err := db.transactOnce(ctx, fn)
-	if db.retryable(err) && ctx.Err() == nil {
+	if retryable(err) && ctx.Err() == nil {
 		err = db.transactOnce(ctx, fn)
 	}
 	return db.classify(err)
@@ -186,17 +220,36 @@ func (db *DB) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) (err 
 	}
 	defer func() {
 		if err != nil {
-			_ = tx.Rollback() // the transaction failed already; its rollback error adds nothing
+			_ = untilDone(ctx, tx.Rollback) // the transaction failed already; its rollback error adds nothing
 		}
 	}()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return untilDone(ctx, tx.Commit)
+}
+
+// untilDone runs end, a transaction's Commit or Rollback, but stops waiting for it when ctx ends: database/sql's
+// Tx takes no context for them, and the MySQL driver waits for a server that stopped answering until its read
+// timeout. end goes on in the background.
+func untilDone(ctx context.Context, end func() error) error {
+	result := make(chan error, 1)
+	go func() { result <- end() }()
+	select {
+	case err := <-result:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-result: // finished as ctx ended: its own outcome is the true one
+			return err
+		default:
+			return fmt.Errorf("transaction end outlived its context: %w", ctx.Err())
+		}
+	}
 }
 
 // retryable reports a conflict between transactions that a second attempt is expected to get past.
-func (db *DB) retryable(err error) bool {
+func retryable(err error) bool {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) {
 		return my.Number == 1213 || my.Number == 1205 || IsStaleRead(err) // deadlock, lock wait timeout, snapshot conflict
@@ -210,15 +263,19 @@ func (db *DB) retryable(err error) bool {
 }
 
 // classify turns "the database cannot be reached or is too busy" into a fault the edge answers with 503.
-func (db *DB) classify(err error) error {
+func (db *DB) classify(err error) error { return classify(db.Dialect, err) }
+
+// classify is DB.classify for a database not open yet. A deadline that ends a call is "too busy"; the MySQL driver
+// reports a connection that timed out or broke as ErrInvalidConn.
+func classify(dialect Dialect, err error) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := fault.As(err); ok {
 		return err
 	}
-	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || db.retryable(err) {
-		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", db.Dialect)
+	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) {
+		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", dialect)
 	}
 	return err
 }

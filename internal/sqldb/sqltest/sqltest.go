@@ -8,8 +8,10 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -89,4 +91,39 @@ func RandomSuffix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// SilentServer returns the address of a listener that accepts connections and never reads or writes on them: a
+// database whose port is open but which does not answer. Its connections close when the test ends.
+func SilentServer(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed at the end of the test
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
