@@ -245,7 +245,13 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sent atomic.Int64
+	trickled := make(chan struct{})
+	t.Cleanup(func() {
+		_ = conn.Close() // ends the trickle
+		<-trickled
+	})
 	go func() {
+		defer close(trickled)
 		for sent.Store(6); sent.Load() < bodySize; sent.Add(1) {
 			if _, err := conn.Write([]byte("x")); err != nil {
 				return
@@ -302,7 +308,6 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 func sendWhole(t *testing.T, addr, method, path string, body []byte) (answer, *http.Response) {
 	t.Helper()
 	conn := dial(t, addr)
-	defer conn.Close()
 	if _, err := fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
 		method, path, len(body)); err != nil {
 		t.Fatal(err)
