@@ -13,6 +13,7 @@ import (
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/sqldb"
 )
 
 // config is everything the binary can be told, by flag or by the BOARD_* environment variable of the same name
@@ -23,6 +24,7 @@ type config struct {
 	MySQLDSN      string
 	MySQLDBPrefix string
 	MySQLMaxConns int
+	MySQLTimeouts struct{ Dial, Read, Write time.Duration }
 	Migrate       bool
 
 	RedisAddr         string
@@ -74,6 +76,9 @@ func (c *config) engineFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
 	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", "", "prefix for the services' MySQL database names (article, comment, article_like, article_view)")
 	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", 50, "maximum open MySQL connections per service")
+	fs.DurationVar(&c.MySQLTimeouts.Dial, "mysql-dial-timeout", sqldb.DefaultMySQLDialTimeout, "how long connecting to MySQL may take")
+	fs.DurationVar(&c.MySQLTimeouts.Read, "mysql-read-timeout", sqldb.DefaultMySQLReadTimeout, "how long MySQL may stay silent on a connection, even for work no request waits for; longer than the longest statement (migrations)")
+	fs.DurationVar(&c.MySQLTimeouts.Write, "mysql-write-timeout", sqldb.DefaultMySQLWriteTimeout, "how long a write to a MySQL connection may block")
 	fs.BoolVar(&c.Migrate, "migrate", true, "create or upgrade schemas at start")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis address, or a comma-separated list of Redis Cluster nodes (empty: embedded Redis-protocol server)")
 	fs.StringVar(&c.RedisPassword, "redis-password", "", "password of the Redis server (and of the embedded one, which needs one to listen off loopback)")

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -39,6 +41,8 @@ func newEngines(cfg *config, w io.Writer) (*engines, error) {
 	if err != nil {
 		return nil, err
 	}
+	driverLog.Store(logger)
+	routeDriverLogs()
 	return &engines{cfg: cfg, logger: logger}, nil
 }
 
@@ -53,7 +57,6 @@ func (e *engines) startRedis(ctx context.Context) error {
 		e.closers = append(e.closers, srv.Close)
 		addrs = []string{srv.Addr()}
 	}
-	redis.SetLogger(redisLogger{e.logger}) // go-redis logs (pool and dial trouble) go to our log, not to stderr
 	// Fail fast when Redis is down, so that requests get their 503 in about a second instead of go-redis's
 	// default of several dial attempts and retries.
 	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, Password: e.cfg.RedisPassword,
@@ -87,11 +90,26 @@ func (e *engines) startEmbeddedRedis(ctx context.Context) (interface {
 		Dir: dir, Password: e.cfg.RedisPassword}, e.logger)
 }
 
-// redisLogger passes go-redis's own log lines, which report trouble, to slog as warnings.
-type redisLogger struct{ l *slog.Logger }
+// driverLog receives the Redis and MySQL drivers' own log lines, which report connection trouble and would
+// otherwise go straight to stderr: the logger of the newest engines (a process has one; tests make many).
+var driverLog atomic.Pointer[slog.Logger]
 
-func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	r.l.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+// routeDriverLogs installs driverLogger in both drivers, once: their setters are process-wide, MySQL's unsynchronised.
+var routeDriverLogs = sync.OnceFunc(func() {
+	redis.SetLogger(driverLogger{})
+	_ = mysql.SetLogger(driverLogger{}) // fails only for nil
+})
+
+type driverLogger struct{}
+
+// Printf is go-redis's logger interface.
+func (driverLogger) Printf(ctx context.Context, format string, v ...any) {
+	driverLog.Load().WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
+// Print is the MySQL driver's logger interface.
+func (driverLogger) Print(v ...any) {
+	driverLog.Load().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
 // startKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
@@ -133,6 +151,7 @@ func (e *engines) openSQL(ctx context.Context, name string) (*sqldb.DB, error) {
 			return nil, fmt.Errorf("--mysql-dsn: %w", err)
 		}
 		cfg.DBName = e.cfg.MySQLDBPrefix + name
+		cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = e.cfg.MySQLTimeouts.Dial, e.cfg.MySQLTimeouts.Read, e.cfg.MySQLTimeouts.Write
 		if db, err = sqldb.OpenMySQL(ctx, cfg.FormatDSN(), e.cfg.MySQLMaxConns); err != nil {
 			return nil, err
 		}

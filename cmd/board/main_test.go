@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/sqldb/sqltest"
@@ -274,4 +276,39 @@ func ids(as []articleOut) string {
 		out[i] = a.ArticleID
 	}
 	return strings.Join(out, ",")
+}
+
+// A database that stops answering (the connections stay open, nothing comes back) makes requests fail with 503
+// at the request deadline instead of hanging, and readiness says so.
+func TestHungDatabaseAnswers503(t *testing.T) {
+	dsn := os.Getenv(sqltest.MySQLDSNEnv)
+	if dsn == "" {
+		t.Skip("needs MySQL: set " + sqltest.MySQLDSNEnv)
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := sqltest.NewFreezingProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--mysql-dsn", cfg.FormatDSN(), "--request-timeout", "500ms"))
+	defer proxy.Close() // before the program's shutdown (a cleanup), which then finds its connections closed
+	api := p.urls["article"]
+	var a articleOut
+	call(t, "POST", api+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1},
+		http.StatusCreated, &a)
+
+	proxy.Freeze()
+	var fail struct{ Code, Message string }
+	call(t, "GET", api+"/v1/articles/"+a.ArticleID, nil, http.StatusServiceUnavailable, &fail)
+	if fail.Code == "" {
+		t.Errorf("503 without a code: %+v", fail)
+	}
+	call(t, "POST", api+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1},
+		http.StatusServiceUnavailable, nil)
+	var ready map[string]string
+	call(t, "GET", api+"/readyz", nil, http.StatusServiceUnavailable, &ready)
+	if want := map[string]string{"database": "unavailable", "redis": "ok", "kafka": "ok"}; !maps.Equal(ready, want) {
+		t.Errorf("readyz = %v, want %v", ready, want)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -157,7 +156,7 @@ func TestSilentMySQL(t *testing.T) {
 	}
 	t.Run("calls end at their deadline", func(t *testing.T) {
 		db, proxy := openBehindProxy(t, "")
-		proxy.freeze()
+		proxy.Freeze()
 		ctx, cancel := short()
 		defer cancel()
 		var n int64
@@ -180,7 +179,7 @@ func TestSilentMySQL(t *testing.T) {
 		err := returnsWithin(t, time.Minute, func() error {
 			return db.Transact(ctx, func(tx *sql.Tx) error {
 				_, err := tx.ExecContext(ctx, "UPDATE item SET n = n + 1 WHERE id = 1")
-				proxy.freeze() // the server goes silent before the commit reaches it
+				proxy.Freeze() // the server goes silent before the commit reaches it
 				return err
 			})
 		})
@@ -196,7 +195,7 @@ func TestSilentMySQL(t *testing.T) {
 				if _, err := tx.ExecContext(ctx, "UPDATE item SET n = n + 1 WHERE id = 1"); err != nil {
 					return err
 				}
-				proxy.freeze() // the server goes silent before the rollback reaches it
+				proxy.Freeze() // the server goes silent before the rollback reaches it
 				return boom
 			})
 		})
@@ -206,7 +205,7 @@ func TestSilentMySQL(t *testing.T) {
 	})
 	t.Run("calls without a deadline end at the read timeout", func(t *testing.T) {
 		db, proxy := openBehindProxy(t, "readTimeout=500ms")
-		proxy.freeze()
+		proxy.Freeze()
 		var n int64
 		err := returnsWithin(t, time.Minute, func() error {
 			return db.QueryRowContext(context.Background(), "SELECT n FROM item WHERE id = 1").Scan(&n)
@@ -217,14 +216,14 @@ func TestSilentMySQL(t *testing.T) {
 
 // openBehindProxy opens and migrates a database of its own on the test server, connected through a proxy; params
 // are added to its DSN.
-func openBehindProxy(t *testing.T, params string) (*sqldb.DB, *freezingProxy) {
+func openBehindProxy(t *testing.T, params string) (*sqldb.DB, *sqltest.FreezingProxy) {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(sqltest.DatabaseDSN(t, "board_test_"+sqltest.RandomSuffix()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newFreezingProxy(t, cfg.Addr)
-	cfg.Addr = proxy.addr()
+	proxy := sqltest.NewFreezingProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
 	dsn := cfg.FormatDSN()
 	if params != "" {
 		dsn += "?" + params
@@ -235,104 +234,11 @@ func openBehindProxy(t *testing.T, params string) (*sqldb.DB, *freezingProxy) {
 	}
 	// The proxy closes first: a call still waiting on a silent connection then ends, and Close does not wait for it.
 	t.Cleanup(func() {
-		proxy.close()
+		proxy.Close()
 		db.Close()
 	})
 	if err := migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	return db, proxy
-}
-
-// freezingProxy forwards TCP connections to a server until it is frozen. From then on it forwards nothing, either
-// way, on the connections it has, and new connections are accepted but never forwarded; all stay open.
-type freezingProxy struct {
-	ln     net.Listener
-	target string
-	frozen chan struct{}
-	freeze func()
-
-	accepting chan struct{} // closed when the accept loop has ended
-	mu        sync.Mutex
-	conns     []net.Conn
-	forwards  sync.WaitGroup
-}
-
-func newFreezingProxy(t *testing.T, target string) *freezingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezingProxy{ln: ln, target: target, frozen: make(chan struct{}), accepting: make(chan struct{})}
-	p.freeze = sync.OnceFunc(func() { close(p.frozen) })
-	go p.accept()
-	return p
-}
-
-func (p *freezingProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *freezingProxy) accept() {
-	defer close(p.accepting)
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		p.track(client)
-		select {
-		case <-p.frozen:
-			continue
-		default:
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		p.track(server)
-		p.forwards.Go(func() { p.forward(server, client) })
-		p.forwards.Go(func() { p.forward(client, server) })
-	}
-}
-
-func (p *freezingProxy) track(c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.conns = append(p.conns, c)
-}
-
-// forward copies src to dst until either ends, which ends the other, or until the proxy is frozen, which leaves both
-// open and silent.
-func (p *freezingProxy) forward(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		select {
-		case <-p.frozen:
-			return
-		default:
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				err = werr
-			}
-		}
-		if err != nil {
-			dst.Close()
-			return
-		}
-	}
-}
-
-// close closes the listener and every connection, and waits for the forwarding to stop.
-func (p *freezingProxy) close() {
-	p.ln.Close()
-	<-p.accepting
-	p.mu.Lock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.forwards.Wait()
 }

@@ -127,3 +127,98 @@ func SilentServer(t testing.TB) string {
 	})
 	return ln.Addr().String()
 }
+
+// FreezingProxy forwards TCP connections to a server until it is frozen. From then on it forwards nothing, either
+// way, on the connections it has, and new connections are accepted but never forwarded; all stay open.
+type FreezingProxy struct {
+	ln     net.Listener
+	target string
+	frozen chan struct{}
+	Freeze func() // makes the server go silent on every connection, open and new
+
+	accepting chan struct{} // closed when the accept loop has ended
+	mu        sync.Mutex
+	conns     []net.Conn
+	forwards  sync.WaitGroup
+}
+
+// NewFreezingProxy starts a proxy to target. Close it when done, before closing clients that may be waiting on it.
+func NewFreezingProxy(t testing.TB, target string) *FreezingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &FreezingProxy{ln: ln, target: target, frozen: make(chan struct{}), accepting: make(chan struct{})}
+	p.Freeze = sync.OnceFunc(func() { close(p.frozen) })
+	go p.accept()
+	return p
+}
+
+// Addr is where clients connect.
+func (p *FreezingProxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *FreezingProxy) accept() {
+	defer close(p.accepting)
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		p.track(client)
+		select {
+		case <-p.frozen:
+			continue
+		default:
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		p.track(server)
+		p.forwards.Go(func() { p.forward(server, client) })
+		p.forwards.Go(func() { p.forward(client, server) })
+	}
+}
+
+func (p *FreezingProxy) track(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conns = append(p.conns, c)
+}
+
+// forward copies src to dst until either ends, which ends the other, or until the proxy is frozen, which leaves both
+// open and silent.
+func (p *FreezingProxy) forward(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.frozen:
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// Close closes the listener and every connection, and waits for the forwarding to stop.
+func (p *FreezingProxy) Close() {
+	p.ln.Close()
+	<-p.accepting
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.forwards.Wait()
+}
