@@ -125,7 +125,7 @@ func makeCmdExpire(m *Miniredis, unix bool, d time.Duration) func(*server.Peer, 
 				return
 			}
 
-			oldTTL, ok := db.ttl[opts.key]
+			oldTTL, ok := db.ttlLeft(opts.key)
 
 			var newTTL time.Duration
 			if unix {
@@ -155,7 +155,7 @@ func makeCmdExpire(m *Miniredis, unix bool, d time.Duration) func(*server.Peer, 
 				c.WriteInt(0)
 				return
 			}
-			db.ttl[opts.key] = newTTL
+			db.setTTL(opts.key, newTTL)
 			db.incr(opts.key)
 			db.checkTTL(opts.key)
 			c.WriteInt(1)
@@ -184,7 +184,7 @@ func (m *Miniredis) makeCmdExpireTime(timeResultStrategy func(time.Time) int) se
 				return
 			}
 
-			ttl, ok := db.ttl[key]
+			ttl, ok := db.ttlLeft(key)
 			if !ok {
 				c.WriteInt(expiretimeReplyNoExpiration)
 				return
@@ -231,7 +231,7 @@ func (m *Miniredis) cmdTTL(c *server.Peer, cmd string, args []string) {
 			return
 		}
 
-		v, ok := db.ttl[key]
+		v, ok := db.ttlLeft(key)
 		if !ok {
 			// no expire value
 			c.WriteInt(-1)
@@ -258,7 +258,7 @@ func (m *Miniredis) cmdPTTL(c *server.Peer, cmd string, args []string) {
 			return
 		}
 
-		v, ok := db.ttl[key]
+		v, ok := db.ttlLeft(key)
 		if !ok {
 			// no expire value
 			c.WriteInt(-1)
@@ -290,7 +290,7 @@ func (m *Miniredis) cmdPersist(c *server.Peer, cmd string, args []string) {
 			c.WriteInt(0)
 			return
 		}
-		delete(db.ttl, key)
+		db.persist(key)
 		db.incr(key)
 		c.WriteInt(1)
 	})
@@ -571,9 +571,9 @@ func (m *Miniredis) cmdRestore(c *server.Peer, cmd string, args []string) {
 
 		if ttl != 0 {
 			if opts.absTtl {
-				db.ttl[opts.key] = m.at(ttl, time.Millisecond)
+				db.setTTL(opts.key, m.at(ttl, time.Millisecond))
 			} else {
-				db.ttl[opts.key] = time.Duration(ttl) * time.Millisecond
+				db.setTTL(opts.key, time.Duration(ttl)*time.Millisecond)
 			}
 		}
 

@@ -203,6 +203,8 @@ func (m *Miniredis) cmdHdel(c *server.Peer, cmd string, args []string) {
 		// Nothing left. Remove the whole key.
 		if len(db.hashKeys[opts.key]) == 0 {
 			db.del(opts.key, true)
+		} else if deleted > 0 {
+			db.incr(opts.key)
 		}
 	})
 }
@@ -683,10 +685,8 @@ func (m *Miniredis) cmdHexpire(c *server.Peer, cmd string, args []string) {
 			return
 		}
 
-		fieldTTLs := db.hashTTLs[opts.key]
-		if fieldTTLs == nil {
-			fieldTTLs = map[string]time.Duration{}
-			db.hashTTLs[opts.key] = fieldTTLs
+		if db.hashTTLs[opts.key] == nil {
+			db.hashTTLs[opts.key] = map[string]time.Time{}
 		}
 
 		c.WriteLen(len(opts.fields))
@@ -696,7 +696,7 @@ func (m *Miniredis) cmdHexpire(c *server.Peer, cmd string, args []string) {
 				continue
 			}
 
-			currentTtl, ok := fieldTTLs[field]
+			currentTtl, ok := db.fieldTTLLeft(opts.key, field)
 			newTTL := time.Duration(opts.ttl) * time.Second
 
 			// NX -- For each specified field,
@@ -727,7 +727,7 @@ func (m *Miniredis) cmdHexpire(c *server.Peer, cmd string, args []string) {
 				continue
 			}
 
-			fieldTTLs[field] = newTTL
+			db.setFieldTTL(opts.key, field, newTTL)
 			c.WriteInt(1)
 		}
 	})
@@ -846,7 +846,7 @@ func (m *Miniredis) cmdHpersist(c *server.Peer, cmd string, args []string) {
 				continue
 			}
 
-			delete(fieldTTLs, field)
+			db.fieldPersist(key, field)
 			c.WriteInt(1)
 		}
 	})
@@ -898,12 +898,7 @@ func (m *Miniredis) cmdHttlGeneric(c *server.Peer, cmd string, args []string, un
 				continue
 			}
 
-			fieldTTLs := db.hashTTLs[key]
-			if fieldTTLs == nil {
-				c.WriteInt(-1)
-				continue
-			}
-			ttl, ok := fieldTTLs[field]
+			ttl, ok := db.fieldTTLLeft(key, field)
 			if !ok {
 				c.WriteInt(-1)
 				continue
@@ -1072,20 +1067,11 @@ func (m *Miniredis) cmdHsetex(c *server.Peer, cmd string, args []string) {
 				continue
 			}
 
-			// Initialize TTL map if needed
-			if db.hashTTLs[opts.key] == nil {
-				if hasTTL {
-					db.hashTTLs[opts.key] = map[string]time.Duration{}
-				}
-			}
-
 			if hasTTL {
-				db.hashTTLs[opts.key][field] = ttl
+				db.setFieldTTL(opts.key, field, ttl)
 			} else {
 				// No TTL option: remove any existing TTL
-				if fieldTTLs := db.hashTTLs[opts.key]; fieldTTLs != nil {
-					delete(fieldTTLs, field)
-				}
+				db.fieldPersist(opts.key, field)
 			}
 		}
 

@@ -149,7 +149,7 @@ func (m *Miniredis) cmdSet(c *server.Peer, cmd string, args []string) {
 			}
 		}
 		if opts.keepttl {
-			if val, ok := db.ttl[opts.key]; ok {
+			if val, ok := db.ttlLeft(opts.key); ok {
 				opts.ttl = val
 			}
 		}
@@ -168,7 +168,7 @@ func (m *Miniredis) cmdSet(c *server.Peer, cmd string, args []string) {
 				db.stringSet(opts.key, opts.value)
 			}
 			if opts.ttl != 0 {
-				db.ttl[opts.key] = opts.ttl
+				db.setTTL(opts.key, opts.ttl)
 			}
 		}
 		if opts.get {
@@ -208,7 +208,7 @@ func (m *Miniredis) cmdSetex(c *server.Peer, cmd string, args []string) {
 
 		db.del(key, true) // Clear any existing keys.
 		db.stringSet(key, value)
-		db.ttl[key] = time.Duration(ttl) * time.Second
+		db.setTTL(key, time.Duration(ttl)*time.Second)
 		c.WriteOK()
 	})
 }
@@ -241,7 +241,7 @@ func (m *Miniredis) cmdPsetex(c *server.Peer, cmd string, args []string) {
 
 		db.del(opts.key, true) // Clear any existing keys.
 		db.stringSet(opts.key, opts.value)
-		db.ttl[opts.key] = time.Duration(opts.ttl) * time.Millisecond
+		db.setTTL(opts.key, time.Duration(opts.ttl)*time.Millisecond)
 		c.WriteOK()
 	})
 }
@@ -423,9 +423,9 @@ func (m *Miniredis) cmdGetex(c *server.Peer, cmd string, args []string) {
 		}
 		switch {
 		case opts.persist:
-			delete(db.ttl, opts.key)
+			db.persist(opts.key)
 		case opts.ttl != 0:
-			db.ttl[opts.key] = opts.ttl
+			db.setTTL(opts.key, opts.ttl)
 		}
 
 		if db.t(opts.key) != keyTypeString {
@@ -456,7 +456,7 @@ func (m *Miniredis) cmdGetset(c *server.Peer, cmd string, args []string) {
 		old, ok := db.stringKeys[key]
 		db.stringSet(key, value)
 		// a GETSET clears the ttl
-		delete(db.ttl, key)
+		db.persist(key)
 
 		if !ok {
 			c.WriteNull()

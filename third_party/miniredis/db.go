@@ -32,6 +32,26 @@ func (db *RedisDB) t(k string) string {
 func (db *RedisDB) incr(k string) {
 	db.lru[k] = db.master.effectiveNow()
 	db.keyVersion[k]++
+	db.markChanged(k)
+}
+
+// markChanged notes a change of k for Changes(), if changes are tracked.
+func (db *RedisDB) markChanged(k string) {
+	if db.changed != nil {
+		db.changed[k] = struct{}{}
+	}
+}
+
+// markAllChanged notes that the database was replaced as a whole, by its
+// current keys.
+func (db *RedisDB) markAllChanged() {
+	if db.changed == nil {
+		return
+	}
+	db.flushed = true
+	for k := range db.keys {
+		db.changed[k] = struct{}{}
+	}
 }
 
 // allKeys returns all keys. Sorted.
@@ -54,8 +74,15 @@ func (db *RedisDB) flush() {
 	db.setKeys = map[string]setKey{}
 	db.hllKeys = map[string]*hll{}
 	db.sortedsetKeys = map[string]sortedSet{}
-	db.ttl = map[string]time.Duration{}
-	db.hashTTLs = map[string]map[string]time.Duration{}
+	db.ttl = map[string]time.Time{}
+	db.hashTTLs = map[string]map[string]time.Time{}
+	db.hashTTLCount = 0
+	db.keyExpiries = expiryQueue{}
+	db.fieldExpiries = expiryQueue{}
+	if db.changed != nil {
+		db.changed = map[string]struct{}{}
+		db.flushed = true
+	}
 	db.streamKeys = map[string]*streamKey{}
 }
 
@@ -76,7 +103,7 @@ func (db *RedisDB) move(key string, to *RedisDB) bool {
 	case keyTypeHash:
 		to.hashKeys[key] = db.hashKeys[key]
 		if fieldTTLs, ok := db.hashTTLs[key]; ok {
-			to.hashTTLs[key] = fieldTTLs
+			to.setFieldDeadlines(key, fieldTTLs)
 		}
 	case keyTypeList:
 		to.listKeys[key] = db.listKeys[key]
@@ -92,7 +119,7 @@ func (db *RedisDB) move(key string, to *RedisDB) bool {
 		panic("unhandled key type")
 	}
 	if v, ok := db.ttl[key]; ok {
-		to.ttl[key] = v
+		to.setDeadline(key, v)
 	}
 	to.incr(key)
 	db.del(key, true)
@@ -110,7 +137,7 @@ func (db *RedisDB) rename(from, to string) {
 	case keyTypeHash:
 		db.hashKeys[to] = db.hashKeys[from]
 		if fieldTTLs, ok := db.hashTTLs[from]; ok {
-			db.hashTTLs[to] = fieldTTLs
+			db.setFieldDeadlines(to, fieldTTLs)
 		}
 	case keyTypeList:
 		db.listKeys[to] = db.listKeys[from]
@@ -127,7 +154,7 @@ func (db *RedisDB) rename(from, to string) {
 	}
 	db.keys[to] = db.keys[from]
 	if v, ok := db.ttl[from]; ok {
-		db.ttl[to] = v
+		db.setDeadline(to, v)
 	}
 	db.incr(to)
 
@@ -142,6 +169,7 @@ func (db *RedisDB) del(k string, delTTL bool) {
 	delete(db.keys, k)
 	delete(db.lru, k)
 	db.keyVersion[k]++
+	db.markChanged(k)
 	if delTTL {
 		delete(db.ttl, k)
 	}
@@ -150,6 +178,7 @@ func (db *RedisDB) del(k string, delTTL bool) {
 		delete(db.stringKeys, k)
 	case keyTypeHash:
 		delete(db.hashKeys, k)
+		db.hashTTLCount -= len(db.hashTTLs[k])
 		delete(db.hashTTLs, k)
 	case keyTypeList:
 		delete(db.listKeys, k)
@@ -521,6 +550,8 @@ func (db *RedisDB) ssetRem(key, member string) bool {
 	if len(ss) == 0 {
 		// Delete key on removal of last member
 		db.del(key, true)
+	} else if ok {
+		db.incr(key)
 	}
 	return ok
 }
@@ -718,44 +749,127 @@ func (db *RedisDB) streamGroup(key, group string) (*streamGroup, error) {
 	return s.groups[group], nil
 }
 
-// fastForward proceeds the current timestamp with duration, works as a time machine
-func (db *RedisDB) fastForward(duration time.Duration) {
-	for _, key := range db.allKeys() {
-		if value, ok := db.ttl[key]; ok {
-			db.ttl[key] = value - duration
-			db.checkTTL(key)
-		}
+// setTTL makes key expire after d, on the TTL clock.
+func (db *RedisDB) setTTL(key string, d time.Duration) {
+	db.setDeadline(key, db.master.ttlNow().Add(d))
+}
 
-		// Handle hash field TTLs
-		if db.t(key) == keyTypeHash {
-			db.checkHashFieldTTL(key, duration)
+// setDeadline makes key expire at a time on the TTL clock.
+func (db *RedisDB) setDeadline(key string, at time.Time) {
+	db.ttl[key] = at
+	db.markChanged(key)
+	db.keyExpiries.add(expiry{at: at, key: key}, len(db.ttl), db.liveKeyExpiries)
+}
+
+// persist removes the TTL of key.
+func (db *RedisDB) persist(key string) {
+	delete(db.ttl, key)
+	db.markChanged(key)
+}
+
+// ttlLeft returns the time key has left to live, and false if it has no TTL.
+func (db *RedisDB) ttlLeft(key string) (time.Duration, bool) {
+	at, ok := db.ttl[key]
+	if !ok {
+		return 0, false
+	}
+	return at.Sub(db.master.ttlNow()), true
+}
+
+// setFieldTTL makes a hash field expire after d, on the TTL clock.
+func (db *RedisDB) setFieldTTL(key, field string, d time.Duration) {
+	db.setFieldDeadline(key, field, db.master.ttlNow().Add(d))
+}
+
+func (db *RedisDB) setFieldDeadline(key, field string, at time.Time) {
+	fieldTTLs := db.hashTTLs[key]
+	if fieldTTLs == nil {
+		fieldTTLs = map[string]time.Time{}
+		db.hashTTLs[key] = fieldTTLs
+	}
+	if _, ok := fieldTTLs[field]; !ok {
+		db.hashTTLCount++
+	}
+	fieldTTLs[field] = at
+	db.markChanged(key)
+	db.fieldExpiries.add(expiry{at: at, key: key, field: field}, db.hashTTLCount, db.liveFieldExpiries)
+}
+
+// setFieldDeadlines gives key the field deadlines of a hash moved to it.
+func (db *RedisDB) setFieldDeadlines(key string, fieldTTLs map[string]time.Time) {
+	db.hashTTLs[key] = fieldTTLs
+	db.hashTTLCount += len(fieldTTLs)
+	db.markChanged(key)
+	for field, at := range fieldTTLs {
+		db.fieldExpiries.add(expiry{at: at, key: key, field: field}, db.hashTTLCount, db.liveFieldExpiries)
+	}
+}
+
+// fieldPersist removes the TTL of a hash field.
+func (db *RedisDB) fieldPersist(key, field string) {
+	if _, ok := db.hashTTLs[key][field]; ok {
+		db.hashTTLCount--
+	}
+	delete(db.hashTTLs[key], field)
+	db.markChanged(key)
+}
+
+// fieldTTLLeft returns the time a hash field has left to live, and false if
+// it has no TTL.
+func (db *RedisDB) fieldTTLLeft(key, field string) (time.Duration, bool) {
+	at, ok := db.hashTTLs[key][field]
+	if !ok {
+		return 0, false
+	}
+	return at.Sub(db.master.ttlNow()), true
+}
+
+func (db *RedisDB) liveKeyExpiries() []expiry {
+	live := make([]expiry, 0, len(db.ttl))
+	for key, at := range db.ttl {
+		live = append(live, expiry{at: at, key: key})
+	}
+	return live
+}
+
+func (db *RedisDB) liveFieldExpiries() []expiry {
+	live := make([]expiry, 0, db.hashTTLCount)
+	for key, fieldTTLs := range db.hashTTLs {
+		for field, at := range fieldTTLs {
+			live = append(live, expiry{at: at, key: key, field: field})
+		}
+	}
+	return live
+}
+
+// expireDue removes the keys and hash fields whose deadline is at or before
+// now.
+func (db *RedisDB) expireDue(now time.Time) {
+	for e, ok := db.keyExpiries.popDue(now); ok; e, ok = db.keyExpiries.popDue(now) {
+		if at, ok := db.ttl[e.key]; ok && at.Equal(e.at) {
+			db.del(e.key, true)
+			delete(db.ttl, e.key) // left by a del(key, false) of a key not set again
+		}
+	}
+	for e, ok := db.fieldExpiries.popDue(now); ok; e, ok = db.fieldExpiries.popDue(now) {
+		if at, ok := db.hashTTLs[e.key][e.field]; ok && at.Equal(e.at) {
+			db.expireHashField(e.key, e.field)
 		}
 	}
 }
 
-func (db *RedisDB) checkHashFieldTTL(key string, duration time.Duration) {
-	fieldTTLs, ok := db.hashTTLs[key]
-	if !ok {
-		return
-	}
+func (db *RedisDB) expireHashField(key, field string) {
+	delete(db.hashKeys[key], field)
+	db.fieldPersist(key, field)
 
-	for field, ttl := range fieldTTLs {
-		fieldTTLs[field] = ttl - duration
-		if fieldTTLs[field] <= 0 {
-			// Delete the expired field
-			delete(db.hashKeys[key], field)
-			delete(fieldTTLs, field)
-
-			// If hash is now empty, delete the entire key
-			if len(db.hashKeys[key]) == 0 {
-				db.del(key, true)
-			}
-		}
+	// If hash is now empty, delete the entire key
+	if len(db.hashKeys[key]) == 0 {
+		db.del(key, true)
 	}
 }
 
 func (db *RedisDB) checkTTL(key string) {
-	if v, ok := db.ttl[key]; ok && v <= 0 {
+	if v, ok := db.ttl[key]; ok && !v.After(db.master.ttlNow()) {
 		db.del(key, true)
 	}
 }

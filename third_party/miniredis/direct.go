@@ -409,7 +409,8 @@ func (db *RedisDB) TTL(k string) time.Duration {
 	db.master.Lock()
 	defer db.master.Unlock()
 
-	return db.ttl[k]
+	ttl, _ := db.ttlLeft(k)
+	return ttl
 }
 
 // SetTTL sets the TTL of a key.
@@ -423,7 +424,7 @@ func (db *RedisDB) SetTTL(k string, ttl time.Duration) {
 	defer db.master.Unlock()
 	defer db.master.signal.Broadcast()
 
-	db.ttl[k] = ttl
+	db.setTTL(k, ttl)
 	db.incr(k)
 }
 
@@ -507,10 +508,7 @@ func (db *RedisDB) HExpire(key, field string, ttl time.Duration) bool {
 	if _, ok := db.hashKeys[key][field]; !ok {
 		return false
 	}
-	if db.hashTTLs[key] == nil {
-		db.hashTTLs[key] = map[string]time.Duration{}
-	}
-	db.hashTTLs[key][field] = ttl
+	db.setFieldTTL(key, field, ttl)
 	return true
 }
 
@@ -532,7 +530,7 @@ func (db *RedisDB) HPersist(key, field string) bool {
 	if _, ok := fieldTTLs[field]; !ok {
 		return false
 	}
-	delete(fieldTTLs, field)
+	db.fieldPersist(key, field)
 	return true
 }
 
@@ -546,11 +544,8 @@ func (db *RedisDB) HTTL(key, field string) time.Duration {
 	db.master.Lock()
 	defer db.master.Unlock()
 
-	fieldTTLs := db.hashTTLs[key]
-	if fieldTTLs == nil {
-		return 0
-	}
-	return fieldTTLs[field]
+	ttl, _ := db.fieldTTLLeft(key, field)
+	return ttl
 }
 
 // HSetEX sets hash fields with a TTL.
@@ -565,11 +560,8 @@ func (db *RedisDB) HSetEX(key string, ttl time.Duration, fv ...string) {
 	defer db.master.signal.Broadcast()
 
 	db.hashSet(key, fv...)
-	if db.hashTTLs[key] == nil {
-		db.hashTTLs[key] = map[string]time.Duration{}
-	}
 	for i := 0; i < len(fv); i += 2 {
-		db.hashTTLs[key][fv[i]] = ttl
+		db.setFieldTTL(key, fv[i], ttl)
 	}
 }
 

@@ -38,20 +38,25 @@ type setKey map[string]struct{}
 
 // RedisDB holds a single (numbered) Redis database.
 type RedisDB struct {
-	master        *Miniredis                          // pointer to the lock in Miniredis
-	id            int                                 // db id
-	keys          map[string]string                   // Master map of keys with their type
-	stringKeys    map[string]string                   // GET/SET &c. keys
-	hashKeys      map[string]hashKey                  // MGET/MSET &c. keys
-	listKeys      map[string]listKey                  // LPUSH &c. keys
-	setKeys       map[string]setKey                   // SADD &c. keys
-	hllKeys       map[string]*hll                     // PFADD &c. keys
-	sortedsetKeys map[string]sortedSet                // ZADD &c. keys
-	streamKeys    map[string]*streamKey               // XADD &c. keys
-	ttl           map[string]time.Duration            // effective TTL values
-	hashTTLs      map[string]map[string]time.Duration // Hash TTL values
-	lru           map[string]time.Time                // last recently used ( read or written to )
-	keyVersion    map[string]uint                     // used to watch values
+	master        *Miniredis                      // pointer to the lock in Miniredis
+	id            int                             // db id
+	keys          map[string]string               // Master map of keys with their type
+	stringKeys    map[string]string               // GET/SET &c. keys
+	hashKeys      map[string]hashKey              // MGET/MSET &c. keys
+	listKeys      map[string]listKey              // LPUSH &c. keys
+	setKeys       map[string]setKey               // SADD &c. keys
+	hllKeys       map[string]*hll                 // PFADD &c. keys
+	sortedsetKeys map[string]sortedSet            // ZADD &c. keys
+	streamKeys    map[string]*streamKey           // XADD &c. keys
+	ttl           map[string]time.Time            // expiry deadlines, on the TTL clock (ttlNow)
+	hashTTLs      map[string]map[string]time.Time // Hash field expiry deadlines, on the TTL clock
+	hashTTLCount  int                             // the number of deadlines in hashTTLs
+	keyExpiries   expiryQueue                     // the deadlines in ttl, soonest first
+	fieldExpiries expiryQueue                     // the deadlines in hashTTLs, soonest first
+	lru           map[string]time.Time            // last recently used ( read or written to )
+	keyVersion    map[string]uint                 // used to watch values
+	changed       map[string]struct{}             // keys changed since the last Changes(); nil unless TrackChanges()
+	flushed       bool                            // emptied as a whole since the last Changes()
 }
 
 // Miniredis is a Redis server implementation.
@@ -66,9 +71,11 @@ type Miniredis struct {
 	selectedDB  int               // DB id used in the direct Get(), Set() &c.
 	scripts     map[string]string // sha1 -> lua src
 	signal      *sync.Cond
-	now         time.Time // time.Now() if not set.
-	clockTTL    bool      // decrease TTLs as the clock advances
-	lastTick    time.Time // last time TTLs were advanced, if clockTTL is set
+	now         time.Time     // time.Now() if not set.
+	clockTTL    bool          // decrease TTLs as the clock advances
+	ttlOffset   time.Duration // with clockTTL: how far the TTL clock is ahead of effectiveNow()
+	ttlFrozen   time.Time     // without clockTTL: the TTL clock, which only FastForward moves
+	tracking    bool          // TrackChanges() was called
 	subscribers map[*Subscriber]struct{}
 	rand        *rand.Rand
 	Ctx         context.Context
@@ -102,6 +109,7 @@ func NewMiniRedis() *Miniredis {
 		dbs:         map[int]*RedisDB{},
 		scripts:     map[string]string{},
 		subscribers: map[*Subscriber]struct{}{},
+		ttlFrozen:   time.Now().UTC(),
 	}
 	m.Ctx, m.CtxCancel = context.WithCancel(context.Background())
 	m.signal = sync.NewCond(&m)
@@ -121,8 +129,8 @@ func newRedisDB(id int, m *Miniredis) RedisDB {
 		hllKeys:       map[string]*hll{},
 		sortedsetKeys: map[string]sortedSet{},
 		streamKeys:    map[string]*streamKey{},
-		ttl:           map[string]time.Duration{},
-		hashTTLs:      make(map[string]map[string]time.Duration),
+		ttl:           map[string]time.Time{},
+		hashTTLs:      make(map[string]map[string]time.Time),
 		keyVersion:    map[string]uint{},
 	}
 }
@@ -336,6 +344,9 @@ func (m *Miniredis) db(i int) *RedisDB {
 		return db
 	}
 	db := newRedisDB(i, m) // main miniredis has our mutex.
+	if m.tracking {
+		db.changed = map[string]struct{}{}
+	}
 	m.dbs[i] = &db
 	return &db
 }
@@ -357,6 +368,8 @@ func (m *Miniredis) swapDB(i, j int) bool {
 
 	m.dbs[i] = db2
 	m.dbs[j] = db1
+	db1.markAllChanged()
+	db2.markAllChanged()
 
 	return true
 }
@@ -413,9 +426,12 @@ func (m *Miniredis) TotalConnectionCount() int {
 func (m *Miniredis) FastForward(duration time.Duration) {
 	m.Lock()
 	defer m.Unlock()
-	for _, db := range m.dbs {
-		db.fastForward(duration)
+	if m.clockTTL {
+		m.ttlOffset += duration
+	} else {
+		m.ttlFrozen = m.ttlFrozen.Add(duration)
 	}
+	m.tickLocked()
 }
 
 // Server returns the underlying server to allow custom commands to be implemented
@@ -504,11 +520,14 @@ func (m *Miniredis) Dump() string {
 func (m *Miniredis) SetTime(t time.Time) {
 	m.Lock()
 	defer m.Unlock()
+	before := m.ttlNow()
 	m.now = t
-	// keep the ClockTTL baseline sane when the clock jumps backwards; a
-	// forward jump stays pending until the next tick.
-	if m.clockTTL && t.Before(m.lastTick) {
-		m.lastTick = t
+	// TTLs don't grow back when the clock jumps backwards: the TTL clock
+	// stands still until the clock catches up.
+	if m.clockTTL {
+		if after := m.ttlNow(); after.Before(before) {
+			m.ttlOffset += before.Sub(after)
+		}
 	}
 }
 
@@ -530,24 +549,34 @@ func (m *Miniredis) SetTime(t time.Time) {
 func (m *Miniredis) ClockTTL(enabled bool) {
 	m.Lock()
 	defer m.Unlock()
+	// the TTL clock goes on from where it stands, so no TTL jumps
+	now := m.ttlNow()
 	m.clockTTL = enabled
-	m.lastTick = m.effectiveNow()
+	if enabled {
+		m.ttlOffset = now.Sub(m.effectiveNow())
+	} else {
+		m.ttlFrozen = now
+	}
 }
 
-// advance TTLs by the clock time elapsed since the last tick. Called with the
-// lock held on every database access, when ClockTTL is enabled.
+// ttlNow is the clock the TTL deadlines are kept on: with ClockTTL the
+// effective time plus what FastForward() added, without it a clock that only
+// FastForward() moves. Keeping deadlines, rather than TTLs that every tick
+// decreases, makes the passing of time cost nothing per key.
+func (m *Miniredis) ttlNow() time.Time {
+	if m.clockTTL {
+		return m.effectiveNow().Add(m.ttlOffset)
+	}
+	return m.ttlFrozen
+}
+
+// expire the keys and hash fields whose deadline has passed. Called with the
+// lock held on every database access. It costs O(log n) per expired key or
+// field, and nothing per live one.
 func (m *Miniredis) tickLocked() {
-	if !m.clockTTL {
-		return
-	}
-	now := m.effectiveNow()
-	elapsed := now.Sub(m.lastTick)
-	if elapsed <= 0 {
-		return
-	}
-	m.lastTick = now
+	now := m.ttlNow()
 	for _, db := range m.dbs {
-		db.fastForward(elapsed)
+		db.expireDue(now)
 	}
 }
 
@@ -855,7 +884,7 @@ func (m *Miniredis) copy(
 	destDB.keys[dst] = srcDB.keys[src]
 	destDB.incr(dst)
 	if v, ok := srcDB.ttl[src]; ok {
-		destDB.ttl[dst] = v
+		destDB.setDeadline(dst, v)
 	}
 	return nil
 }
