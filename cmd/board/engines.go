@@ -82,7 +82,7 @@ func (e *engines) startEmbeddedRedis(ctx context.Context) (interface {
 		return nil, fmt.Errorf("--embedded-redis=%s: %w (install Debian's redis-server package)", embeddedRedisServer, lookErr)
 	case e.cfg.EmbeddedRedis == embeddedRedisInProcess || lookErr != nil:
 		return embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(dir, "snapshot.gob"), e.cfg.RedisSnapshot,
-			e.logger)
+			e.cfg.RedisPassword, e.logger)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, redisServerStartTimeout)
 	defer cancel()

@@ -162,17 +162,28 @@ func (s *RedisServer) Close() error {
 	return s.closeErr
 }
 
-// waitReady pings until redis-server answers PONG: it answers LOADING while it reads its data back.
+// waitReady waits until redis-server accepts connections (dialling by hand: go-redis would log every refusal), then
+// pings until it answers PONG: it answers LOADING while it reads its data back.
 func (s *RedisServer) waitReady(ctx context.Context, password string) error {
-	c := redis.NewClient(&redis.Options{Addr: s.addr, Password: password, MaxRetries: -1, DialerRetries: 1,
+	c := redis.NewClient(&redis.Options{Addr: s.addr, Password: password, MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	defer c.Close()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	listening := false
 	for {
-		err := c.Ping(ctx).Err()
-		if err == nil {
-			return nil
+		var err error
+		if !listening {
+			var conn net.Conn
+			if conn, err = net.DialTimeout("tcp", s.addr, time.Second); err == nil {
+				conn.Close()
+				listening = true
+			}
+		}
+		if listening {
+			if err = c.Ping(ctx).Err(); err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-s.exited:
