@@ -2,152 +2,168 @@ package embedded
 
 import (
 	"bufio"
-	"context"
-	"encoding/gob"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/alicebob/miniredis/v2/server"
-	"github.com/redis/go-redis/v9"
 )
 
+// The data is kept in a base file and in logs of the changes made since:
+//
+//	base:            path          every key, as of change set S (the compaction's)
+//	logs:            path.log.<n>  change sets S+1, S+2, ... in order over n
+//
+// Every ticker tick appends the keys changed since the last tick as one
+// change set, which miniredis copies in one hold of its lock: a restart
+// replays the base and then the change sets, and so finds the state as of the
+// last change set written, a consistent point in time. Once the logs outgrow
+// the base, a compaction writes a new base from miniredis in chunks while
+// the change sets go on, into a new log, and then deletes the older logs.
+//
+// Both kinds of file hold fileMagic, then frames:
+//
+//	uint32 length of body | uint32 CRC-32C of body | body
+//	body: uvarint change set | uvarint count, uvarint DB... (emptied DBs) | uvarint count, key...
+//
+// A frame torn by a crash fails its length or CRC check and ends its file.
 const (
-	snapshotVersion = 1
-	snapshotDBs     = 16  // Redis' default "databases 16"
-	snapshotBatch   = 100 // keys read per script, i.e. per hold of the global lock
+	fileMagic = "board-redis-v2\n"
+	logInfix  = ".log."
+	// dumpChunk keys are copied per hold of miniredis' lock in a compaction.
+	dumpChunk = 10000
+	// The logs are compacted once they outgrow the base and minCompactBytes.
+	minCompactBytes = 1 << 20
 )
 
-// snapshot is the file format, gob-encoded: unlike JSON, gob keeps binary
-// strings and infinite zset scores as they are.
-type snapshot struct {
-	Version int
-	DBs     map[int][]snapshotKey
-}
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-type snapshotKey struct {
-	Key      string
-	Type     string    // string, hash, list, set or zset
-	ExpireAt int64     // Unix milliseconds; 0 means no TTL
-	Values   []string  // string: the value; hash: field, value, ...; list, set: elements; zset: members
-	Scores   []float64 // zset: the score of each member in Values
-}
+// keyTypes are the types kept, by their code in a key record; code 0 is a
+// deleted key.
+var keyTypes = []string{"", "string", "hash", "list", "set", "zset"}
 
-// dumpScript reads type, expiry and value of each key in KEYS in one atomic
-// step. The direct miniredis API can't be used on a live server: SortedSet
-// and List hand out the server's own map and slice, which clients go on
-// modifying.
-var dumpScript = redis.NewScript(`
-local out = {}
-for i, key in ipairs(KEYS) do
-  local t = redis.call('TYPE', key).ok
-  local v = {}
-  if t == 'string' then v = {redis.call('GET', key)}
-  elseif t == 'hash' then v = redis.call('HGETALL', key)
-  elseif t == 'list' then v = redis.call('LRANGE', key, 0, -1)
-  elseif t == 'set' then v = redis.call('SMEMBERS', key)
-  elseif t == 'zset' then v = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-  end
-  out[i] = {t, redis.call('PEXPIRETIME', key), v}
-end
-return out`)
-
-// dataNeutral are commands that change no data but that miniredis does not
-// mark read-only; they must not make an idle server write snapshots.
-var dataNeutral = map[string]bool{
-	"AUTH": true, "CLIENT": true, "COMMAND": true, "DISCARD": true, "ECHO": true,
-	"HELLO": true, "INFO": true, "MULTI": true, "PING": true, "QUIT": true,
-	"SELECT": true, "TIME": true, "UNWATCH": true, "WATCH": true,
-	"PUBLISH": true, "SUBSCRIBE": true, "UNSUBSCRIBE": true, "PSUBSCRIBE": true, "PUNSUBSCRIBE": true,
-}
-
-// Redis is an in-process Redis-protocol server (miniredis) whose data
-// survives restarts through a snapshot file. See the package doc for what a
-// snapshot holds and what it does not.
+// Redis is an in-process Redis-protocol server (a patched miniredis, see
+// third_party/miniredis) whose data survives restarts in the files described
+// above. See the package doc for what it keeps and what it does not.
 type Redis struct {
 	m      *miniredis.Miniredis
 	addr   string
 	path   string
 	logger *slog.Logger
-	reader *redis.Client // in-memory connection the snapshots are read through
 
-	changes atomic.Int64 // commands run so far that may have changed data
-	saved   int64        // value of changes the last snapshot covers
+	// Owned by the loop goroutine, and by Close once the loop is done.
+	changeSet  uint64   // number of the last change set taken from miniredis
+	pending    [][]byte // frames of change sets not yet written and synced
+	logGen     uint64   // generation of the log appended to
+	log        *os.File // nil until the first write to logGen
+	logBytes   int64    // bytes in the logs, i.e. since the base
+	baseBytes  int64
+	compaction chan compactResult // non-nil while a compaction runs
+	compacting int64              // bytes in the logs the running compaction covers
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	warnedTypes sync.Map // key types not kept, warned about once
+
+	stopCompaction chan struct{}
+	stop           chan struct{}
+	done           chan struct{}
+	closeOnce      sync.Once
+	closeErr       error
 }
 
-// StartRedis loads snapshotPath if it exists, then listens on addr (e.g.
-// "127.0.0.1:6380", or port 0 for any free port). It rewrites the snapshot
-// every `every` when data may have changed, and on Close. A snapshot that
-// can't be read is an error: starting empty would silently lose the data.
-func StartRedis(addr, snapshotPath string, every time.Duration, logger *slog.Logger) (*Redis, error) {
+type compactResult struct {
+	bytes int64 // of the new base
+	took  time.Duration
+	err   error
+}
+
+// StartRedis loads the data kept at snapshotPath, if any, then listens on
+// addr (e.g. "127.0.0.1:6380", or port 0 for any free port). Every `every` it
+// appends what changed to the files, and a last time on Close. Data that
+// can't be read is an error: starting empty would silently lose it. With a
+// password, clients must AUTH; without one, addr must be a loopback address.
+func StartRedis(addr, snapshotPath string, every time.Duration, password string, logger *slog.Logger) (*Redis, error) {
 	if every <= 0 {
 		return nil, fmt.Errorf("embedded redis: snapshot interval must be positive, got %v", every)
+	}
+	if password == "" && !isLoopback(addr) {
+		return nil, fmt.Errorf("embedded redis: %s is not a loopback address: set a password to listen there", addr)
 	}
 	if err := os.MkdirAll(filepath.Dir(snapshotPath), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded redis: %w", err)
 	}
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true) // miniredis is made for tests: without this, keys never expire
+	if password != "" {
+		m.RequireAuth(password)
+	}
 	r := &Redis{
-		m:      m,
-		path:   snapshotPath,
-		logger: logger,
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		m:              m,
+		path:           snapshotPath,
+		logger:         logger,
+		stopCompaction: make(chan struct{}),
+		stop:           make(chan struct{}),
+		done:           make(chan struct{}),
 	}
+	start := time.Now()
 	if err := r.load(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("embedded redis: %w", err)
 	}
+	m.TrackChanges()
 	if err := m.StartAddr(addr); err != nil {
 		return nil, fmt.Errorf("embedded redis: listen on %s: %w", addr, err)
 	}
-	// Count the commands that may change data, so that idle ticks write
-	// nothing. CommandCount can't tell: it also counts reads, pings and the
-	// snapshot's own commands.
-	srv := m.Server()
-	srv.SetPreHook(func(_ *server.Peer, cmd string, _ ...string) bool {
-		if !dataNeutral[cmd] && !srv.IsReadOnlyCommand(cmd) {
-			r.changes.Add(1)
-		}
-		return false
-	})
-	r.reader = redis.NewClient(&redis.Options{
-		Dialer:   func(context.Context, string, string) (net.Conn, error) { return m.Dial() },
-		Protocol: 2, // the script's reply as plain nested arrays
-	})
 	r.addr = m.Addr()
 	go r.loop(every)
-	logger.Info("embedded redis listening", "addr", r.addr, "snapshot", snapshotPath)
+	logger.Info("embedded redis listening", "addr", r.addr, "snapshot", snapshotPath,
+		"loaded_bytes", r.baseBytes+r.logBytes, "load_time", time.Since(start).Round(time.Millisecond))
 	return r, nil
+}
+
+// isLoopback tells whether addr (host:port) is on a loopback interface only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Addr is the address the server listens on, as host:port.
 func (r *Redis) Addr() string { return r.addr }
 
-// Close writes a final snapshot, then stops the server. Close the app's
-// clients first: writes that race Close may miss the snapshot.
+// Close stops the server, then writes what changed since the last tick.
 func (r *Redis) Close() error {
 	r.closeOnce.Do(func() {
 		close(r.stop)
 		<-r.done
-		r.closeErr = r.saveIfChanged()
-		r.reader.Close()
-		r.m.Close()
+		close(r.stopCompaction)
+		if r.compaction != nil {
+			if res := <-r.compaction; res.err != nil && !errors.Is(res.err, errCompactionStopped) {
+				r.logger.Error("embedded redis: compaction failed", "path", r.path, "err", res.err)
+			}
+		}
+		r.m.Close() // no command runs after this: the last change set is the last state
+		r.closeErr = r.saveChanges()
+		if r.log != nil {
+			r.closeErr = errors.Join(r.closeErr, r.log.Close())
+		}
 	})
 	return r.closeErr
 }
@@ -160,123 +176,98 @@ func (r *Redis) loop(every time.Duration) {
 		select {
 		case <-r.stop:
 			return
+		case res := <-r.compaction:
+			r.compaction = nil
+			if res.err != nil {
+				r.logger.Error("embedded redis: compaction failed", "path", r.path, "err", res.err)
+				r.logBytes += r.compacting // still there, to compact again
+				continue
+			}
+			r.baseBytes = res.bytes
+			r.logger.Info("embedded redis: logs compacted", "path", r.path, "base_bytes", res.bytes, "took", res.took.Round(time.Millisecond))
 		case <-t.C:
-			if err := r.saveIfChanged(); err != nil {
-				r.logger.Error("embedded redis: snapshot failed", "path", r.path, "err", err)
+			if err := r.saveChanges(); err != nil {
+				r.logger.Error("embedded redis: saving changes failed", "path", r.path, "err", err)
+			}
+			if r.compaction == nil && r.logBytes > max(r.baseBytes, minCompactBytes) {
+				r.startCompaction()
 			}
 		}
 	}
 }
 
-func (r *Redis) saveIfChanged() error {
-	// Read the counter first: changes made during the save make the next
-	// tick save again.
-	n := r.changes.Load()
-	if n == r.saved {
+// saveChanges appends the keys changed since the last call as a change set,
+// and syncs it. A change set that can't be written is kept and written
+// before newer ones on the next call, into a new log: the one that failed
+// may end in a torn frame.
+func (r *Redis) saveChanges() error {
+	flushed, keys := r.m.Changes()
+	if len(flushed) > 0 || len(keys) > 0 {
+		r.changeSet++
+		r.pending = append(r.pending, r.encodeFrame(r.changeSet, flushed, keys))
+	}
+	if len(r.pending) == 0 {
 		return nil
 	}
-	if err := r.save(); err != nil {
+	if err := r.writePending(); err != nil {
+		if r.log != nil {
+			r.log.Close() // already failing; the error that counts is err
+			r.log = nil
+		}
+		r.logGen++ // the failed log may end in a torn frame, or exist half made
 		return err
 	}
-	r.saved = n
 	return nil
 }
 
-func (r *Redis) save() error {
-	ctx := context.Background()
-	conn := r.reader.Conn()
-	defer conn.Close()
-	s := snapshot{Version: snapshotVersion, DBs: map[int][]snapshotKey{}}
-	for db := range snapshotDBs {
-		keys := r.m.DB(db).Keys()
-		if len(keys) == 0 {
-			continue
-		}
-		if err := conn.Select(ctx, db).Err(); err != nil {
+func (r *Redis) writePending() error {
+	if r.log == nil {
+		f, err := createFile(r.logPath(r.logGen))
+		if err != nil {
 			return err
 		}
-		for batch := range slices.Chunk(keys, snapshotBatch) {
-			res, err := dumpScript.RunRO(ctx, conn, batch).Slice()
-			if err != nil {
-				return fmt.Errorf("read db %d: %w", db, err)
-			}
-			for i, item := range res {
-				k, err := parseKey(batch[i], item)
-				if err != nil {
-					return fmt.Errorf("read db %d key %q: %w", db, batch[i], err)
-				}
-				switch k.Type {
-				case "none": // deleted since Keys
-				case "string", "hash", "list", "set", "zset":
-					s.DBs[db] = append(s.DBs[db], k)
-				default:
-					r.logger.Warn("embedded redis: key type not snapshotted, skipping", "db", db, "key", k.Key, "type", k.Type)
-				}
-			}
-		}
+		r.log = f
+		r.logBytes += int64(len(fileMagic))
 	}
-	return writeFileAtomic(r.path, s)
+	var n int
+	for _, frame := range r.pending {
+		n += len(frame)
+	}
+	buf := make([]byte, 0, n)
+	for _, frame := range r.pending {
+		buf = append(buf, frame...)
+	}
+	if _, err := r.log.Write(buf); err != nil {
+		return err
+	}
+	if err := r.log.Sync(); err != nil {
+		return err
+	}
+	r.logBytes += int64(n)
+	r.pending = nil
+	return nil
 }
 
-// parseKey decodes one {type, pexpiretime, values} triple of dumpScript.
-func parseKey(key string, item any) (snapshotKey, error) {
-	k := snapshotKey{Key: key}
-	triple, ok := item.([]any)
-	if !ok || len(triple) != 3 {
-		return k, fmt.Errorf("unexpected script reply %v", item)
-	}
-	typ, ok1 := triple[0].(string)
-	exp, ok2 := triple[1].(int64)
-	values, ok3 := triple[2].([]any)
-	if !ok1 || !ok2 || !ok3 {
-		return k, fmt.Errorf("unexpected script reply %v", item)
-	}
-	k.Type = typ
-	if exp > 0 { // -1: no TTL, -2: no key
-		k.ExpireAt = exp
-	}
-	for _, v := range values {
-		s, ok := v.(string)
-		if !ok {
-			return k, fmt.Errorf("unexpected value %v", v)
-		}
-		k.Values = append(k.Values, s)
-	}
-	if k.Type == "zset" {
-		// ZRANGE WITHSCORES alternates member and score; scores are printed
-		// in shortest round-trip form, so parsing gives the exact float back.
-		members := k.Values
-		k.Values = nil
-		for i := 0; i+1 < len(members); i += 2 {
-			score, err := strconv.ParseFloat(members[i+1], 64)
-			if err != nil {
-				return k, err
-			}
-			k.Values = append(k.Values, members[i])
-			k.Scores = append(k.Scores, score)
-		}
-	}
-	return k, nil
+func (r *Redis) logPath(gen uint64) string {
+	return r.path + logInfix + strconv.FormatUint(gen, 10)
 }
 
-// writeFileAtomic replaces path with s so that a crash leaves either the
-// old or the new snapshot, never a torn one.
-func writeFileAtomic(path string, s snapshot) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+// createFile creates path holding fileMagic, synced, with its directory.
+func createFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	w := bufio.NewWriter(f)
-	err = errors.Join(gob.NewEncoder(w).Encode(s), w.Flush(), f.Sync(), f.Close())
-	if err != nil {
-		return err
+	if _, err := f.WriteString(fileMagic); err != nil {
+		return nil, errors.Join(err, f.Close())
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
+	if err := errors.Join(f.Sync(), syncDir(filepath.Dir(path))); err != nil {
+		return nil, errors.Join(err, f.Close())
 	}
-	// Sync the directory so the rename itself survives a power loss.
+	return f, nil
+}
+
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -284,76 +275,454 @@ func writeFileAtomic(path string, s snapshot) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// load restores the snapshot, if any, through the direct API: the server is
-// not serving yet, so nothing races with it.
-func (r *Redis) load() error {
-	f, err := os.Open(r.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+var errCompactionStopped = errors.New("compaction stopped by Close")
+
+// startCompaction moves the change sets to come to a new log and writes a
+// new base in the background: the base as of change set S plus the change
+// sets after S make one point in time, though the base is copied in chunks.
+func (r *Redis) startCompaction() {
+	if r.log != nil {
+		if err := r.log.Close(); err != nil {
+			r.logger.Error("embedded redis: closing log failed", "path", r.log.Name(), "err", err)
+		}
+		r.log = nil
 	}
+	r.logGen++
+	r.compacting, r.logBytes = r.logBytes, 0
+	done := make(chan compactResult, 1)
+	r.compaction = done
+	changeSet, firstKeptGen := r.changeSet, r.logGen
+	go func() {
+		start := time.Now()
+		n, err := r.writeBase(changeSet, firstKeptGen)
+		done <- compactResult{bytes: n, took: time.Since(start), err: err}
+	}()
+}
+
+// writeBase writes every key as of changeSet to the base, then deletes the
+// logs before generation firstKeptGen. It returns the size of the base.
+func (r *Redis) writeBase(changeSet, firstKeptGen uint64) (int64, error) {
+	dir := filepath.Dir(r.path)
+	f, err := os.CreateTemp(dir, filepath.Base(r.path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("embedded redis: %w", err)
+		return 0, err
 	}
-	defer f.Close()
-	var s snapshot
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&s); err != nil {
-		return fmt.Errorf("embedded redis: snapshot %s is corrupt: %w (move it away to start empty)", r.path, err)
+	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	w := bufio.NewWriter(f)
+	n := int64(len(fileMagic))
+	write := func(frame []byte) error {
+		n += int64(len(frame))
+		_, err := w.Write(frame)
+		return err
 	}
-	if s.Version != snapshotVersion {
-		return fmt.Errorf("embedded redis: snapshot %s has version %d, want %d", r.path, s.Version, snapshotVersion)
+	_, err = w.WriteString(fileMagic)
+	// The first frame names the change set even when there are no keys.
+	err = errors.Join(err, write(r.encodeFrame(changeSet, nil, nil)))
+	if err == nil {
+		err = r.m.DumpKeys(dumpChunk, func(keys []miniredis.KeyCopy) error {
+			select {
+			case <-r.stopCompaction:
+				return errCompactionStopped
+			default:
+			}
+			return write(r.encodeFrame(changeSet, nil, keys))
+		})
 	}
-	now := time.Now()
-	n := 0
-	for db, keys := range s.DBs {
-		d := r.m.DB(db)
-		for _, k := range keys {
-			var ttl time.Duration
-			if k.ExpireAt != 0 {
-				if ttl = time.UnixMilli(k.ExpireAt).Sub(now); ttl <= 0 {
-					continue // expired while stopped
-				}
+	if err := errors.Join(err, w.Flush(), f.Sync(), f.Close()); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(f.Name(), r.path); err != nil {
+		return 0, err
+	}
+	if err := syncDir(dir); err != nil {
+		return 0, err
+	}
+	gens, err := r.logGens()
+	if err != nil {
+		return 0, err
+	}
+	for _, gen := range gens {
+		if gen < firstKeptGen {
+			if err := os.Remove(r.logPath(gen)); err != nil {
+				return 0, err
 			}
-			if err := restoreKey(d, k); err != nil {
-				return fmt.Errorf("embedded redis: snapshot %s: db %d key %q: %w", r.path, db, k.Key, err)
-			}
-			if ttl > 0 {
-				d.SetTTL(k.Key, ttl)
-			}
-			n++
 		}
 	}
-	r.logger.Info("embedded redis snapshot loaded", "path", r.path, "keys", n)
+	return n, nil
+}
+
+// logGens lists the generations of the logs on disk, in order.
+func (r *Redis) logGens() ([]uint64, error) {
+	entries, err := os.ReadDir(filepath.Dir(r.path))
+	if err != nil {
+		return nil, err
+	}
+	prefix := filepath.Base(r.path) + logInfix
+	var gens []uint64
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		gen, err := strconv.ParseUint(suffix, 10, 64)
+		if err != nil {
+			continue // not one of ours
+		}
+		gens = append(gens, gen)
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// load restores the base and the change sets after it. A frame torn by a
+// crash ends its log; the next log goes on from the change set before it,
+// which was written again.
+func (r *Redis) load() error {
+	baseChangeSet, baseBytes, err := r.loadFile(r.path, 0, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	r.baseBytes = baseBytes
+	r.changeSet = baseChangeSet
+	gens, err := r.logGens()
+	if err != nil {
+		return err
+	}
+	for _, gen := range gens {
+		path := r.logPath(gen)
+		before := r.changeSet
+		last, n, err := r.loadFile(path, r.changeSet, false)
+		if err != nil {
+			return err
+		}
+		r.changeSet = last
+		r.logGen = gen + 1
+		if last == before {
+			// Nothing in it the base does not hold: a log already
+			// compacted, or one created just before a crash.
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			continue
+		}
+		r.logBytes += n
+	}
 	return nil
 }
 
-func restoreKey(d *miniredis.RedisDB, k snapshotKey) error {
-	var err error
-	switch k.Type {
-	case "string":
-		if len(k.Values) != 1 {
-			return errors.New("corrupt string")
+// loadFile applies the frames of one file: for the base (isBase) all of
+// them, for a log those of change sets after applied, which must follow on
+// from it. It returns the last change set applied and the file's size.
+func (r *Redis) loadFile(path string, applied uint64, isBase bool) (uint64, int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return applied, 0, err
+	}
+	size := int64(len(data))
+	rest, ok := bytes.CutPrefix(data, []byte(fileMagic))
+	if !ok {
+		if !isBase && len(data) < len(fileMagic) && strings.HasPrefix(fileMagic, string(data)) {
+			return applied, size, nil // torn while being created
 		}
-		err = d.Set(k.Key, k.Values[0])
-	case "hash":
-		if len(k.Values)%2 != 0 {
-			return errors.New("corrupt hash")
+		return applied, 0, fmt.Errorf("%s is not a board Redis snapshot of this version (move it away to start empty)", path)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	for fr := range decodeFrames(rest, stop) {
+		switch {
+		case fr.torn && isBase:
+			return applied, 0, fmt.Errorf("snapshot %s is corrupt (move it away to start empty)", path)
+		case fr.torn:
+			r.logger.Warn("embedded redis: log ends in a torn frame, as after a crash; reading on from the next log", "path", path)
+			return applied, size, nil
+		case fr.err != nil:
+			return applied, 0, fmt.Errorf("snapshot %s is corrupt: %w (move it away to start empty)", path, fr.err)
+		case isBase:
+			applied = fr.changeSet
+		case fr.changeSet <= applied:
+			continue // written again after a failed write, or already in the base
+		case fr.changeSet != applied+1:
+			return applied, 0, fmt.Errorf("%s: change sets %d to %d are missing: the files were changed by hand? (move them away to start empty)",
+				path, applied+1, fr.changeSet-1)
+		default:
+			applied = fr.changeSet
 		}
-		d.HSet(k.Key, k.Values...)
-	case "list":
-		_, err = d.Push(k.Key, k.Values...)
-	case "set":
-		_, err = d.SetAdd(k.Key, k.Values...)
-	case "zset":
-		if len(k.Scores) != len(k.Values) {
-			return errors.New("corrupt zset")
+		for _, db := range fr.flushed {
+			r.m.DB(db).FlushDB()
 		}
-		for i, member := range k.Values {
-			if _, err = d.ZAdd(k.Key, k.Scores[i], member); err != nil {
-				break
+		r.m.RestoreKeys(fr.keys)
+	}
+	return applied, size, nil
+}
+
+type decodedFrame struct {
+	frame
+	torn bool // the frame is torn, and ends the file
+	err  error
+}
+
+// decodeFrames decodes the frames in data in the background, so that
+// decoding a frame overlaps restoring the one before. It stops after a torn
+// or malformed frame, or when stop is closed.
+func decodeFrames(data []byte, stop <-chan struct{}) <-chan decodedFrame {
+	out := make(chan decodedFrame, 2)
+	go func() {
+		defer close(out)
+		for len(data) > 0 {
+			var df decodedFrame
+			body, rest, ok := cutFrame(data)
+			if ok {
+				df.frame, df.err = decodeFrame(body)
+			}
+			df.torn = !ok
+			data = rest
+			select {
+			case out <- df:
+			case <-stop:
+				return
+			}
+			if df.torn || df.err != nil {
+				return
 			}
 		}
-	default:
-		return fmt.Errorf("unknown type %q", k.Type)
+	}()
+	return out
+}
+
+// cutFrame splits the first frame's body off b; ok is false when the frame
+// is torn or corrupt.
+func cutFrame(b []byte) (body, rest []byte, ok bool) {
+	if len(b) < 8 {
+		return nil, nil, false
 	}
-	return err
+	n := binary.LittleEndian.Uint32(b)
+	sum := binary.LittleEndian.Uint32(b[4:])
+	if uint64(n) > uint64(len(b)-8) {
+		return nil, nil, false
+	}
+	body = b[8 : 8+n]
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, nil, false
+	}
+	return body, b[8+n:], true
+}
+
+type frame struct {
+	changeSet uint64
+	flushed   []int
+	keys      []miniredis.KeyCopy
+}
+
+// encodeFrame encodes a change set. Keys of types not kept are written as
+// deleted, so that they don't bring back an older value of the key.
+func (r *Redis) encodeFrame(changeSet uint64, flushed []int, keys []miniredis.KeyCopy) []byte {
+	b := make([]byte, 8, 64+40*len(keys))
+	b = binary.AppendUvarint(b, changeSet)
+	b = binary.AppendUvarint(b, uint64(len(flushed)))
+	for _, db := range flushed {
+		b = binary.AppendUvarint(b, uint64(db))
+	}
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		code := slices.Index(keyTypes, k.Type)
+		if code < 0 {
+			if _, warned := r.warnedTypes.LoadOrStore(k.Type, true); !warned {
+				r.logger.Warn("embedded redis: keys of this type are not kept across restarts", "type", k.Type, "example", k.Key, "db", k.DB)
+			}
+			code = 0
+		}
+		b = binary.AppendUvarint(b, uint64(k.DB))
+		b = appendString(b, k.Key)
+		b = append(b, byte(code))
+		if code == 0 {
+			continue
+		}
+		b = binary.AppendVarint(b, unixMilli(k.ExpireAt))
+		switch k.Type {
+		case "string":
+			b = appendString(b, k.String)
+		case "hash":
+			b = binary.AppendUvarint(b, uint64(len(k.Hash)))
+			for field, value := range k.Hash {
+				b = appendString(b, field)
+				b = appendString(b, value)
+				b = binary.AppendVarint(b, unixMilli(k.HashExpireAt[field]))
+			}
+		case "list", "set":
+			elems := k.List
+			if k.Type == "set" {
+				elems = k.Set
+			}
+			b = binary.AppendUvarint(b, uint64(len(elems)))
+			for _, e := range elems {
+				b = appendString(b, e)
+			}
+		case "zset":
+			b = binary.AppendUvarint(b, uint64(len(k.SortedSet)))
+			for member, score := range k.SortedSet {
+				b = appendString(b, member)
+				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(score))
+			}
+		}
+	}
+	body := b[8:]
+	binary.LittleEndian.PutUint32(b, uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(body, crcTable))
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time (no TTL).
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromUnixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// decoder reads what frame wrote; the first malformed read sets err, and
+// all reads after it return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errMalformed = errors.New("malformed frame")
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errMalformed
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errMalformed
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a number of elements, each at least one byte long.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.err = errMalformed
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) string() string {
+	n := d.count()
+	if d.err != nil {
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.err = errMalformed
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) float() float64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.err = errMalformed
+		return 0
+	}
+	f := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return f
+}
+
+func decodeFrame(body []byte) (frame, error) {
+	d := &decoder{b: body}
+	fr := frame{changeSet: d.uvarint()}
+	for range d.count() {
+		fr.flushed = append(fr.flushed, int(d.uvarint()))
+	}
+	n := d.count()
+	fr.keys = make([]miniredis.KeyCopy, 0, n)
+	for range n {
+		k := miniredis.KeyCopy{DB: int(d.uvarint()), Key: d.string()}
+		code := int(d.byte())
+		if code >= len(keyTypes) {
+			return fr, fmt.Errorf("unknown key type %d", code)
+		}
+		k.Type = keyTypes[code]
+		if code != 0 {
+			k.ExpireAt = fromUnixMilli(d.varint())
+		}
+		switch k.Type {
+		case "string":
+			k.String = d.string()
+		case "hash":
+			n := d.count()
+			k.Hash = make(map[string]string, n)
+			for range n {
+				field, value := d.string(), d.string()
+				k.Hash[field] = value
+				if at := fromUnixMilli(d.varint()); !at.IsZero() {
+					if k.HashExpireAt == nil {
+						k.HashExpireAt = map[string]time.Time{}
+					}
+					k.HashExpireAt[field] = at
+				}
+			}
+		case "list", "set":
+			n := d.count()
+			elems := make([]string, 0, n)
+			for range n {
+				elems = append(elems, d.string())
+			}
+			if k.Type == "list" {
+				k.List = elems
+			} else {
+				k.Set = elems
+			}
+		case "zset":
+			n := d.count()
+			k.SortedSet = make(map[string]float64, n)
+			for range n {
+				member := d.string()
+				k.SortedSet[member] = d.float()
+			}
+		}
+		fr.keys = append(fr.keys, k)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = errMalformed
+	}
+	return fr, d.err
 }
