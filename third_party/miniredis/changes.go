@@ -49,10 +49,11 @@ func (m *Miniredis) Changes() (flushed []int, keys []KeyCopy) {
 		if db.flushed {
 			flushed = append(flushed, id)
 		}
-		for k := range db.changed {
-			keys = append(keys, db.copyKey(k))
-		}
-		if db.changed != nil {
+		if len(db.changed) > 0 {
+			for k := range db.changed {
+				keys = append(keys, db.copyKey(k))
+			}
+			// A new map: iterating one emptied by deletes costs what it held at most.
 			db.changed = map[string]struct{}{}
 		}
 		db.flushed = false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2/proto"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
 // changedKeys returns what Changes() hands out, by key.
@@ -170,5 +171,39 @@ func TestRestoreKeysBringsBackWhatDumpKeysCopied(t *testing.T) {
 	}
 	if v, err := m2.DB(3).Get("other"); v != "v" {
 		t.Errorf("DB 3 other = %q (%v), want v", v, err)
+	}
+}
+
+func TestPostHookRunsBeforeTheReply(t *testing.T) {
+	m := NewMiniRedis()
+	defer m.Close()
+	c := patchClient(t, m)
+	entered, release := make(chan string), make(chan struct{})
+	m.Server().SetPostHook(func(_ *server.Peer, cmd string) {
+		entered <- cmd
+		<-release
+	})
+	replied := make(chan string, 1)
+	go func() {
+		reply, err := c.Do("SET", "k", "v")
+		if err != nil {
+			reply = err.Error()
+		}
+		replied <- reply
+	}()
+	if cmd := <-entered; cmd != "SET" {
+		t.Errorf("hook got %q, want SET", cmd)
+	}
+	if v, _ := m.Get("k"); v != "v" {
+		t.Errorf("k = %q while the hook runs, want the command done", v)
+	}
+	select {
+	case reply := <-replied:
+		t.Fatalf("reply %q sent before the hook returned", reply)
+	default:
+	}
+	close(release)
+	if reply := <-replied; reply != proto.Inline("OK") {
+		t.Errorf("reply %q, want OK", reply)
 	}
 }

@@ -758,7 +758,7 @@ func (db *RedisDB) setTTL(key string, d time.Duration) {
 func (db *RedisDB) setDeadline(key string, at time.Time) {
 	db.ttl[key] = at
 	db.markChanged(key)
-	db.keyExpiries.add(expiry{at: at, key: key}, len(db.ttl), db.liveKeyExpiries)
+	db.keyExpiries.add(newExpiry(at, key, ""), len(db.ttl), db.liveKeyExpiries)
 }
 
 // persist removes the TTL of key.
@@ -792,7 +792,7 @@ func (db *RedisDB) setFieldDeadline(key, field string, at time.Time) {
 	}
 	fieldTTLs[field] = at
 	db.markChanged(key)
-	db.fieldExpiries.add(expiry{at: at, key: key, field: field}, db.hashTTLCount, db.liveFieldExpiries)
+	db.fieldExpiries.add(newExpiry(at, key, field), db.hashTTLCount, db.liveFieldExpiries)
 }
 
 // setFieldDeadlines gives key the field deadlines of a hash moved to it.
@@ -801,7 +801,7 @@ func (db *RedisDB) setFieldDeadlines(key string, fieldTTLs map[string]time.Time)
 	db.hashTTLCount += len(fieldTTLs)
 	db.markChanged(key)
 	for field, at := range fieldTTLs {
-		db.fieldExpiries.add(expiry{at: at, key: key, field: field}, db.hashTTLCount, db.liveFieldExpiries)
+		db.fieldExpiries.add(newExpiry(at, key, field), db.hashTTLCount, db.liveFieldExpiries)
 	}
 }
 
@@ -827,7 +827,7 @@ func (db *RedisDB) fieldTTLLeft(key, field string) (time.Duration, bool) {
 func (db *RedisDB) liveKeyExpiries() []expiry {
 	live := make([]expiry, 0, len(db.ttl))
 	for key, at := range db.ttl {
-		live = append(live, expiry{at: at, key: key})
+		live = append(live, newExpiry(at, key, ""))
 	}
 	return live
 }
@@ -836,7 +836,7 @@ func (db *RedisDB) liveFieldExpiries() []expiry {
 	live := make([]expiry, 0, db.hashTTLCount)
 	for key, fieldTTLs := range db.hashTTLs {
 		for field, at := range fieldTTLs {
-			live = append(live, expiry{at: at, key: key, field: field})
+			live = append(live, newExpiry(at, key, field))
 		}
 	}
 	return live
@@ -846,13 +846,13 @@ func (db *RedisDB) liveFieldExpiries() []expiry {
 // now.
 func (db *RedisDB) expireDue(now time.Time) {
 	for e, ok := db.keyExpiries.popDue(now); ok; e, ok = db.keyExpiries.popDue(now) {
-		if at, ok := db.ttl[e.key]; ok && at.Equal(e.at) {
+		if at, ok := db.ttl[e.key]; ok && unixNano(at) == e.at {
 			db.del(e.key, true)
 			delete(db.ttl, e.key) // left by a del(key, false) of a key not set again
 		}
 	}
 	for e, ok := db.fieldExpiries.popDue(now); ok; e, ok = db.fieldExpiries.popDue(now) {
-		if at, ok := db.hashTTLs[e.key][e.field]; ok && at.Equal(e.at) {
+		if at, ok := db.hashTTLs[e.key][e.field]; ok && unixNano(at) == e.at {
 			db.expireHashField(e.key, e.field)
 		}
 	}

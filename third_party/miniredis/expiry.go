@@ -1,14 +1,38 @@
 package miniredis
 
 import (
+	"math"
 	"time"
 )
 
-// expiry is a deadline of a key, or of a hash field, on the TTL clock.
+// expiry is a deadline of a key, or of a hash field, on the TTL clock. There
+// is one per TTL, so the deadline is kept in Unix nanoseconds: smaller than a
+// time.Time.
 type expiry struct {
-	at    time.Time
+	at    int64
 	key   string
 	field string // only in fieldExpiries
+}
+
+func newExpiry(at time.Time, key, field string) expiry {
+	return expiry{at: unixNano(at), key: key, field: field}
+}
+
+var (
+	maxUnixNano = time.Unix(0, math.MaxInt64)
+	minUnixNano = time.Unix(0, math.MinInt64)
+)
+
+// unixNano is t.UnixNano(), bounded: deadlines past the year 2262 never
+// come, and those before 1678 are long past.
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.After(maxUnixNano):
+		return math.MaxInt64
+	case t.Before(minUnixNano):
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
 
 // expiryQueue holds deadlines soonest first, so that finding what is due
@@ -35,7 +59,7 @@ func (q *expiryQueue) add(e expiry, live int, listLive func() []expiry) {
 
 // popDue removes and returns the soonest entry if it is at or before now.
 func (q *expiryQueue) popDue(now time.Time) (expiry, bool) {
-	if len(q.entries) == 0 || q.entries[0].at.After(now) {
+	if len(q.entries) == 0 || q.entries[0].at > unixNano(now) {
 		return expiry{}, false
 	}
 	e := q.entries[0]
@@ -51,7 +75,7 @@ func (q *expiryQueue) up(i int) {
 	h := q.entries
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h[i].at.Before(h[parent].at) {
+		if h[i].at >= h[parent].at {
 			return
 		}
 		h[i], h[parent] = h[parent], h[i]
@@ -63,10 +87,10 @@ func (q *expiryQueue) down(i int) {
 	h := q.entries
 	for {
 		least, left, right := i, 2*i+1, 2*i+2
-		if left < len(h) && h[left].at.Before(h[least].at) {
+		if left < len(h) && h[left].at < h[least].at {
 			least = left
 		}
-		if right < len(h) && h[right].at.Before(h[least].at) {
+		if right < len(h) && h[right].at < h[least].at {
 			least = right
 		}
 		if least == i {

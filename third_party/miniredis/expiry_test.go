@@ -118,3 +118,17 @@ func TestRenameAndMoveCarryDeadlines(t *testing.T) {
 	patchDo(t, c, proto.Inline("OK"), "SELECT", "1")
 	patchDo(t, c, proto.Int(0), "EXISTS", "k2")
 }
+
+func TestDeadlinesBeyondUnixNanoseconds(t *testing.T) {
+	m := NewMiniRedis()
+	defer m.Close()
+	c := patchClient(t, m)
+	// The year 5138, which miniredis keeps as the longest time.Duration: past 2262 still.
+	patchDo(t, c, proto.Inline("OK"), "SET", "far", "v", "EXAT", "99999999999")
+	patchDo(t, c, proto.Inline("OK"), "SET", "near", "v", "PX", "1000")
+	m.FastForward(time.Hour)
+	patchDo(t, c, proto.Int(1), "EXISTS", "far", "near")
+	if ttl := m.TTL("far"); ttl < 200*365*24*time.Hour {
+		t.Errorf("TTL of far = %v", ttl)
+	}
+}

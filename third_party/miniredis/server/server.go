@@ -36,6 +36,7 @@ type Server struct {
 	l         net.Listener
 	cmds      map[string]*cmdMeta
 	preHook   Hook
+	postHook  func(*Peer, string)
 	peers     map[net.Conn]struct{}
 	mu        sync.Mutex
 	wg        sync.WaitGroup
@@ -94,6 +95,15 @@ func newServer(l net.Listener) *Server {
 func (s *Server) SetPreHook(h Hook) {
 	s.mu.Lock()
 	s.preHook = h
+	s.mu.Unlock()
+}
+
+// (un)set a hook which runs after every command a connection sends, before
+// the reply is flushed to it: what the hook does is done before the client
+// sees the reply. It gets the command's name.
+func (s *Server) SetPostHook(h func(*Peer, string)) {
+	s.mu.Lock()
+	s.postHook = h
 	s.mu.Unlock()
 }
 
@@ -205,6 +215,12 @@ func (s *Server) servePeer(c net.Conn) {
 
 	for args := range readCh {
 		s.Dispatch(peer, args)
+		s.mu.Lock()
+		h := s.postHook
+		s.mu.Unlock()
+		if h != nil {
+			h(peer, strings.ToUpper(args[0]))
+		}
 		peer.Flush()
 
 		if peer.Closed() {
