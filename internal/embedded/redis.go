@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
 // The data is kept in a base file and in logs of the changes made since:
@@ -27,12 +28,15 @@ import (
 //	base:            path          every key, as of change set S (the compaction's)
 //	logs:            path.log.<n>  change sets S+1, S+2, ... in order over n
 //
-// Every ticker tick appends the keys changed since the last tick as one
-// change set, which miniredis copies in one hold of its lock: a restart
-// replays the base and then the change sets, and so finds the state as of the
-// last change set written, a consistent point in time. Once the logs outgrow
-// the base, a compaction writes a new base from miniredis in chunks while
-// the change sets go on, into a new log, and then deletes the older logs.
+// After every command that may change data, and before its reply goes out,
+// the keys it changed are appended to the log as a change set, which
+// miniredis copies in one hold of its lock. A restart replays the base and
+// then the change sets, and so finds the state as of the last change set
+// written, a consistent point in time; after kill -9 that includes every
+// acknowledged write. The log is synced to disk every tick, as redis-server's
+// "appendfsync everysec". Once the logs outgrow the base, a compaction
+// writes a new base from miniredis in chunks while the change sets go on,
+// into a new log, and then deletes the older logs.
 //
 // Both kinds of file hold fileMagic, then frames:
 //
@@ -64,13 +68,19 @@ type Redis struct {
 	path   string
 	logger *slog.Logger
 
+	// mu is held from taking a change set to writing it, so that change
+	// sets are written in order, and guards the fields up to compaction.
+	mu        sync.Mutex
+	changeSet uint64   // number of the last change set taken from miniredis
+	pending   [][]byte // frames of change sets not yet written
+	unsynced  [][]byte // frames written to log but not yet synced
+	failing   bool     // the last write or sync failed: only ticks retry
+	logGen    uint64   // generation of the log appended to
+	log       *os.File // nil until the first write to logGen
+	logBytes  int64    // bytes in the logs, i.e. since the base
+	baseBytes int64
+
 	// Owned by the loop goroutine, and by Close once the loop is done.
-	changeSet  uint64   // number of the last change set taken from miniredis
-	pending    [][]byte // frames of change sets not yet written and synced
-	logGen     uint64   // generation of the log appended to
-	log        *os.File // nil until the first write to logGen
-	logBytes   int64    // bytes in the logs, i.e. since the base
-	baseBytes  int64
 	compaction chan compactResult // non-nil while a compaction runs
 	compacting int64              // bytes in the logs the running compaction covers
 
@@ -90,10 +100,11 @@ type compactResult struct {
 }
 
 // StartRedis loads the data kept at snapshotPath, if any, then listens on
-// addr (e.g. "127.0.0.1:6380", or port 0 for any free port). Every `every` it
-// appends what changed to the files, and a last time on Close. Data that
-// can't be read is an error: starting empty would silently lose it. With a
-// password, clients must AUTH; without one, addr must be a loopback address.
+// addr (e.g. "127.0.0.1:6380", or port 0 for any free port). It appends what
+// each command changed to the files before replying, and syncs them to disk
+// every `every`. Data that can't be read is an error: starting empty would
+// silently lose it. With a password, clients must AUTH; without one, addr
+// must be a loopback address.
 func StartRedis(addr, snapshotPath string, every time.Duration, password string, logger *slog.Logger) (*Redis, error) {
 	if every <= 0 {
 		return nil, fmt.Errorf("embedded redis: snapshot interval must be positive, got %v", every)
@@ -125,6 +136,12 @@ func StartRedis(addr, snapshotPath string, every time.Duration, password string,
 	if err := m.StartAddr(addr); err != nil {
 		return nil, fmt.Errorf("embedded redis: listen on %s: %w", addr, err)
 	}
+	srv := m.Server()
+	srv.SetPostHook(func(_ *server.Peer, cmd string) {
+		if !srv.IsReadOnlyCommand(cmd) {
+			r.afterCommand()
+		}
+	})
 	r.addr = m.Addr()
 	go r.loop(every)
 	logger.Info("embedded redis listening", "addr", r.addr, "snapshot", snapshotPath,
@@ -148,7 +165,7 @@ func isLoopback(addr string) bool {
 // Addr is the address the server listens on, as host:port.
 func (r *Redis) Addr() string { return r.addr }
 
-// Close stops the server, then writes what changed since the last tick.
+// Close stops the server, then writes and syncs what is left.
 func (r *Redis) Close() error {
 	r.closeOnce.Do(func() {
 		close(r.stop)
@@ -160,7 +177,13 @@ func (r *Redis) Close() error {
 			}
 		}
 		r.m.Close() // no command runs after this: the last change set is the last state
-		r.closeErr = r.saveChanges()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.takeChanges()
+		r.closeErr = r.writePending()
+		if r.closeErr == nil {
+			r.closeErr = r.sync()
+		}
 		if r.log != nil {
 			r.closeErr = errors.Join(r.closeErr, r.log.Close())
 		}
@@ -178,49 +201,118 @@ func (r *Redis) loop(every time.Duration) {
 			return
 		case res := <-r.compaction:
 			r.compaction = nil
+			r.mu.Lock()
+			if res.err == nil {
+				r.baseBytes = res.bytes
+			} else {
+				r.logBytes += r.compacting // still there, to compact again
+			}
+			r.mu.Unlock()
 			if res.err != nil {
 				r.logger.Error("embedded redis: compaction failed", "path", r.path, "err", res.err)
-				r.logBytes += r.compacting // still there, to compact again
 				continue
 			}
-			r.baseBytes = res.bytes
 			r.logger.Info("embedded redis: logs compacted", "path", r.path, "base_bytes", res.bytes, "took", res.took.Round(time.Millisecond))
 		case <-t.C:
-			if err := r.saveChanges(); err != nil {
-				r.logger.Error("embedded redis: saving changes failed", "path", r.path, "err", err)
-			}
-			if r.compaction == nil && r.logBytes > max(r.baseBytes, minCompactBytes) {
-				r.startCompaction()
-			}
+			r.tick()
 		}
 	}
 }
 
-// saveChanges appends the keys changed since the last call as a change set,
-// and syncs it. A change set that can't be written is kept and written
-// before newer ones on the next call, into a new log: the one that failed
-// may end in a torn frame.
-func (r *Redis) saveChanges() error {
+// afterCommand writes the change set of a command that may have changed
+// data, before the client gets the reply: a kill -9 then loses no
+// acknowledged write. While writes fail, it leaves retrying to the ticks.
+func (r *Redis) afterCommand() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.takeChanges()
+	if !r.failing {
+		r.report(r.writePending())
+	}
+}
+
+// tick writes and syncs what is left, and starts a compaction when the logs
+// have outgrown the base.
+func (r *Redis) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.takeChanges()
+	err := r.writePending()
+	if err == nil {
+		err = r.sync()
+	}
+	r.report(err)
+	if err == nil && r.compaction == nil && r.logBytes > max(r.baseBytes, minCompactBytes) {
+		r.startCompaction()
+	}
+}
+
+// report logs when writes start failing, and when they work again.
+func (r *Redis) report(err error) {
+	switch {
+	case err != nil && !r.failing:
+		r.logger.Error("embedded redis: saving changes failed, retrying every tick", "path", r.path, "err", err)
+	case err == nil && r.failing:
+		r.logger.Info("embedded redis: saving changes works again", "path", r.path)
+	}
+	r.failing = err != nil
+}
+
+// takeChanges takes the keys changed since the last call from miniredis as
+// a change set, to be written.
+func (r *Redis) takeChanges() {
 	flushed, keys := r.m.Changes()
 	if len(flushed) > 0 || len(keys) > 0 {
 		r.changeSet++
 		r.pending = append(r.pending, r.encodeFrame(r.changeSet, flushed, keys))
 	}
+}
+
+// writePending appends the pending frames to the log. When that fails they
+// stay pending, and go to a new log: the one that failed may end in a torn
+// frame.
+func (r *Redis) writePending() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	if err := r.writePending(); err != nil {
-		if r.log != nil {
-			r.log.Close() // already failing; the error that counts is err
-			r.log = nil
-		}
-		r.logGen++ // the failed log may end in a torn frame, or exist half made
+	err := r.appendToLog(slices.Concat(r.pending...))
+	if err != nil {
+		r.abandonLog()
 		return err
 	}
+	r.unsynced = append(r.unsynced, r.pending...)
+	r.pending = nil
 	return nil
 }
 
-func (r *Redis) writePending() error {
+// sync syncs the log. When that fails, the frames written since the last
+// sync are written again to a new log: after a failed fsync, what the old
+// one holds can't be trusted.
+func (r *Redis) sync() error {
+	if len(r.unsynced) == 0 {
+		return nil
+	}
+	if err := r.log.Sync(); err != nil {
+		r.abandonLog()
+		return err
+	}
+	r.unsynced = nil
+	return nil
+}
+
+// abandonLog makes the next write go to a new log, writing again what the
+// abandoned one was not synced with.
+func (r *Redis) abandonLog() {
+	if r.log != nil {
+		r.log.Close() // already failing: the error that counts was returned
+		r.log = nil
+	}
+	r.pending = append(r.unsynced, r.pending...)
+	r.unsynced = nil
+	r.logGen++
+}
+
+func (r *Redis) appendToLog(b []byte) error {
 	if r.log == nil {
 		f, err := createFile(r.logPath(r.logGen))
 		if err != nil {
@@ -229,22 +321,10 @@ func (r *Redis) writePending() error {
 		r.log = f
 		r.logBytes += int64(len(fileMagic))
 	}
-	var n int
-	for _, frame := range r.pending {
-		n += len(frame)
-	}
-	buf := make([]byte, 0, n)
-	for _, frame := range r.pending {
-		buf = append(buf, frame...)
-	}
-	if _, err := r.log.Write(buf); err != nil {
+	if _, err := r.log.Write(b); err != nil {
 		return err
 	}
-	if err := r.log.Sync(); err != nil {
-		return err
-	}
-	r.logBytes += int64(n)
-	r.pending = nil
+	r.logBytes += int64(len(b))
 	return nil
 }
 
@@ -280,6 +360,7 @@ var errCompactionStopped = errors.New("compaction stopped by Close")
 // startCompaction moves the change sets to come to a new log and writes a
 // new base in the background: the base as of change set S plus the change
 // sets after S make one point in time, though the base is copied in chunks.
+// The log must be synced.
 func (r *Redis) startCompaction() {
 	if r.log != nil {
 		if err := r.log.Close(); err != nil {
@@ -428,6 +509,14 @@ func (r *Redis) loadFile(path string, applied uint64, isBase bool) (uint64, int6
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	// Change sets of one key each, as commands write them, are restored
+	// together: a RestoreKeys call costs more than a key.
+	var batch []miniredis.KeyCopy
+	restore := func() {
+		r.m.RestoreKeys(batch)
+		batch = batch[:0]
+	}
+	defer restore()
 	for fr := range decodeFrames(rest, stop) {
 		switch {
 		case fr.torn && isBase:
@@ -447,10 +536,16 @@ func (r *Redis) loadFile(path string, applied uint64, isBase bool) (uint64, int6
 		default:
 			applied = fr.changeSet
 		}
-		for _, db := range fr.flushed {
-			r.m.DB(db).FlushDB()
+		if len(fr.flushed) > 0 {
+			restore()
+			for _, db := range fr.flushed {
+				r.m.DB(db).FlushDB()
+			}
 		}
-		r.m.RestoreKeys(fr.keys)
+		batch = append(batch, fr.keys...)
+		if len(batch) >= dumpChunk {
+			restore()
+		}
 	}
 	return applied, size, nil
 }

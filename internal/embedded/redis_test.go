@@ -160,7 +160,7 @@ func TestRedisTTLFollowsWallClock(t *testing.T) {
 	}
 }
 
-func TestRedisPeriodicSnapshotSkipsWhenIdle(t *testing.T) {
+func TestRedisWritesNothingWhileIdle(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	_, c := startRedis(t, filepath.Join(dir, "redis.snapshot"), 20*time.Millisecond)
@@ -411,13 +411,15 @@ func TestRedisCommandCostDoesNotGrowWithKeys(t *testing.T) {
 
 // TestRedisRestartAfterKillIsOnePointInTime kills a server process with
 // SIGKILL while a script increments many counters at once, and checks that
-// the restart finds them all equal: the state of one moment.
+// the restart finds them all equal, the state of one moment, and that no
+// acknowledged script was lost.
 func TestRedisRestartAfterKillIsOnePointInTime(t *testing.T) {
 	ctx := context.Background()
 	const counters = 300 // more than one batch of the old snapshot, which read 100 keys at a time
 	incrAll := redis.NewScript(`for i = 1, tonumber(ARGV[1]) do redis.call('INCR', 'c' .. i) end return 1`)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "redis.snapshot")
+	before := 0 // the counters at the start of a round
 	for round := range 3 {
 		addr := startRedisProcess(t, path)
 		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
@@ -431,7 +433,8 @@ func TestRedisRestartAfterKillIsOnePointInTime(t *testing.T) {
 		}()
 		time.Sleep(time.Duration(200+100*round) * time.Millisecond)
 		killRedisProcess(t)
-		if n := <-wrote; n == 0 {
+		acked := <-wrote
+		if acked == 0 {
 			t.Fatal("no script ran before the kill")
 		}
 		c.Close()
@@ -446,6 +449,12 @@ func TestRedisRestartAfterKillIsOnePointInTime(t *testing.T) {
 				t.Fatalf("round %d: after SIGKILL c1 = %v but c%d = %v: not one point in time", round, vals[0], i+1, v)
 			}
 		}
+		// The script in flight at the kill may have run too.
+		after, err := strconv.Atoi(vals[0].(string))
+		if err != nil || after-before != acked && after-before != acked+1 {
+			t.Errorf("round %d: %d scripts acknowledged, but the counters went from %d to %v", round, acked, before, vals[0])
+		}
+		before = after
 		c2.Close()
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
@@ -571,27 +580,29 @@ func TestRedisRefusesLogsWithAGap(t *testing.T) {
 	}
 }
 
-// TestRedisRetriesAFailedWrite makes a log write fail: its change set must
-// be written with the next one, not lost.
+// TestRedisRetriesAFailedWrite makes log writes fail: the change sets must
+// be written once writing works again, not lost.
 func TestRedisRetriesAFailedWrite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
-	r, c := startRedis(t, path, time.Hour) // the ticker never fires: the test saves
+	r, c := startRedis(t, path, time.Hour) // the ticker never fires: the test ticks
 	c.Set(ctx, "k1", "v", 0)
-	if err := r.saveChanges(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.log.Close(); err != nil { // writes to it fail from now on
+	r.mu.Lock()
+	err := r.log.Close() // writing to it fails from now on
+	r.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	c.Set(ctx, "k2", "v", 0)
-	if err := r.saveChanges(); err == nil {
-		t.Fatal("saveChanges wrote to a closed log")
-	}
 	c.Set(ctx, "k3", "v", 0)
-	if err := r.saveChanges(); err != nil {
-		t.Fatal(err)
+	r.mu.Lock()
+	failing, pending := r.failing, len(r.pending)
+	r.mu.Unlock()
+	// k1's change set was written but not synced: it is written again too.
+	if !failing || pending != 3 {
+		t.Fatalf("after a failed write: failing %v, %d change sets pending; want true, 3", failing, pending)
 	}
+	r.tick()
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
