@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,36 +100,48 @@ func StartRedisServer(ctx context.Context, cfg RedisServerConfig, logger *slog.L
 		return nil, fmt.Errorf("embedded redis-server: %w", err)
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("embedded redis-server: start %s: %w", cfg.Binary, err)
-	}
 	s := &RedisServer{cmd: cmd, addr: addr, logger: logger, exited: make(chan struct{}), closing: make(chan struct{})}
 	logs := &recentLines{}
-	logged := make(chan struct{})
+	started := make(chan error, 1)
 	go func() {
-		defer close(logged)
-		forwardRedisLog(out, logs, logger)
-	}()
-	go func() {
-		<-logged // Wait closes the pipe; read it to the end first
+		// Pdeathsig is sent when the thread that started the child ends, not the process (go.dev/issue/27505): this
+		// goroutine keeps its thread, which the runtime then never ends, until the child is gone.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.forwardLog(out, logs) // to the end of the output, which Wait closes
 		s.waited = cmd.Wait()
 		close(s.exited)
 		select {
 		case <-s.closing:
 		default:
-			if !s.ready.Load() {
-				return // StartRedisServer reports it
+			if s.ready.Load() { // else StartRedisServer reports it
+				logger.Error("embedded redis-server exited unexpectedly; requests needing Redis fail until board restarts",
+					"err", s.waited, "log", logs.String())
 			}
-			logger.Error("embedded redis-server exited unexpectedly; requests needing Redis fail until board restarts",
-				"err", s.waited, "log", logs.String())
 		}
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("embedded redis-server: start %s: %w", cfg.Binary, err)
+	}
 
-	if err := s.waitReady(ctx, cfg.Password); err != nil {
+	err = s.waitReady(ctx, cfg.Password)
+	if err == nil {
+		s.ready.Store(true)
+		select {
+		case <-s.exited:
+			err = fmt.Errorf("exited at start: %v", s.waited)
+		default:
+		}
+	}
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded redis-server: %w; its last log lines:\n%s", err, logs.String()),
 			s.Close())
 	}
-	s.ready.Store(true)
 	logger.Info("embedded redis listening", "engine", "redis-server", "addr", addr, "dir", dir, "pid", cmd.Process.Pid)
 	return s, nil
 }
@@ -182,7 +195,7 @@ func (s *RedisServer) waitReady(ctx context.Context, password string) error {
 		}
 		if listening {
 			if err = c.Ping(ctx).Err(); err == nil {
-				return nil
+				return s.checkIsOurs(ctx, c)
 			}
 		}
 		select {
@@ -193,6 +206,19 @@ func (s *RedisServer) waitReady(ctx context.Context, password string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// checkIsOurs makes sure the server answering at s.addr is the child: with port 0 the port is picked before
+// redis-server binds it, and another process could have taken it in between.
+func (s *RedisServer) checkIsOurs(ctx context.Context, c *redis.Client) error {
+	info, err := c.InfoMap(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	if pid := info["Server"]["process_id"]; pid != strconv.Itoa(s.cmd.Process.Pid) {
+		return fmt.Errorf("%s is served by another Redis (pid %s), not the one started (pid %d)", s.addr, pid, s.cmd.Process.Pid)
+	}
+	return nil
 }
 
 // redisServerConf is the configuration given to redis-server: listen where asked, keep an append-only file in dir
@@ -295,13 +321,30 @@ func freePort(host string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// forwardRedisLog passes redis-server's log lines to slog at debug level, and keeps the last ones, which errors
-// about its exit quote.
-func forwardRedisLog(r io.Reader, recent *recentLines, logger *slog.Logger) {
+// forwardLog passes redis-server's log lines ("pid:role date time level message") to slog, and keeps the last
+// ones, which errors about its exit quote. Lines of level "#" while it serves (an append-only file it cannot
+// write, say) are warnings; at start and stop they are routine notices, and the rest is chatter: debug.
+func (s *RedisServer) forwardLog(r io.Reader, recent *recentLines) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		recent.add(sc.Text())
-		logger.Debug("redis-server: " + sc.Text())
+		line := sc.Text()
+		recent.add(line)
+		level := slog.LevelDebug
+		if fields := strings.Fields(line); len(fields) >= 6 && fields[5] == "#" && s.ready.Load() && !s.isClosing() {
+			level = slog.LevelWarn
+		}
+		s.logger.Log(context.Background(), level, "redis-server: "+line)
+	}
+	// A line too long for the scanner ends it: keep reading, or redis-server would block on a full pipe.
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (s *RedisServer) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
 	}
 }
 
