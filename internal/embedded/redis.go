@@ -608,8 +608,16 @@ type frame struct {
 	keys      []miniredis.KeyCopy
 }
 
-// encodeFrame encodes a change set. Keys of types not kept are written as
-// deleted, so that they don't bring back an older value of the key.
+// encodeFrame encodes a change set. A key is
+//
+//	uvarint DB | string name | byte type (its index in keyTypes) | varint expiry (Unix ms, 0: none) | value
+//
+// where a string is a uvarint length and the bytes, a deleted key has no
+// expiry nor value, and the value of a string is a string; of a hash, a
+// count and (field, value, varint field expiry) triples; of a list or set, a
+// count and strings; of a zset, a count and (member, float64 score) pairs.
+// Keys of types not kept are written as deleted, so that they don't bring
+// back an older value of the key.
 func (r *Redis) encodeFrame(changeSet uint64, flushed []int, keys []miniredis.KeyCopy) []byte {
 	b := make([]byte, 8, 64+40*len(keys))
 	b = binary.AppendUvarint(b, changeSet)
