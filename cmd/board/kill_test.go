@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,12 +20,24 @@ import (
 	"board/internal/sqldb"
 )
 
+// boardBinDir holds the binary buildBoard built, removed by TestMain.
+var boardBinDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if boardBinDir != "" {
+		os.RemoveAll(boardBinDir)
+	}
+	os.Exit(code)
+}
+
 // buildBoard builds the board binary once per test binary run.
 var buildBoard = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "board-bin")
 	if err != nil {
 		return "", err
 	}
+	boardBinDir = dir
 	bin := filepath.Join(dir, "board")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -37,10 +48,18 @@ var buildBoard = sync.OnceValues(func() (string, error) {
 
 // process is a `board serve` running as a real process, so that it can be killed with SIGKILL.
 type process struct {
-	cmd  *exec.Cmd
-	logs *logWatcher
-	urls map[string]string
-	done chan error
+	cmd      *exec.Cmd
+	logs     *logWatcher
+	urls     map[string]string
+	redisPid int           // the embedded redis-server's, 0 for the in-process Redis
+	exited   chan struct{} // closed when the process has exited, with its error in err
+	err      error
+}
+
+// wait waits for the process to exit and returns how it ended.
+func (p *process) wait() error {
+	<-p.exited
+	return p.err
 }
 
 func startProcess(t *testing.T, args ...string) *process {
@@ -49,26 +68,29 @@ func startProcess(t *testing.T, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{logs: newLogWatcher(), done: make(chan error, 1)}
+	p := &process{logs: newLogWatcher(), exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		_ = p.cmd.Process.Kill() // fails harmlessly once it has exited
+		p.wait()
+		waitGone(t, p.redisPid) // before the data directory is removed
 	})
 	select {
 	case p.urls = <-p.logs.ready(1):
-	case err := <-p.done:
-		t.Fatalf("board serve exited early: %v\n%s", err, p.logs)
+	case <-p.exited:
+		t.Fatalf("board serve exited early: %v\n%s", p.err, p.logs)
 	case <-time.After(time.Minute):
 		t.Fatalf("board serve did not start in time\n%s", p.logs)
 	}
+	p.redisPid = redisServerPid(t, filepath.Join(flagValue(args, "--data-dir"), "redis"))
 	return p
 }
 
@@ -90,14 +112,14 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 				"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}
 			p := startProcess(t, args...)
 			api := p.urls["view"] + "/v1/article-views/articles/1"
-			redisPid := redisServerPid(t, filepath.Join(dir, "redis"))
 
 			// 20 viewers, each user viewing once, until the process dies under them.
-			var next, acked atomic.Int64
-			var maxAcked atomic.Int64
+			var next, acked, maxAcked, viewing atomic.Int64
 			var wg sync.WaitGroup
 			for range 20 {
+				viewing.Add(1)
 				wg.Go(func() {
+					defer viewing.Add(-1)
 					for {
 						user := next.Add(1)
 						count, err := postView(api, user)
@@ -111,21 +133,24 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 				})
 			}
 			for acked.Load() < 450 {
+				if viewing.Load() == 0 {
+					t.Fatalf("every viewer failed after %d views\n%s", acked.Load(), p.logs)
+				}
 				time.Sleep(time.Millisecond)
 			}
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			<-p.done
+			p.wait()
 			wg.Wait()
 			attempted := next.Load() // users 1..attempted sent a view; some were in flight at the kill
-			waitGone(t, redisPid)
+			waitGone(t, p.redisPid)
 
 			backup := viewBackup(t, filepath.Join(dir, "sqlite", "article_view.db"))
 			p = startProcess(t, args...)
 			api = p.urls["view"] + "/v1/article-views/articles/1"
 			var afterRestart int64
-			getJSON(t, api+"/count", &afterRestart)
+			call(t, "GET", api+"/count", nil, http.StatusOK, &afterRestart)
 			t.Logf("%s: %d views acknowledged (highest count %d), %d attempted, SQL backup %d, count after restart %d",
 				engine, acked.Load(), maxAcked.Load(), attempted, backup, afterRestart)
 			if afterRestart < backup {
@@ -152,7 +177,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-p.done; err != nil {
+			if err := p.wait(); err != nil {
 				t.Errorf("board serve after SIGTERM: %v\n%s", err, p.logs)
 			}
 		})
@@ -173,21 +198,6 @@ func postView(url string, user int64) (int64, error) {
 		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
-}
-
-func getJSON(t *testing.T, url string, out any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // viewBackup reads article 1's backed-up view count from the view service's SQLite file.

@@ -290,9 +290,9 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := sqltest.NewFreezingProxy(t, cfg.Addr)
+	defer proxy.Close() // before the program's shutdown (a cleanup), which then finds its connections closed
 	cfg.Addr = proxy.Addr()
 	p := startProgram(t, append(testFlags(t, t.TempDir()), "--mysql-dsn", cfg.FormatDSN(), "--request-timeout", "500ms"))
-	defer proxy.Close() // before the program's shutdown (a cleanup), which then finds its connections closed
 	api := p.urls["article"]
 	var a articleOut
 	call(t, "POST", api+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1},
