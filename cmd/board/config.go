@@ -92,7 +92,7 @@ func (c *config) engineFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.StringVar(&c.EmbeddedRedisAddr, "embedded-redis-addr", "127.0.0.1:6380", "address of the embedded Redis; off loopback only with --redis-password")
-	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the in-process Redis saves changes to --data-dir (and always at shutdown)")
+	fs.DurationVar(&c.RedisSnapshot, "embedded-redis-snapshot", time.Second, "how often the in-process Redis syncs its change log to disk (each command's changes are written before its reply)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "", "comma-separated Kafka seed brokers (empty: embedded Kafka-protocol broker)")
 	fs.StringVar(&c.EmbeddedKafkaAddr, "embedded-kafka-addr", "127.0.0.1:9092", "loopback address of the embedded Kafka-protocol broker")
 	fs.DurationVar(&c.KafkaRetention, "embedded-kafka-retention", embedded.DefaultKafkaRetention, "how long the embedded Kafka-protocol broker keeps records (at least 1s); a consumer further behind loses what was deleted")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -81,13 +82,30 @@ func (e *engines) startEmbeddedRedis(ctx context.Context) (interface {
 	case e.cfg.EmbeddedRedis == embeddedRedisServer && lookErr != nil:
 		return nil, fmt.Errorf("--embedded-redis=%s: %w (install Debian's redis-server package)", embeddedRedisServer, lookErr)
 	case e.cfg.EmbeddedRedis == embeddedRedisInProcess || lookErr != nil:
-		return embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(dir, "snapshot.gob"), e.cfg.RedisSnapshot,
+		e.setAsideGobSnapshot(dir)
+		return embedded.StartRedis(e.cfg.EmbeddedRedisAddr, filepath.Join(dir, "snapshot"), e.cfg.RedisSnapshot,
 			e.cfg.RedisPassword, e.logger)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, redisServerStartTimeout)
 	defer cancel()
 	return embedded.StartRedisServer(startCtx, embedded.RedisServerConfig{Binary: bin, Addr: e.cfg.EmbeddedRedisAddr,
 		Dir: dir, Password: e.cfg.RedisPassword}, e.logger)
+}
+
+// setAsideGobSnapshot renames the gob snapshot of boards before the in-process Redis kept change logs, which this
+// version cannot read. What it held comes back on its own: view counts from their SQL backups, the rest (dedupe
+// locks, the coordinator set, node leases) is short-lived.
+func (e *engines) setAsideGobSnapshot(dir string) {
+	old := filepath.Join(dir, "snapshot.gob")
+	if _, err := os.Stat(old); err != nil {
+		return
+	}
+	if err := os.Rename(old, old+".unused"); err != nil {
+		e.logger.Warn("cannot set aside an older board's Redis snapshot", "path", old, "err", err)
+		return
+	}
+	e.logger.Warn("an older board's Redis snapshot is in a format this version does not read; set aside, view counts come back from their SQL backups",
+		"path", old+".unused")
 }
 
 // driverLog receives the Redis and MySQL drivers' own log lines, which report connection trouble and would

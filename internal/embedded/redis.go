@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,8 +108,8 @@ func StartRedis(addr, snapshotPath string, every time.Duration, password string,
 	if every <= 0 {
 		return nil, fmt.Errorf("embedded redis: snapshot interval must be positive, got %v", every)
 	}
-	if password == "" && !isLoopback(addr) {
-		return nil, fmt.Errorf("embedded redis: %s is not a loopback address: set a password to listen there", addr)
+	if _, _, err := redisListenAddr(addr, password); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(snapshotPath), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded redis: %w", err)
@@ -144,22 +143,9 @@ func StartRedis(addr, snapshotPath string, every time.Duration, password string,
 	})
 	r.addr = m.Addr()
 	go r.loop(every)
-	logger.Info("embedded redis listening", "addr", r.addr, "snapshot", snapshotPath,
+	logger.Info("embedded redis listening", "engine", "in-process", "addr", r.addr, "snapshot", snapshotPath,
 		"loaded_bytes", r.baseBytes+r.logBytes, "load_time", time.Since(start).Round(time.Millisecond))
 	return r, nil
-}
-
-// isLoopback tells whether addr (host:port) is on a loopback interface only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Addr is the address the server listens on, as host:port.

@@ -21,8 +21,8 @@ type RelayConfig struct {
 	MinAge       time.Duration // rows younger than this are left to the fast path (10 s)
 	BatchSize    int           // rows per poll query (100)
 	FlushTimeout time.Duration // how long shutdown waits for the broker to acknowledge what was sent (5 s)
-	// DeleteTimeout bounds one delete of acknowledged rows (5 s). Shutdown does not cancel a delete: what the broker
-	// acknowledged must leave the table, or the next start publishes it again.
+	// DeleteTimeout bounds one round of deletes of acknowledged rows, all its batches (5 s). Shutdown does not
+	// cancel a delete: what the broker acknowledged must leave the table, or the next start publishes it again.
 	DeleteTimeout time.Duration
 	// AckTimeout bounds how long a poll round waits for the broker (30 s). franz-go's idempotent producer never
 	// times out a record already sent on a connection that died: it waits for the broker, so the round must not.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Migrate applies, in version order, the migrations in fsys's migrations/<dialect>/ of component (a service, or a shared part
@@ -26,9 +27,8 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	}
 	defer conn.Close()
 	if db.Dialect == MySQL {
-		var got sql.NullInt64
-		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(DATABASE(), '.migrate'), 60)").Scan(&got); err != nil || got.Int64 != 1 {
-			return fmt.Errorf("take the migration lock on %s: %v", db.Name, err)
+		if err := takeMigrationLock(ctx, conn, db.Name); err != nil {
+			return err
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
 	}
@@ -136,4 +136,25 @@ func statements(body string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// migrationLockWait is how long an instance waits for another's migrations to finish.
+const migrationLockWait = 60 * time.Second
+
+// takeMigrationLock takes the MySQL named lock that serializes migrations, asking in waits of a few seconds: one
+// long GET_LOCK would outlast the driver's read timeout and read as a dead connection.
+func takeMigrationLock(ctx context.Context, conn *sql.Conn, name string) error {
+	deadline := time.Now().Add(migrationLockWait)
+	for {
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(DATABASE(), '.migrate'), 5)").Scan(&got); err != nil {
+			return fmt.Errorf("take the migration lock on %s: %w", name, err)
+		}
+		if got.Int64 == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("take the migration lock on %s: another instance has held it for over %v", name, migrationLockWait)
+		}
+	}
 }
