@@ -119,7 +119,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	fs.Func("like-strategy", "locking strategy of the unsuffixed like paths: pessimistic-lock-1, pessimistic-lock-2 or optimistic-lock (default pessimistic-lock-1)",
 		func(v string) (err error) { c.LikeStrategy, err = like.ParseStrategy(v); return err })
 	fs.StringVar(&c.ViewAddr, "view-addr", ":9003", "listen address of the view service")
-	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, SQL, Redis and Kafka calls included; past it the answer is 503")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }
 
