@@ -148,7 +148,11 @@ func likeCount(ctx context.Context, client *http.Client, base string, articleID 
 	if err != nil {
 		return 0, err
 	}
-	resp, err := client.Do(req)
+	return readCount(client.Do(req))
+}
+
+// readCount reads the plain number a count endpoint (or a view) answers with 200.
+func readCount(resp *http.Response, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +162,7 @@ func likeCount(ctx context.Context, client *http.Client, base string, articleID 
 		return 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s %s", url, resp.Status, strings.TrimSpace(string(body)))
+		return 0, fmt.Errorf("%s %s: %s %s", resp.Request.Method, resp.Request.URL, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -185,19 +184,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 }
 
 func postView(url string, user int64) (int64, error) {
-	resp, err := http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+	return readCount(http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil))
 }
 
 // viewBackup reads article 1's backed-up view count from the view service's SQLite file.
