@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +206,35 @@ func TestPostHookRunsBeforeTheReply(t *testing.T) {
 	close(release)
 	if reply := <-replied; reply != proto.Inline("OK") {
 		t.Errorf("reply %q, want OK", reply)
+	}
+}
+
+// Scripts run on reused Lua states (board's patch): nothing of one call is seen by the next, and a failed script
+// does not spoil the state the next one gets.
+func TestLuaStatesAreReusedCleanly(t *testing.T) {
+	m := RunT(t)
+	c, err := proto.Dial(m.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, tc := range []struct {
+		args []string
+		want string // the reply, or a part of an error reply
+	}{
+		{[]string{"EVAL", "return {KEYS[1], KEYS[2], ARGV[1]}", "2", "a", "b", "x"}, proto.Strings("a", "b", "x")},
+		{[]string{"EVAL", "return {KEYS[1], KEYS[2], ARGV[1]}", "1", "c"}, proto.Strings("c")},
+		{[]string{"EVAL", "leaked = 1", "0"}, "attempted to create global variable 'leaked'"},
+		{[]string{"EVAL", "error('boom')", "0"}, "boom"},
+		{[]string{"EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "k", "v"}, proto.Inline("OK")},
+		{[]string{"EVAL", "return type(leaked)", "0"}, "access nonexistent global variable 'leaked'"},
+	} {
+		got, err := c.Do(tc.args...)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got != tc.want && !(strings.HasPrefix(got, "-") && strings.Contains(got, tc.want)) {
+			t.Errorf("call %d %q: got %q, want %q", i, tc.args, got, tc.want)
+		}
 	}
 }

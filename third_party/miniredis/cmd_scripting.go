@@ -28,11 +28,13 @@ var (
 	parsedScripts = sync.Map{}
 )
 
-// Execute lua. Needs to run m.Lock()ed, from within withTx().
-// Returns true if the lua was OK (and hence should be cached).
-func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bool, args []string) bool {
+// luaStates keeps Lua states ready to run a script (board's patch): making one, with its libraries, cjson and the
+// globals guard, cost more than most scripts. Redis itself reuses one state for every script. The guard keeps
+// scripts from leaving globals behind, and a state whose script failed is dropped, not reused.
+var luaStates = sync.Pool{New: func() interface{} { return newLuaState() }}
+
+func newLuaState() *lua.LState {
 	l := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer l.Close()
 
 	// Taken from the go-lua manual
 	for _, pair := range []struct {
@@ -58,9 +60,16 @@ func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bo
 
 	luajson.Preload(l)
 	requireGlobal(l, "cjson", "json")
+	l.RegisterModule("os", mkLuaOS())
 
-	// set global variable KEYS
-	keysTable := l.NewTable()
+	_ = doScript(l, protectGlobals)
+	l.SetTop(0)
+	return l
+}
+
+// Execute lua. Needs to run m.Lock()ed, from within withTx().
+// Returns true if the lua was OK (and hence should be cached).
+func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bool, args []string) bool {
 	keysS, args := args[0], args[1:]
 	keysLen, err := strconv.Atoi(keysS)
 	if err != nil {
@@ -76,16 +85,21 @@ func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bo
 		return false
 	}
 	keys, args := args[:keysLen], args[keysLen:]
+
+	l := luaStates.Get().(*lua.LState)
+	// KEYS, ARGV and the redis module are this call's; set raw, past the globals guard.
+	globals := l.G.Global
+	keysTable := l.NewTable()
 	for i, k := range keys {
 		l.RawSet(keysTable, lua.LNumber(i+1), lua.LString(k))
 	}
-	l.SetGlobal("KEYS", keysTable)
+	globals.RawSetString("KEYS", keysTable)
 
 	argvTable := l.NewTable()
 	for i, a := range args {
 		l.RawSet(argvTable, lua.LNumber(i+1), lua.LString(a))
 	}
-	l.SetGlobal("ARGV", argvTable)
+	globals.RawSetString("ARGV", argvTable)
 
 	redisFuncs, redisConstants := mkLua(m.srv, c, sha, readOnly)
 	redisMod := l.CreateTable(0, len(redisFuncs)+len(redisConstants))
@@ -96,16 +110,13 @@ func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bo
 		redisMod.RawSetString(k, v)
 	}
 	for _, name := range []string{"redis", "server"} {
-		l.SetGlobal(name, redisMod)
+		globals.RawSetString(name, redisMod)
 	}
-
-	l.RegisterModule("os", mkLuaOS())
-
-	_ = doScript(l, protectGlobals)
 
 	// lua can call redis.setresp(...), but it's tmp state.
 	oldresp := c.Resp3
 	if err := doScript(l, script); err != nil {
+		l.Close()
 		c.WriteError(err.Error())
 		return false
 	}
@@ -113,6 +124,8 @@ func (m *Miniredis) runLuaScript(c *server.Peer, sha, script string, readOnly bo
 	luaToRedis(l, c, l.Get(1))
 	c.Resp3 = oldresp
 	c.SwitchResp3 = nil
+	l.SetTop(0)
+	luaStates.Put(l)
 	return true
 }
 
