@@ -373,33 +373,7 @@ func (h *harness) recordsOnTopic() int64 {
 // holdOutbox makes every delete from the outbox wait, as a busy database does, until release is called: another
 // transaction locks all the rows (on SQLite, holding the one write connection is enough).
 func (h *harness) holdOutbox() (release func()) {
-	ctx := context.Background()
-	locked, released, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- h.db.Transact(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
-			if err != nil {
-				return err
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			close(locked)
-			<-released
-			return nil
-		})
-	}()
-	select {
-	case <-locked:
-	case err := <-done:
-		h.t.Fatalf("lock the outbox: %v", err)
-	}
-	return func() {
-		close(released)
-		if err := <-done; err != nil {
-			h.t.Errorf("release the outbox: %v", err)
-		}
-	}
+	return sqltest.HoldLock(h.t, h.db, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
 }
 
 // gathered returns the sum of the samples of the metric name in reg and how many series it has.

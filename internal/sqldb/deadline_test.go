@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,33 +115,7 @@ func TestDeadlineEndsAWaitForTheWriter(t *testing.T) {
 
 // holdRow locks item 1 in a transaction until release is called.
 func holdRow(t *testing.T, db *sqldb.DB) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	locked, released, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- db.Transact(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, "UPDATE item SET n = n WHERE id = 1"); err != nil {
-				return err
-			}
-			close(locked)
-			<-released
-			return nil
-		})
-	}()
-	select {
-	case <-locked:
-	case err := <-done:
-		t.Fatalf("lock item 1: %v", err)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(released)
-			if err := <-done; err != nil {
-				t.Errorf("release item 1: %v", err)
-			}
-		})
-	}
+	return sqltest.HoldLock(t, db, "SELECT n FROM item WHERE id = 1"+db.ForUpdate())
 }
 
 // TestSilentMySQL opens a database through a proxy that then stops forwarding anything, as a server does whose

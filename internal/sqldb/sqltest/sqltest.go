@@ -222,3 +222,40 @@ func (p *FreezingProxy) Close() {
 	p.mu.Unlock()
 	p.forwards.Wait()
 }
+
+// HoldLock runs lockQuery (e.g. a SELECT ... FOR UPDATE) in a transaction of db and keeps that transaction open,
+// with its locks, until release is called (at most once has effect). On SQLite the transaction also holds the one
+// write connection, so every other write waits.
+func HoldLock(t testing.TB, db *sqldb.DB, lockQuery string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	locked, released, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.Transact(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, lockQuery)
+			if err != nil {
+				return err
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			close(locked)
+			<-released
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		t.Fatalf("lock with %q: %v", lockQuery, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(released)
+			if err := <-done; err != nil {
+				t.Errorf("release the lock of %q: %v", lockQuery, err)
+			}
+		})
+	}
+}
