@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"board/internal/fault"
+	"board/internal/snowflake"
 	"board/internal/wire"
 )
 
@@ -59,8 +60,10 @@ func (s *Service) Create(ctx context.Context, title, content string, boardID, wr
 	if err != nil {
 		return Article{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
 	}
-	now := wire.Millis(s.now())
-	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: now, ModifiedAt: now,
+	// An article is created at the time in its id, so that consumers know an article's day from its id alone
+	// (hot-article keys its state by it before the article's own event arrives).
+	createdAt := snowflake.Timestamp(id)
+	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: createdAt, ModifiedAt: createdAt,
 		Version: 1}
 	if err := s.store.Create(ctx, a); err != nil {
 		return Article{}, err

@@ -27,8 +27,9 @@ var t0 = time.Date(2026, 1, 2, 12, 4, 5, 6_789_123, time.FixedZone("KST", 9*60*6
 // t0ms is t0 as stored.
 var t0ms = time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
 
-// firstID is above 2^53 so that a float64 on the way would lose digits.
-const firstID = 1<<60 + 1
+// firstID is the first id the tests' generator issues: one issued at t0, as a Snowflake generator would (an article
+// is created at its id's time). It is above 2^53, so a float64 on the way would lose digits.
+var firstID = snowflake.Compose(t0, 1, 0)
 
 // eventIDs issues the tests' event ids: one generator for the package, as one process has one.
 var eventIDs = func() *snowflake.Generator {
@@ -139,7 +140,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 			time.Date(2026, 5, 6, 0, 30, 0, 1_000_000, time.FixedZone("", -8*60*60)),
 			time.Now(), // with a monotonic reading
 		} {
-			svc := NewService(testStore(db), fake.NewIDs(in.UnixNano()), func() time.Time { return in })
+			svc := NewService(testStore(db), fake.NewIDs(snowflake.Compose(in, 1, 0)), func() time.Time { return in })
 			a, err := svc.Create(ctx, "t", "c", 1, 1)
 			if err != nil {
 				t.Fatal(err)
