@@ -274,16 +274,9 @@ func (s *Service) lockKey(articleID, userID int64) string {
 		strconv.FormatInt(userID, 10) + "::lock"
 }
 
-// redisFault turns Redis being unreachable, slow or unable to serve into a 503. Any other reply error means a
-// command or script of this package is wrong, which stays an internal error.
+// redisFault is the view service's 503 for a Redis that cannot serve (fault.FromRedis).
 func redisFault(err error) error {
-	var reply redis.Error
-	if errors.As(err, &reply) && !redis.IsLoadingError(err) && !redis.IsReadOnlyError(err) &&
-		!redis.IsClusterDownError(err) && !redis.IsTryAgainError(err) && !redis.IsMasterDownError(err) &&
-		!redis.IsMaxClientsError(err) && !redis.IsOOMError(err) {
-		return err
-	}
-	return fault.Unavailablef(err, "REDIS_UNAVAILABLE", "the view counter (Redis) is unavailable; try again later")
+	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the view counter (Redis) is unavailable; try again later")
 }
 
 // unsaved remembers, per article, the highest count this instance produced that may not be backed up yet.
