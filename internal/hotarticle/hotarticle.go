@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -194,7 +195,8 @@ return 1`)
 // change is one event reduced to what the ranking needs.
 type change struct {
 	articleID int64
-	args      []any // applyScript's ARGV after the member and the expiry
+	kind      string // applyScript's change
+	args      []any  // applyScript's ARGV after the member and the expiry
 }
 
 // Apply applies one event. It returns an error of kind Invalid for an event that can never be applied, and of
@@ -214,7 +216,7 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	keys := []string{s.articleKey(d.name, c.articleID), s.listKey(d.name)}
-	args := append([]any{member(c.articleID), d.expireAt.UnixMilli()}, c.args...)
+	args := append([]any{c.kind, member(c.articleID), d.expireAt.UnixMilli()}, c.args...)
 	if err := applyScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("apply %s %d: %w", env.Type, env.EventID, redisFault(err))
 	}
@@ -235,18 +237,18 @@ func toChange(env event.Envelope) (change, error) {
 		case p.ArticleVersion <= 0:
 			return c, fault.Invalidf("NO_VERSION", "%s %d carries no articleVersion", env.Type, env.EventID)
 		case env.Type == event.ArticleDeleted:
-			c.args = []any{"deleted", p.ArticleVersion}
+			c.kind, c.args = "deleted", []any{p.ArticleVersion}
 		case time.Time(p.CreatedAt).IsZero():
 			return c, fault.Invalidf("NO_CREATED_AT", "%s %d carries no createdAt", env.Type, env.EventID)
 		default:
-			c.args = []any{"article", p.ArticleVersion, p.Title, time.Time(p.CreatedAt).UnixMilli()}
+			c.kind, c.args = "article", []any{p.ArticleVersion, p.Title, time.Time(p.CreatedAt).UnixMilli()}
 		}
 	case event.CommentCreated, event.CommentDeleted:
 		p, err := event.Payload[event.Comment](env)
 		if err != nil {
 			return c, err
 		}
-		c.articleID, c.args = int64(p.ArticleID), []any{"comments", p.ArticleCommentCount, p.ArticleCommentCountVersion}
+		c.articleID, c.kind, c.args = int64(p.ArticleID), "comments", []any{p.ArticleCommentCount, p.ArticleCommentCountVersion}
 		if p.ArticleCommentCountVersion <= 0 {
 			return c, fault.Invalidf("NO_VERSION", "%s %d carries no articleCommentCountVersion", env.Type, env.EventID)
 		}
@@ -255,7 +257,7 @@ func toChange(env event.Envelope) (change, error) {
 		if err != nil {
 			return c, err
 		}
-		c.articleID, c.args = int64(p.ArticleID), []any{"likes", p.ArticleLikeCount, p.ArticleLikeCountVersion}
+		c.articleID, c.kind, c.args = int64(p.ArticleID), "likes", []any{p.ArticleLikeCount, p.ArticleLikeCountVersion}
 		if p.ArticleLikeCountVersion <= 0 {
 			return c, fault.Invalidf("NO_VERSION", "%s %d carries no articleLikeCountVersion", env.Type, env.EventID)
 		}
@@ -264,7 +266,7 @@ func toChange(env event.Envelope) (change, error) {
 		if err != nil {
 			return c, err
 		}
-		c.articleID, c.args = int64(p.ArticleID), []any{"views", p.ArticleViewCount}
+		c.articleID, c.kind, c.args = int64(p.ArticleID), "views", []any{p.ArticleViewCount}
 	default:
 		return c, fault.Invalidf("UNKNOWN_EVENT", "hot-article has no use for %s", env.Type)
 	}
@@ -371,4 +373,50 @@ func startOfDay(t time.Time, loc *time.Location) time.Time {
 // redisFault is the hot-article service's 503 for a Redis that cannot serve.
 func redisFault(err error) error {
 	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the hot-article store (Redis) is unavailable; try again later")
+}
+
+// Clear deletes every key of the service (all days' lists and article states) and returns how many, so that a
+// replay of the topics rebuilds the rankings from nothing. Run it only while no consumer of the service runs.
+func (s *Service) Clear(ctx context.Context) (int, error) {
+	pattern := s.cfg.KeyPrefix + "hot-article::*"
+	var deleted atomic.Int64
+	clearNode := func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			// One key per command: the keys of a batch may lie in different slots.
+			pipe := node.Pipeline()
+			for _, k := range batch {
+				pipe.Unlink(ctx, k)
+			}
+			_, err := pipe.Exec(ctx)
+			deleted.Add(int64(len(batch)))
+			batch = batch[:0]
+			return err
+		}
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		return flush()
+	}
+	var err error
+	if cluster, ok := s.rdb.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return clearNode(ctx, node) })
+	} else {
+		err = clearNode(ctx, s.rdb)
+	}
+	if err != nil {
+		return int(deleted.Load()), fmt.Errorf("clear %s: %w", pattern, redisFault(err))
+	}
+	return int(deleted.Load()), nil
 }
