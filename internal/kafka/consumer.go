@@ -21,8 +21,9 @@ import (
 	"board/internal/fault"
 )
 
-// Handler applies one event. It must tolerate duplicates and out-of-order events (see the package doc). An error is
-// retried unless retryable says otherwise; after the last attempt the record goes to the dead-letter topic.
+// Handler applies one event. It must tolerate duplicates and out-of-order events (see the package doc). What
+// follows an error is onFailure's decision: retried up to MaxAttempts calls then dead-lettered, dead-lettered at
+// once, or, for a dependency that is down, retried until it succeeds.
 type Handler func(ctx context.Context, env event.Envelope) error
 
 // ConsumerConfig configures a Consumer.
@@ -31,7 +32,7 @@ type ConsumerConfig struct {
 	Group       string
 	Topics      []string
 	Handlers    map[event.Type]Handler // records of other types are skipped (and committed)
-	MaxAttempts int                    // handler attempts per record before dead-lettering (default 5)
+	MaxAttempts int                    // failed handler calls per record before dead-lettering (default 5); stalls do not count
 	Backoff     time.Duration          // first retry delay, doubling, capped at 5s, with jitter (default 100ms)
 	Logger      *slog.Logger           // default slog.Default()
 	Metrics     *Metrics               // may be nil
@@ -62,6 +63,10 @@ const (
 	leaveTimeout = 5 * time.Second
 	// maxErrorHeader bounds the dlt-error header.
 	maxErrorHeader = 4 << 10
+	// stallLogEvery spaces the warnings of a record stalled on a dependency that is down: the first failed call
+	// is logged, then every stallLogEvery-th. Once the backoff is capped (2.5-5 s a wait) that is about one line
+	// every 40 s per stalled partition, however long the outage lasts.
+	stallLogEvery = 10
 )
 
 // Consumer runs the consume-handle-commit loop of one consumer group member. See the package doc for its guarantees.
@@ -240,33 +245,73 @@ func (c *Consumer) process(ctx context.Context, r *kgo.Record) bool {
 			"offset", r.Offset, "type", env.Type)
 		return true
 	}
-	for attempt := 1; ; attempt++ {
+	failures, stalls := 0, 0 // failed calls counting toward MaxAttempts, and those that did not (stalls)
+	for call := 1; ; call++ {
 		err := callHandler(ctx, h, env)
 		if err == nil {
 			c.metrics.incConsumed(c.group, r.Topic)
+			if stalls > 0 {
+				c.log.Info("kafka consumer: handled after a stall", "topic", r.Topic, "partition", r.Partition,
+					"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "calls", call)
+			}
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		if !retryable(err) || attempt >= c.maxAttempts {
-			return c.deadLetter(ctx, r, err, attempt)
+		switch onFailure(err) {
+		case deadLetterAtOnce:
+			return c.deadLetter(ctx, r, err, call)
+		case retryUpToMax:
+			failures++
+			if failures >= c.maxAttempts {
+				return c.deadLetter(ctx, r, err, call)
+			}
+			c.log.Warn("kafka consumer: handler failed; retrying", "topic", r.Topic, "partition", r.Partition,
+				"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "attempt", failures, "err", err)
+		case stallUntilUp:
+			stalls++
+			if stalls == 1 || stalls%stallLogEvery == 0 {
+				c.log.Warn("kafka consumer: a dependency is down; the partition stalls on this record until it is back",
+					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "type", env.Type,
+					"eventId", env.EventID, "calls", call, "err", err)
+			}
 		}
 		c.metrics.incRetried(c.group, r.Topic)
-		c.log.Warn("kafka consumer: handler failed; retrying", "topic", r.Topic, "partition", r.Partition,
-			"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "attempt", attempt, "err", err)
-		if !sleep(ctx, c.delay(attempt)) {
+		if !sleep(ctx, c.delay(call)) {
 			return false
 		}
 	}
 }
 
-// retryable is the one place that decides whether a failed record deserves another handler call: not when the
-// event is malformed (event.ErrMalformed, also what event.Decode returns) or the handler says it breaks a rule
-// (fault.Invalid), since calling again cannot change the answer. Everything else (a database down, a conflict, a
-// bug that a deploy may fix) is retried.
-func retryable(err error) bool {
-	return !errors.Is(err, event.ErrMalformed) && fault.KindOf(err) != fault.Invalid
+// failureAction is what a failed handler call leads to.
+type failureAction int
+
+const (
+	// retryUpToMax: call again after a backoff; after MaxAttempts such failures, dead-letter the record.
+	retryUpToMax failureAction = iota
+	// deadLetterAtOnce: calling again cannot change the answer.
+	deadLetterAtOnce
+	// stallUntilUp: the event is fine but a dependency is down. Call again after a backoff, without limit, until
+	// the call succeeds or Run's context ends; the record is never dead-lettered, which would skip it.
+	stallUntilUp
+)
+
+// onFailure is the one place that decides what a handler error leads to:
+//   - deadLetterAtOnce when the event is malformed (event.ErrMalformed, also what event.Decode returns) or the
+//     handler says it breaks a rule (fault.Invalid). This wins over the rest: the handler said the event is bad.
+//   - stallUntilUp when a dependency is down: fault kind Unavailable, or an error fault.IsDependencyDown
+//     recognises (a network error, a refused or reset connection, a bad driver connection, a deadline exceeded).
+//   - retryUpToMax for everything else (a conflict, a missing row, a bug that a deploy may fix, a panic).
+func onFailure(err error) failureAction {
+	switch kind := fault.KindOf(err); {
+	case errors.Is(err, event.ErrMalformed), kind == fault.Invalid:
+		return deadLetterAtOnce
+	case kind == fault.Unavailable, fault.IsDependencyDown(err):
+		return stallUntilUp
+	default:
+		return retryUpToMax
+	}
 }
 
 // callHandler calls h, turning a panic into an error so that one bad event cannot crash the service.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,27 +21,48 @@ import (
 	"board/internal/fault"
 )
 
-func TestRetryable(t *testing.T) {
+func TestOnFailure(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for _, tc := range []struct {
 		err  error
-		want bool
+		want failureAction
 	}{
-		{errors.New("db down"), true},
-		{fault.Unavailablef(errors.New("dial"), "DB_DOWN", "database down"), true},
-		{fault.Conflictf("DUP", "duplicate"), true},
-		{fault.NotFoundf("NO_ARTICLE", "no article"), true},
-		{fault.Invalidf("BAD", "bad"), false},
-		{fmt.Errorf("apply: %w", fault.Invalidf("BAD", "bad")), false},
-		{fmt.Errorf("%w: payload", event.ErrMalformed), false},
-		{fmt.Errorf("apply: %w", fmt.Errorf("%w: x", event.ErrMalformed)), false},
+		{errors.New("db down"), retryUpToMax},
+		{fmt.Errorf("handler panicked: %v", "boom"), retryUpToMax},
+		{fault.Conflictf("DUP", "duplicate"), retryUpToMax},
+		{fault.NotFoundf("NO_ARTICLE", "no article"), retryUpToMax},
+		{fault.Invalidf("BAD", "bad"), deadLetterAtOnce},
+		{fmt.Errorf("apply: %w", fault.Invalidf("BAD", "bad")), deadLetterAtOnce},
+		{fmt.Errorf("%w: payload", event.ErrMalformed), deadLetterAtOnce},
+		{fmt.Errorf("apply: %w", fmt.Errorf("%w: x", event.ErrMalformed)), deadLetterAtOnce},
+		{fault.Unavailablef(errors.New("dial"), "REDIS_DOWN", "redis down"), stallUntilUp},
+		{fmt.Errorf("apply: %w", fault.Unavailablef(nil, "REDIS_DOWN", "redis down")), stallUntilUp},
+		{fmt.Errorf("incr: %w", refused), stallUntilUp},
+		{fmt.Errorf("write: %w", syscall.ECONNRESET), stallUntilUp},
+		{fmt.Errorf("query: %w", context.DeadlineExceeded), stallUntilUp},
+		// The handler's word that the event is bad wins over the state of a dependency.
+		{&fault.Error{Kind: fault.Invalid, Code: "BAD", Message: "bad", Err: refused}, deadLetterAtOnce},
+		{fmt.Errorf("%w: %w", event.ErrMalformed, context.DeadlineExceeded), deadLetterAtOnce},
 	} {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("retryable(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := onFailure(tc.err); got != tc.want {
+			t.Errorf("onFailure(%v) = %s, want %s", tc.err, actionName(got), actionName(tc.want))
 		}
 	}
-	if _, err := event.Decode([]byte("garbage")); retryable(err) {
-		t.Error("a Decode error is retryable")
+	if _, err := event.Decode([]byte("garbage")); onFailure(err) != deadLetterAtOnce {
+		t.Errorf("onFailure(a Decode error) = %s, want deadLetterAtOnce", actionName(onFailure(err)))
 	}
+}
+
+func actionName(a failureAction) string {
+	switch a {
+	case retryUpToMax:
+		return "retryUpToMax"
+	case deadLetterAtOnce:
+		return "deadLetterAtOnce"
+	case stallUntilUp:
+		return "stallUntilUp"
+	}
+	return fmt.Sprintf("failureAction(%d)", a)
 }
 
 func TestDelay(t *testing.T) {
@@ -391,6 +415,120 @@ func TestShutdownStopsRetries(t *testing.T) {
 	}
 	if recs := readAll(t, k.Addrs(), event.DeadLetterTopic(topic), 1, 300*time.Millisecond); len(recs) > 0 {
 		t.Errorf("%d dead letters, want none", len(recs))
+	}
+}
+
+// TestStallWhileDependencyDown: a handler saying its store is down (fault.Unavailable) more times than MaxAttempts
+// is called again until it succeeds: the record is handled once, nothing is dead-lettered, the record after it on
+// the partition waits for it, and everything ends committed.
+func TestStallWhileDependencyDown(t *testing.T) {
+	k := startKafka(t)
+	cl := newClient(t, k.Addrs())
+	const topic, group, downCalls = "board-view", "stall", 8
+	if err := EnsureTopics(context.Background(), cl, []string{topic}, 1); err != nil {
+		t.Fatal(err)
+	}
+	produceViews(t, cl, topic, 1, 2)
+	reg := prometheus.NewRegistry()
+	var calls atomic.Int32
+	var ok handled
+	stop := runConsumer(t, ConsumerConfig{
+		Brokers: k.Addrs(), Group: group, Topics: []string{topic}, MaxAttempts: 3, Backoff: time.Millisecond,
+		Metrics: NewMetrics(reg),
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			if idOf(env) == 1 && calls.Add(1) <= downCalls {
+				return fault.Unavailablef(errors.New("dial tcp: connection refused"), "REDIS_DOWN", "redis is down")
+			}
+			ok.add(idOf(env))
+			return nil
+		}},
+	})
+	eventually(t, 10*time.Second, "both records", func() bool { return ok.len() == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ok.snapshot(); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("handled %v, want [1 2]: each once, in order", got)
+	}
+	if n := calls.Load(); n != downCalls+1 {
+		t.Errorf("handler called %d times for record 1, want %d", n, downCalls+1)
+	}
+	labels := map[string]string{"group": group, "topic": topic}
+	if v := metricValue(t, reg, "board_events_retried_total", labels); v != downCalls {
+		t.Errorf("retried = %v, want %d", v, downCalls)
+	}
+	if v := metricValue(t, reg, "board_events_dead_lettered_total", labels); v > 0 {
+		t.Errorf("dead_lettered = %v, want none", v)
+	}
+	if recs := readAll(t, k.Addrs(), event.DeadLetterTopic(topic), 1, 300*time.Millisecond); len(recs) > 0 {
+		t.Errorf("%d records in the dead-letter topic, want none", len(recs))
+	}
+	if got, want := committed(t, cl, group, topic), endOffsets(t, cl, topic); !equalOffsets(got, want) {
+		t.Errorf("committed %v, want the end offsets %v", got, want)
+	}
+}
+
+// TestShutdownDuringStall: a cancel while a record is stalled on a dependency that is down, past MaxAttempts, ends
+// Run whether the handler or the backoff was running; the record is neither committed nor dead-lettered.
+func TestShutdownDuringStall(t *testing.T) {
+	const stalledCalls = 5 // more than MaxAttempts
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		// lastCall is the handler's answer at call stalledCalls, after it signalled the test.
+		lastCall func(ctx context.Context) error
+	}{
+		// The handler waits on its context: Run could not return unless the cancel reached it.
+		{"in the handler", time.Millisecond, func(ctx context.Context) error {
+			<-ctx.Done()
+			return fault.Unavailablef(ctx.Err(), "REDIS_DOWN", "redis is down")
+		}},
+		// The handler fails at once and the loop waits delay(5): 0.8-1.6 s with a 100 ms Backoff, far longer than
+		// the test takes to cancel. A wait that ignored the cancel would end in one more handler call.
+		{"in the backoff", 100 * time.Millisecond, func(context.Context) error {
+			return fault.Unavailablef(errors.New("dial tcp: connection refused"), "REDIS_DOWN", "redis is down")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := startKafka(t)
+			cl := newClient(t, k.Addrs())
+			const topic, group = "board-view", "stall-shutdown"
+			if err := EnsureTopics(context.Background(), cl, []string{topic}, 1); err != nil {
+				t.Fatal(err)
+			}
+			produceViews(t, cl, topic, 1)
+			var calls atomic.Int32
+			reached := make(chan struct{})
+			stop := runConsumer(t, ConsumerConfig{
+				Brokers: k.Addrs(), Group: group, Topics: []string{topic}, MaxAttempts: 3, Backoff: tc.backoff,
+				Handlers: map[event.Type]Handler{event.ArticleViewed: func(ctx context.Context, _ event.Envelope) error {
+					if calls.Add(1) == stalledCalls {
+						close(reached)
+						return tc.lastCall(ctx)
+					}
+					return fault.Unavailablef(errors.New("dial tcp: connection refused"), "REDIS_DOWN", "redis is down")
+				}},
+			})
+			select {
+			case <-reached:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("handler called %d times, never reached call %d", calls.Load(), stalledCalls)
+			}
+			start := time.Now()
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Run returned %v after cancel", time.Since(start).Round(time.Millisecond))
+			if n := calls.Load(); n != stalledCalls {
+				t.Errorf("handler called %d times, want %d: none after the cancel", n, stalledCalls)
+			}
+			if got := committed(t, cl, group, topic); len(got) > 0 {
+				t.Errorf("committed %v, want nothing", got)
+			}
+			if recs := readAll(t, k.Addrs(), event.DeadLetterTopic(topic), 1, 300*time.Millisecond); len(recs) > 0 {
+				t.Errorf("%d dead letters, want none", len(recs))
+			}
+		})
 	}
 }
 

@@ -15,11 +15,19 @@
 //     skipped (no handler is registered for its type) or dead-lettered (produced to `<topic>.dlt` and acknowledged).
 //     Records of one partition are processed strictly in offset order, one at a time, so a committed offset never
 //     passes a record that was neither handled nor dead-lettered. Nothing is silently dropped.
-//   - Retries. A failing handler is called again after a backoff (Backoff, doubling, capped at 5 s, jittered) up to
-//     MaxAttempts times in all; then the record goes to the dead-letter topic and consumption goes on. Errors that
-//     cannot succeed on a retry go to the dead-letter topic after the first attempt: a value event.Decode rejects
-//     (the handler is never called), and a handler error of fault kind Invalid or wrapping event.ErrMalformed. One
-//     function, retryable, makes that decision.
+//   - Retries. A failing handler is called again after a backoff (Backoff, doubling, capped at 5 s, jittered) until
+//     MaxAttempts calls have failed; then the record goes to the dead-letter topic and consumption goes on. Errors
+//     that cannot succeed on a retry go to the dead-letter topic after the first attempt: a value event.Decode
+//     rejects (the handler is never called), and a handler error of fault kind Invalid or wrapping
+//     event.ErrMalformed. One function, onFailure, makes these decisions.
+//   - Stalls. A handler error saying a dependency is down (fault kind Unavailable, or one fault.IsDependencyDown
+//     recognises, which includes context.DeadlineExceeded) says nothing against the event: dead-lettering it would
+//     skip it. Such a call is retried with the same backoff without limit, until it succeeds or Run's context ends;
+//     it does not count toward MaxAttempts and the record is never dead-lettered for it. The partition stalls on
+//     the record, and so does the rest of the batch, since partitions are worked through one after the other. A
+//     stall is logged at Warn at its first failed call and then every tenth (about every 40 s). Rebalances wait
+//     for the stall as for any batch: one that outlasts the group's rebalance timeout gets the member thrown out
+//     (see Rebalances), and its partitions go to members that will most likely stall on the same dependency.
 //   - Dead letters. The dead-letter record keeps the original key, value and headers and adds dlt-error (the error
 //     text), dlt-origin-topic, dlt-origin-partition, dlt-origin-offset, dlt-attempts (handler calls made, 0 for a
 //     record that could not be decoded) and dlt-failed-at (RFC 3339, UTC). If producing it fails (broker down,
@@ -45,5 +53,8 @@
 //     aggregate and ignore an event whose version is not higher.
 //   - Cancellation: ctx is cancelled at shutdown; return promptly (the record will be redelivered).
 //   - A handler error is retried unless it is fault.Invalid or wraps event.ErrMalformed; return those for events that
-//     can never be applied, so they reach the dead-letter topic without delay.
+//     can never be applied, so they reach the dead-letter topic without delay. Return fault.Unavailable (or the
+//     dependency's error unwrapped, when fault.IsDependencyDown recognises it) when a store the handler needs is
+//     down: the record then waits for it instead of being dead-lettered after MaxAttempts. Do not return it for a
+//     fault of the event itself, or the partition stalls on that record for good.
 package kafka
