@@ -36,6 +36,7 @@ type ConsumerConfig struct {
 	Backoff     time.Duration          // first retry delay, doubling, capped at 5s, with jitter (default 100ms)
 	Logger      *slog.Logger           // default slog.Default()
 	Metrics     *Metrics               // may be nil
+	Now         func() time.Time       // the clock of board_event_age_seconds (default time.Now)
 	Opts        []kgo.Opt              // extra client options, applied last (tests: short session timeouts etc.)
 }
 
@@ -78,6 +79,7 @@ type Consumer struct {
 	backoff     time.Duration
 	log         *slog.Logger
 	metrics     *Metrics
+	now         func() time.Time
 	ran         atomic.Bool
 
 	mu sync.Mutex
@@ -115,6 +117,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		backoff:     cfg.Backoff,
 		log:         cfg.Logger,
 		metrics:     cfg.Metrics,
+		now:         cfg.Now,
 	}
 	if c.maxAttempts == 0 {
 		c.maxAttempts = defaultMaxAttempts
@@ -124,6 +127,9 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	c.log = c.log.With("group", cfg.Group)
 	opts := []kgo.Opt{
@@ -250,6 +256,7 @@ func (c *Consumer) process(ctx context.Context, r *kgo.Record) bool {
 		err := callHandler(ctx, h, env)
 		if err == nil {
 			c.metrics.incConsumed(c.group, r.Topic)
+			c.metrics.observeEventAge(c.group, r.Topic, c.now().Sub(r.Timestamp))
 			if stalls > 0 {
 				c.log.Info("kafka consumer: handled after a stall", "topic", r.Topic, "partition", r.Partition,
 					"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "calls", call)

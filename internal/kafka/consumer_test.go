@@ -694,6 +694,62 @@ func TestLagGauge(t *testing.T) {
 	}
 }
 
+// TestEventAgeHistogram: every record a handler applied is observed once, under its group and topic, at the
+// consumer's clock minus the record's timestamp; skipped and dead-lettered records are not.
+func TestEventAgeHistogram(t *testing.T) {
+	k := startKafka(t)
+	cl := newClient(t, k.Addrs())
+	const topic, group = "board-view", "age"
+	if err := EnsureTopics(context.Background(), cl, []string{topic}, 3); err != nil {
+		t.Fatal(err)
+	}
+	// Recent enough that the broker's retention keeps them, and millisecond-exact as Kafka stores timestamps.
+	stamped := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	const age = 1500 * time.Millisecond
+	liked, err := event.Encode(5, event.ArticleLiked, []byte(`{"articleId":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No handler for the like: skipped, on the partition of record 1 and before it, so done once 1 is handled.
+	recs := []*kgo.Record{EventRecord(topic, 1, 5, event.ArticleLiked, liked)}
+	for _, id := range []int64{1, 2, 3, 4} {
+		recs = append(recs, EventRecord(topic, id, id, event.ArticleViewed, viewEvent(t, id)))
+	}
+	for _, r := range recs {
+		r.Timestamp = stamped
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	var ok handled
+	stop := runConsumer(t, ConsumerConfig{
+		Brokers: k.Addrs(), Group: group, Topics: []string{topic}, MaxAttempts: 1, Metrics: NewMetrics(reg),
+		Now: func() time.Time { return stamped.Add(age) },
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			if idOf(env) == 4 {
+				return errors.New("cannot apply 4") // dead-lettered after its one attempt
+			}
+			ok.add(idOf(env))
+			return nil
+		}},
+	})
+	labels := map[string]string{"group": group, "topic": topic}
+	eventually(t, 10*time.Second, "three records handled and one dead-lettered", func() bool {
+		return ok.len() == 3 && metricValue(t, reg, "board_events_dead_lettered_total", labels) == 1
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	count, sum, found := histogramValue(t, reg, "board_event_age_seconds", labels)
+	if !found {
+		t.Fatalf("no board_event_age_seconds{group=%q,topic=%q} series", group, topic)
+	}
+	if want := 3 * age.Seconds(); count != 3 || sum != want {
+		t.Errorf("event age: %d samples summing to %vs, want 3 summing to %vs", count, sum, want)
+	}
+}
+
 // equalOffsets compares per-partition offsets, a missing partition counting as offset 0 (nothing to commit).
 func equalOffsets(a, b map[int32]int64) bool {
 	for p, o := range a {

@@ -259,6 +259,35 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 	return -1
 }
 
+// histogramValue returns the sample count and sum of the histogram series of name with exactly labels, and
+// whether there is one.
+func histogramValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (count uint64, sum float64, ok bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue next
+				}
+			}
+			h := m.GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum(), true
+		}
+	}
+	return 0, 0, false
+}
+
 func header(r *kgo.Record, key string) (string, bool) {
 	for _, h := range r.Headers {
 		if h.Key == key {

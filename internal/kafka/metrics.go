@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,6 +14,7 @@ type Metrics struct {
 	retried      *prometheus.CounterVec
 	deadLettered *prometheus.CounterVec
 	lag          *prometheus.GaugeVec
+	eventAge     *prometheus.HistogramVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not registered).
@@ -21,6 +23,10 @@ type Metrics struct {
 //   - board_events_dead_lettered_total{group,topic}: records produced to the dead-letter topic.
 //   - board_consumer_lag{group,topic,partition}: the partition's high watermark in the last fetch minus the next
 //     offset to consume; removed when the partition is revoked or lost.
+//   - board_event_age_seconds{group,topic}: histogram, for each record a handler applied successfully, of the time
+//     from the record's timestamp to the handler's return (ConsumerConfig.Now): how far behind the events the
+//     consumer's state is. Buckets from 1 ms to 60 s, exponential (20, about 1.8x apart). A timestamp ahead of
+//     the consumer's clock counts as 0.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -39,9 +45,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "board_consumer_lag",
 			Help: "High watermark of the last fetch minus the next offset to consume.",
 		}, []string{"group", "topic", "partition"}),
+		eventAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "board_event_age_seconds",
+			Help:    "Time from an event record's timestamp to the end of its successful handling.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 20),
+		}, []string{"group", "topic"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.consumed, m.retried, m.deadLettered, m.lag)
+		reg.MustRegister(m.consumed, m.retried, m.deadLettered, m.lag, m.eventAge)
 	}
 	return m
 }
@@ -51,6 +62,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) incConsumed(group, topic string) {
 	if m != nil {
 		m.consumed.WithLabelValues(group, topic).Inc()
+	}
+}
+
+func (m *Metrics) observeEventAge(group, topic string, age time.Duration) {
+	if m != nil {
+		m.eventAge.WithLabelValues(group, topic).Observe(max(age, 0).Seconds())
 	}
 }
 
