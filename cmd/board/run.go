@@ -22,6 +22,7 @@ Usage:
   board bench comments       time comment list queries through the HTTP API and directly
   board bench relay          time a relay draining an outbox backlog into Kafka
   board bench likes          time concurrent likes of one article with each like strategy
+  board bench freshness      time writes until a running board's hot-article ranking shows them
 
 Run 'board <command> --help' for a command's flags.`
 
