@@ -256,7 +256,7 @@ func (c *Consumer) process(ctx context.Context, r *kgo.Record) bool {
 		err := callHandler(ctx, h, env)
 		if err == nil {
 			c.metrics.incConsumed(c.group, r.Topic)
-			c.metrics.observeEventAge(c.group, r.Topic, c.now().Sub(r.Timestamp))
+			c.metrics.observeEventAge(c.group, r.Topic, c.now().Sub(eventTime(r)))
 			if stalls > 0 {
 				c.log.Info("kafka consumer: handled after a stall", "topic", r.Topic, "partition", r.Partition,
 					"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "calls", call)

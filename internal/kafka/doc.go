@@ -7,7 +7,8 @@
 // instead of waiting forever for a dead broker (a record the caller produces again after such a failure may then be
 // stored twice: consumers tolerate duplicates anyway). [EnsureTopics] creates the event topics and their dead-letter topics
 // (event.DeadLetterTopic); [EventRecord] builds the record of one event (key = shard key, value = envelope JSON,
-// headers eventType and eventId).
+// headers eventType and eventId) and [SetCreatedAt] adds the time the event was committed (header eventCreatedAt,
+// which the consumer's board_event_age_seconds measures from).
 //
 // # Consuming: what the loop guarantees
 //

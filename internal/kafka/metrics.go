@@ -24,9 +24,10 @@ type Metrics struct {
 //   - board_consumer_lag{group,topic,partition}: the partition's high watermark in the last fetch minus the next
 //     offset to consume; removed when the partition is revoked or lost.
 //   - board_event_age_seconds{group,topic}: histogram, for each record a handler applied successfully, of the time
-//     from the record's timestamp to the handler's return (ConsumerConfig.Now): how far behind the events the
-//     consumer's state is. Buckets from 1 ms to 60 s, exponential (20, about 1.8x apart). A timestamp ahead of
-//     the consumer's clock counts as 0.
+//     from the event's commit to the handler's return (ConsumerConfig.Now): how far behind the events the
+//     consumer's state is. The commit time is the record's HeaderCreatedAt, which the outbox relay sets, or the
+//     record's timestamp for a record without it. Buckets from 1 ms to 60 s, exponential (20, about 1.8x apart).
+//     A commit time ahead of the consumer's clock counts as 0.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"group", "topic", "partition"}),
 		eventAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "board_event_age_seconds",
-			Help:    "Time from an event record's timestamp to the end of its successful handling.",
+			Help:    "Time from an event's commit to the end of its successful handling by a consumer.",
 			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 20),
 		}, []string{"group", "topic"}),
 	}

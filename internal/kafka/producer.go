@@ -132,6 +132,39 @@ func EventRecord(topic string, key int64, eventID int64, t event.Type, value []b
 	}
 }
 
+// HeaderCreatedAt is the header of an event record that says when the event was committed (its outbox row written
+// in the producing transaction), as decimal Unix milliseconds; consumers measure an event's age from it. It is not
+// the record's timestamp, which stays the produce time: franz-go measures RecordDeliveryTimeout from the record's
+// timestamp, so a row the relay's poller publishes after an outage would count as timed out before it is even sent,
+// and would fail at every round.
+const HeaderCreatedAt = "eventCreatedAt"
+
+// SetCreatedAt stamps r with the time its event was committed (HeaderCreatedAt), replacing an earlier stamp.
+func SetCreatedAt(r *kgo.Record, createdAt time.Time) {
+	value := strconv.AppendInt(nil, createdAt.UnixMilli(), 10)
+	for i, h := range r.Headers {
+		if h.Key == HeaderCreatedAt {
+			r.Headers[i].Value = value
+			return
+		}
+	}
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCreatedAt, Value: value})
+}
+
+// eventTime returns when the event of r was committed: its HeaderCreatedAt, or the record's timestamp when it has
+// none that parses (a record from another producer).
+func eventTime(r *kgo.Record) time.Time {
+	for _, h := range r.Headers {
+		if h.Key == HeaderCreatedAt {
+			if ms, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+				return time.UnixMilli(ms)
+			}
+			break
+		}
+	}
+	return r.Timestamp
+}
+
 // Logger returns the option that sends franz-go's warnings and errors to l.
 func Logger(l *slog.Logger) kgo.Opt { return kgo.WithLogger(kgoLogger{l}) }
 

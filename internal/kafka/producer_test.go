@@ -85,6 +85,31 @@ func TestEventRecord(t *testing.T) {
 	}
 }
 
+func TestCreatedAt(t *testing.T) {
+	committedAt := time.Date(2026, 3, 1, 12, 0, 0, 123_456_789, time.UTC)
+	producedAt := committedAt.Add(time.Minute)
+	r := EventRecord("board-article", 7, 42, event.ArticleCreated, nil)
+	r.Timestamp = producedAt
+	if got := eventTime(r); !got.Equal(producedAt) {
+		t.Errorf("event time without the header = %v, want the record's timestamp %v", got, producedAt)
+	}
+	SetCreatedAt(r, committedAt.Add(-time.Hour))
+	SetCreatedAt(r, committedAt) // replaces the first stamp
+	if got, _ := header(r, HeaderCreatedAt); got != "1772366400123" {
+		t.Errorf("%s header %q, want the Unix milliseconds 1772366400123", HeaderCreatedAt, got)
+	}
+	if len(r.Headers) != 3 {
+		t.Errorf("headers %v, want eventType, eventId and one %s", r.Headers, HeaderCreatedAt)
+	}
+	if got, want := eventTime(r), committedAt.Truncate(time.Millisecond); !got.Equal(want) {
+		t.Errorf("event time = %v, want the header's %v", got, want)
+	}
+	r.Headers[2].Value = []byte("yesterday")
+	if got := eventTime(r); !got.Equal(producedAt) {
+		t.Errorf("event time with a header that does not parse = %v, want the record's timestamp %v", got, producedAt)
+	}
+}
+
 // TestProducerFailsWhileBrokerDown checks the bounded delivery timeout: with the broker gone a produce fails after
 // about deliveryTimeout instead of hanging, and the same client produces again once the broker is back.
 func TestProducerFailsWhileBrokerDown(t *testing.T) {

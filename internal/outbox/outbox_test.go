@@ -299,6 +299,85 @@ func TestRecordShape(t *testing.T) {
 	})
 }
 
+// TestRecordCarriesCreatedAt: the record of an event says when its row was written (kafka.HeaderCreatedAt, to the
+// millisecond), whichever path publishes it. The rows are a minute old, so that the produce time cannot pass for it.
+func TestRecordCarriesCreatedAt(t *testing.T) {
+	minuteAgo := func() time.Time { return time.Now().Add(-time.Minute) }
+	emitOne := func(t *testing.T, ob *Outbox) {
+		t.Helper()
+		if err := ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			return emit(event.ArticleCreated, 5, event.Article{ArticleID: 1, BoardID: 5})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		publish func(t *testing.T, h *harness) (createdAt time.Time)
+	}{
+		{"fast path", func(t *testing.T, h *harness) time.Time {
+			ob := New(h.db, DefaultShards, ids, minuteAgo, nil)
+			r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, testCoordinator, quiet, nil),
+				noPoll, quiet)
+			var createdAt time.Time
+			next := ob.onCommit
+			ob.onCommit = func(msgs []Message) {
+				createdAt = msgs[0].CreatedAt // the value the row was written with, read before the relay gets it
+				next(msgs)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.Run(ctx)
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			emitOne(t, ob)
+			return createdAt
+		}},
+		{"poller", func(t *testing.T, h *harness) time.Time {
+			emitOne(t, New(h.db, DefaultShards, ids, minuteAgo, nil)) // no relay yet: the row waits in the table
+			var createdAt time.Time
+			if err := h.db.QueryRowContext(context.Background(), "SELECT created_at FROM outbox").Scan(&createdAt); err != nil {
+				t.Fatal(err)
+			}
+			h.relay(testRelay, testCoordinator)
+			return createdAt
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run(t, func(t *testing.T, h *harness) {
+				createdAt := tc.publish(t, h)
+				client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics("test-article"),
+					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer client.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var rec *kgo.Record
+				for rec == nil && ctx.Err() == nil {
+					client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rec = r })
+				}
+				if rec == nil {
+					t.Fatal("no record arrived")
+				}
+				var stamp string
+				for _, hd := range rec.Headers {
+					if hd.Key == kafka.HeaderCreatedAt {
+						stamp = string(hd.Value)
+					}
+				}
+				if want := strconv.FormatInt(createdAt.UnixMilli(), 10); stamp != want {
+					t.Errorf("%s header %q, want the row's created_at %v in Unix milliseconds, %s",
+						kafka.HeaderCreatedAt, stamp, createdAt, want)
+				}
+			})
+		})
+	}
+}
+
 func TestBrokerOutageLosesNothing(t *testing.T) {
 	run(t, func(t *testing.T, h *harness) {
 		ob, _, _ := h.relay(testRelay, testCoordinator)

@@ -182,12 +182,16 @@ func (r *Relay) send(m Message, path string, done func(error)) {
 	})
 }
 
+// record builds the record of m, for both paths: it carries the time m's transaction wrote it
+// (kafka.HeaderCreatedAt), from which consumers measure the event's age.
 func (r *Relay) record(m Message) (*kgo.Record, error) {
 	value, err := event.Encode(m.ID, m.Type, m.Payload)
 	if err != nil {
 		return nil, err
 	}
-	return kafka.EventRecord(m.Type.Topic(r.cfg.TopicPrefix), m.Key, m.ID, m.Type, value), nil
+	rec := kafka.EventRecord(m.Type.Topic(r.cfg.TopicPrefix), m.Key, m.ID, m.Type, value)
+	kafka.SetCreatedAt(rec, m.CreatedAt)
+	return rec, nil
 }
 
 // deleteLoop deletes acknowledged fast-path rows in batches: whatever was acknowledged while the last delete ran.
