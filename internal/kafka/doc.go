@@ -45,6 +45,12 @@
 //     rejected, and those records are delivered again to the new owner. Batches are bounded (maxPollRecords) so a
 //     rebalance waits for at most one batch.
 //
+// # Replaying
+//
+// [ResetGroupToStart] moves a group's committed offsets back to the start of its topics, so that its next consumer
+// handles every record still kept again: a consumer's state is rebuilt by replaying the topics. It refuses while any
+// consumer of the group runs ([ErrGroupNotEmpty]).
+//
 // # What a handler must tolerate
 //
 //   - Duplicates: a record is delivered again after a crash, a failed commit, a lost partition or a shutdown
