@@ -129,8 +129,9 @@ type day struct {
 
 // dayOf returns the day of the article with id articleID in the service's time zone.
 func (s *Service) dayOf(articleID int64) day {
-	start := startOfDay(snowflake.Timestamp(articleID), s.cfg.Location)
-	return day{name: start.Format(dayLayout), expireAt: start.AddDate(0, 0, 1).Add(s.cfg.Retention)}
+	created := snowflake.Timestamp(articleID).In(s.cfg.Location)
+	y, m, d := created.Date()
+	return day{name: created.Format(dayLayout), expireAt: dayStart(y, m, d+1, s.cfg.Location).Add(s.cfg.Retention)}
 }
 
 const dayLayout = "20060102"
@@ -353,21 +354,33 @@ func toHotArticle(id int64, fields []any) (a HotArticle, ok bool, err error) {
 // checkDay rejects a day that is not a yyyyMMdd date, or one no article can have been created on: before the
 // first Snowflake id, or after tomorrow.
 func (s *Service) checkDay(name string) error {
-	t, err := time.ParseInLocation(dayLayout, name, s.cfg.Location)
-	if err != nil || len(name) != len(dayLayout) || t.Format(dayLayout) != name {
+	t, err := time.Parse(dayLayout, name)
+	if err != nil || t.Format(dayLayout) != name {
 		return fault.Invalidf("INVALID_DATE", "the date %q is not a date in yyyyMMdd form", name)
 	}
-	tomorrow := startOfDay(s.cfg.Now(), s.cfg.Location).AddDate(0, 0, 1)
-	if t.Before(startOfDay(snowflake.Epoch, s.cfg.Location)) || t.After(tomorrow) {
+	first := calendarDate(snowflake.Epoch.In(s.cfg.Location))
+	tomorrow := calendarDate(s.cfg.Now().In(s.cfg.Location)).AddDate(0, 0, 1)
+	if t.Before(first) || t.After(tomorrow) {
 		return fault.Invalidf("DATE_OUT_OF_RANGE", "the date %s is outside the days articles exist on", name)
 	}
 	return nil
 }
 
-// startOfDay is the midnight that starts t's day in loc.
-func startOfDay(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, loc)
+// calendarDate is t's date in its own location, as midnight UTC: dates compare without zone arithmetic.
+func calendarDate(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// dayStart is the first instant of the day y-m-d (normalised, so d may overflow) in loc: its midnight, or in a
+// zone whose clocks jump over midnight (summer time starting at 00:00, as in Chile), the end of the jump.
+func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
+	y, m, d = time.Date(y, m, d, 12, 0, 0, 0, loc).Date()
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if t.Day() != d { // midnight does not exist that day, and time.Date took it back into the day before
+		_, t = t.ZoneBounds()
+	}
+	return t
 }
 
 // redisFault is the hot-article service's 503 for a Redis that cannot serve.
