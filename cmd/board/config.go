@@ -53,6 +53,10 @@ type config struct {
 	LikeStrategy like.Strategy
 	ViewAddr     string
 
+	HotArticleAddr     string
+	HotArticleTimeZone *time.Location
+	Replay             []string
+
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
@@ -119,6 +123,20 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	fs.Func("like-strategy", "locking strategy of the unsuffixed like paths: pessimistic-lock-1, pessimistic-lock-2 or optimistic-lock (default pessimistic-lock-1)",
 		func(v string) (err error) { c.LikeStrategy, err = like.ParseStrategy(v); return err })
 	fs.StringVar(&c.ViewAddr, "view-addr", ":9003", "listen address of the view service")
+	fs.StringVar(&c.HotArticleAddr, "hot-article-addr", ":9004", "listen address of the hot-article service")
+	c.HotArticleTimeZone = time.Local
+	fs.Func("hot-article-time-zone", "time zone whose calendar days the hot-article lists follow, e.g. Asia/Seoul or UTC (default the machine's)",
+		func(v string) (err error) { c.HotArticleTimeZone, err = time.LoadLocation(v); return err })
+	fs.Func("replay", "comma-separated consumer services (hot-article) to rebuild at start: their Redis state is cleared and their consumer group reset to the oldest records; every instance of them must be stopped",
+		func(v string) error {
+			c.Replay = splitList(v)
+			for _, name := range c.Replay {
+				if !slices.Contains(consumerNames(), name) {
+					return fmt.Errorf("%q is not a consumer service (consumers: %s)", name, strings.Join(consumerNames(), ", "))
+				}
+			}
+			return nil
+		})
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

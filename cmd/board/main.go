@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	_ "time/tzdata" // --hot-article-time-zone works on machines without a zoneinfo database
 )
 
 func main() {

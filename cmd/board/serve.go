@@ -17,7 +17,10 @@ import (
 
 	"board/internal/article"
 	"board/internal/comment"
+	"board/internal/event"
+	"board/internal/hotarticle"
 	"board/internal/httpio"
+	"board/internal/kafka"
 	"board/internal/like"
 	"board/internal/outbox"
 	"board/internal/snowflake"
@@ -26,13 +29,25 @@ import (
 )
 
 // service is one runnable service: its SQL database, where it listens, and how it is built on the shared engines.
-// A service with a database is a producer: its changes go through an outbox that a relay publishes.
+// A service with a database is a producer: its changes go through an outbox that a relay publishes. A service with
+// a consumer group is a consumer of the event topics.
 type service struct {
 	name     string
 	database string // SQL database name; "" for a service without one
 	migrate  func(context.Context, *sqldb.DB) error
+	group    string // consumer group name under the topic prefix; "" for a service that consumes nothing
 	addr     func(*config) string
-	build    func(e *engines, p producer, ids *snowflake.Generator, workers *background) (*http.ServeMux, []httpio.Check)
+	build    func(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
+}
+
+// runtime is what a service is built on besides the engines.
+type runtime struct {
+	producer
+	ids       *snowflake.Generator
+	workers   *background // the service's own background work, stopped after the HTTP servers
+	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
+	metrics   *kafka.Metrics
+	failed    chan<- error // a consumer that stops on its own reports here, which shuts the process down
 }
 
 // producer is what a producer service is built on: its database and its outbox.
@@ -51,33 +66,85 @@ var services = []service{
 		build: buildLike},
 	{name: "view", database: "article_view", migrate: view.Migrate, addr: func(c *config) string { return c.ViewAddr },
 		build: buildView},
+	{name: "hot-article", group: "hot-article", addr: func(c *config) string { return c.HotArticleAddr },
+		build: buildHotArticle},
 }
 
-func buildArticle(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
-	svc := article.NewService(article.NewStore(p.db, p.ob), ids, time.Now)
-	return article.Routes(svc, e.logger), p.checks(e)
+func buildArticle(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc := article.NewService(article.NewStore(r.db, r.ob), r.ids, time.Now)
+	return article.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildComment(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
-	svc := comment.NewService(comment.NewStore(p.db, p.ob), ids, time.Now)
-	return comment.Routes(svc, e.logger), p.checks(e)
+func buildComment(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc := comment.NewService(comment.NewStore(r.db, r.ob), r.ids, time.Now)
+	return comment.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildLike(e *engines, p producer, ids *snowflake.Generator, _ *background) (*http.ServeMux, []httpio.Check) {
-	svc := like.NewService(like.NewStore(p.db, p.ob), ids, time.Now, e.cfg.LikeStrategy)
-	return like.Routes(svc, e.logger), p.checks(e)
+func buildLike(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc := like.NewService(like.NewStore(r.db, r.ob), r.ids, time.Now, e.cfg.LikeStrategy)
+	return like.Routes(svc, e.logger), r.checks(e), nil
 }
 
 // buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
 // counted after the last flush) and before the relays (which publish what it wrote).
-func buildView(e *engines, p producer, _ *snowflake.Generator, workers *background) (*http.ServeMux, []httpio.Check) {
-	svc := view.NewService(view.NewStore(p.db, p.ob), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
-	workers.run(context.Background(), func(ctx context.Context) {
+func buildView(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc := view.NewService(view.NewStore(r.db, r.ob), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
+	r.workers.run(context.Background(), func(ctx context.Context) {
 		if err := svc.Run(ctx); err != nil {
 			e.logger.Error("last view count flush failed; views since the last backup live on in Redis only", "err", err)
 		}
 	})
-	return view.Routes(svc, e.logger), p.checks(e)
+	return view.Routes(svc, e.logger), r.checks(e), nil
+}
+
+func buildHotArticle(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc := hotarticle.NewService(e.redis, hotarticle.Config{KeyPrefix: e.cfg.RedisPrefix,
+		Location: e.cfg.HotArticleTimeZone, Logger: e.logger})
+	if err := startConsumer(e, r, "hot-article", svc.Handlers(), svc.Clear); err != nil {
+		return nil, nil, err
+	}
+	return hotarticle.Routes(svc, e.logger), consumerChecks(e), nil
+}
+
+// startConsumer starts the consumer loop of a consumer service among r.consumers, after rebuilding the service
+// when --replay names it: with the group's members all stopped, the group is reset to the oldest records and the
+// service's state cleared (in that order, so that a refused reset leaves the state alone).
+func startConsumer(e *engines, r runtime, name string, handlers map[event.Type]kafka.Handler,
+	clear func(context.Context) (int, error)) error {
+	group := e.cfg.TopicPrefix + name
+	topics := event.Topics(e.cfg.TopicPrefix)
+	if slices.Contains(e.cfg.Replay, name) {
+		ctx, cancel := context.WithTimeout(context.Background(), replayPrepareTimeout)
+		defer cancel()
+		if err := kafka.ResetGroupToStart(ctx, e.kafkaBrokers, group, topics); err != nil {
+			return fmt.Errorf("--replay %s: %w", name, err)
+		}
+		n, err := clear(ctx)
+		if err != nil {
+			return fmt.Errorf("--replay %s: %w", name, err)
+		}
+		e.logger.Info("replaying from the oldest records", "service", name, "group", group, "keysCleared", n)
+	}
+	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.kafkaBrokers, Group: group, Topics: topics,
+		Handlers: handlers, Logger: e.logger, Metrics: r.metrics})
+	if err != nil {
+		return err
+	}
+	r.consumers.run(context.Background(), func(ctx context.Context) {
+		if err := c.Run(ctx); err != nil {
+			r.failed <- fmt.Errorf("%s consumer: %w", name, err)
+		}
+	})
+	return nil
+}
+
+// replayPrepareTimeout bounds the reset of a group and the clearing of its service's state before a replay.
+const replayPrepareTimeout = 5 * time.Minute
+
+// consumerChecks are what a consumer service's readiness depends on: Redis, where its state is, and Kafka.
+func consumerChecks(e *engines) []httpio.Check {
+	return []httpio.Check{{Name: "redis", Ping: func(ctx context.Context) error { return e.redis.Ping(ctx).Err() }},
+		{Name: "kafka", Ping: e.producer.Ping}}
 }
 
 // checks are what a producer's readiness depends on: its database, Redis (the relay coordinator, the node lease)
@@ -92,6 +159,17 @@ func serviceNames() []string {
 	names := make([]string, len(services))
 	for i, s := range services {
 		names[i] = s.name
+	}
+	return names
+}
+
+// consumerNames are the services that consume events.
+func consumerNames() []string {
+	var names []string
+	for _, s := range services {
+		if s.group != "" {
+			names = append(names, s.name)
+		}
 	}
 	return names
 }
@@ -143,11 +221,13 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := httpio.NewMetrics(reg)
 	outboxMetrics := outbox.NewMetricVecs(reg)
-	relays, workers := &background{}, &background{}
+	consumerMetrics := kafka.NewMetrics(reg)
+	relays, workers, consumers := &background{}, &background{}, &background{}
 	defer relays.stop() // also on a failed start; on the normal path they stop before the engines close
 	defer workers.stop()
+	defer consumers.stop()
 	var servers []*http.Server
-	failed := make(chan error, len(selected))
+	failed := make(chan error, 2*len(selected))
 	for _, s := range services {
 		if !slices.Contains(selected, s.name) {
 			continue
@@ -156,7 +236,11 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		api, checks := s.build(e, p, ids, workers)
+		api, checks, err := s.build(e, runtime{producer: p, ids: ids, workers: workers, consumers: consumers,
+			metrics: consumerMetrics, failed: failed})
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.name, err)
+		}
 		ln, err := net.Listen("tcp", s.addr(cfg))
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
@@ -183,8 +267,9 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	for i := len(servers) - 1; i >= 0; i-- {
 		err = errors.Join(err, servers[i].Shutdown(shutdownCtx))
 	}
-	workers.stop() // services' background work, which may still write events
-	relays.stop()  // flush what the requests and workers wrote, then leave the coordinators
+	consumers.stop() // commit what they applied and leave their groups
+	workers.stop()   // services' background work, which may still write events
+	relays.stop()    // flush what the requests and workers wrote, then leave the coordinators
 	return err
 }
 
