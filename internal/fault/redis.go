@@ -2,19 +2,28 @@ package fault
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// FromRedis turns Redis being unreachable, slow or unable to serve (loading, read-only replica, cluster down,
-// out of memory...) into an Unavailable error with code and message. Any other reply error means a command or
-// script of the caller is wrong, and is returned as it is: an internal error.
+// FromRedis turns Redis being unreachable, slow or unable to serve into an Unavailable error with code and
+// message. Any other reply error (a wrong type, a script error) means a command or script of the caller is wrong,
+// and is returned as it is: an internal error.
 func FromRedis(err error, code, message string) error {
 	var reply redis.Error
-	if errors.As(err, &reply) && !redis.IsLoadingError(err) && !redis.IsReadOnlyError(err) &&
-		!redis.IsClusterDownError(err) && !redis.IsTryAgainError(err) && !redis.IsMasterDownError(err) &&
-		!redis.IsMaxClientsError(err) && !redis.IsOOMError(err) {
+	if errors.As(err, &reply) && !redisCannotServe(err) {
 		return err
 	}
 	return Unavailablef(err, code, "%s", message)
+}
+
+// redisCannotServe reports the replies of a Redis that is up but cannot serve for now: loading its data, a
+// read-only replica, a cluster that is down or resharding, too many clients, out of memory, too few replicas for
+// min-replicas-to-write, a failing snapshot that stops writes (MISCONF), or a long script (BUSY).
+func redisCannotServe(err error) bool {
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err) || redis.IsNoReplicasError(err) ||
+		strings.HasPrefix(err.Error(), "MISCONF ") || strings.HasPrefix(err.Error(), "BUSY ")
 }
