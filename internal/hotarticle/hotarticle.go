@@ -34,8 +34,8 @@
 //
 // A day's list and its articles' hashes expire together, retention (7 days by default) after the day ends: an
 // absolute PEXPIREAT that every update sets to the same instant, so no update extends or shortens it. An event for
-// an article whose day has expired is ignored (its list is gone), as is one whose id lies further in the future
-// than clocks can disagree; nothing else ever needs sweeping.
+// an article whose day has expired is ignored (its list is gone); one whose id lies further in the future than
+// clocks can disagree is dead-lettered (no real article has such an id). Nothing ever needs sweeping.
 package hotarticle
 
 import (
@@ -209,8 +209,12 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 	}
 	d := s.dayOf(c.articleID)
 	now := s.cfg.Now()
-	if !d.expireAt.After(now) || snowflake.Timestamp(c.articleID).After(now.Add(maxClockSkew)) {
-		s.cfg.Logger.Debug("hot-article: event outside the kept days, ignored", "eventId", env.EventID,
+	if snowflake.Timestamp(c.articleID).After(now.Add(maxClockSkew)) {
+		return fault.Invalidf("ARTICLE_FROM_THE_FUTURE", "%s %d names article %d, whose id lies in the future",
+			env.Type, env.EventID, c.articleID)
+	}
+	if !d.expireAt.After(now) {
+		s.cfg.Logger.Debug("hot-article: event of a day no longer kept, ignored", "eventId", env.EventID,
 			"type", env.Type, "articleId", c.articleID, "day", d.name)
 		return nil
 	}

@@ -532,13 +532,18 @@ func TestLifetime(t *testing.T) {
 			t.Errorf("events for a day past retention changed the keys (-before +after):\n%s", diff)
 		}
 
-		// An id further in the future than clocks disagree is not a real article: ignored.
+		// An id further in the future than clocks disagree is not a real article: refused as invalid, so the
+		// consumer dead-letters the event.
 		f.clock.Set(time.Now().Truncate(time.Millisecond))
 		now := f.clock.Now()
 		future := snowflake.Compose(now.Add(time.Hour+time.Millisecond), 1, 0)
 		soon := snowflake.Compose(now.Add(time.Hour), 1, 0)
 		before = f.keys()
-		f.apply(created(future, 1, "future"), liked(future, 1, 1), viewed(future, 1))
+		for _, env := range []event.Envelope{created(future, 1, "future"), liked(future, 1, 1), viewed(future, 1)} {
+			if err := f.svc.Apply(ctx, env); fault.KindOf(err) != fault.Invalid {
+				t.Errorf("Apply(%s of an id from the future) = %v, want an Invalid error", env.Type, err)
+			}
+		}
 		if diff := cmp.Diff(before, f.keys()); diff != "" {
 			t.Errorf("events for an id an hour and a millisecond ahead changed the keys (-before +after):\n%s", diff)
 		}
