@@ -17,7 +17,6 @@ import (
 
 	"board/internal/article"
 	"board/internal/comment"
-	"board/internal/event"
 	"board/internal/hotarticle"
 	"board/internal/httpio"
 	"board/internal/kafka"
@@ -37,12 +36,14 @@ type service struct {
 	migrate  func(context.Context, *sqldb.DB) error
 	group    string // consumer group name under the topic prefix; "" for a service that consumes nothing
 	addr     func(*config) string
-	build    func(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
+	build    func(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
 }
 
 // runtime is what a service is built on besides the engines.
 type runtime struct {
 	producer
+	name      string // the service's name
+	group     string // its consumer group under the topic prefix, if it consumes
 	ids       *snowflake.Generator
 	workers   *background // the service's own background work, stopped after the HTTP servers
 	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
@@ -70,24 +71,24 @@ var services = []service{
 		build: buildHotArticle},
 }
 
-func buildArticle(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+func buildArticle(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := article.NewService(article.NewStore(r.db, r.ob), r.ids, time.Now)
 	return article.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildComment(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+func buildComment(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := comment.NewService(comment.NewStore(r.db, r.ob), r.ids, time.Now)
 	return comment.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildLike(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+func buildLike(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := like.NewService(like.NewStore(r.db, r.ob), r.ids, time.Now, e.cfg.LikeStrategy)
 	return like.Routes(svc, e.logger), r.checks(e), nil
 }
 
 // buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
 // counted after the last flush) and before the relays (which publish what it wrote).
-func buildView(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+func buildView(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := view.NewService(view.NewStore(r.db, r.ob), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
 	r.workers.run(context.Background(), func(ctx context.Context) {
 		if err := svc.Run(ctx); err != nil {
@@ -97,49 +98,14 @@ func buildView(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	return view.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildHotArticle(e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+func buildHotArticle(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := hotarticle.NewService(e.redis, hotarticle.Config{KeyPrefix: e.cfg.RedisPrefix,
 		Location: e.cfg.HotArticleTimeZone, Logger: e.logger})
-	if err := startConsumer(e, r, "hot-article", svc.Handlers(), svc.Clear); err != nil {
+	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.Clear); err != nil {
 		return nil, nil, err
 	}
 	return hotarticle.Routes(svc, e.logger), consumerChecks(e), nil
 }
-
-// startConsumer starts the consumer loop of a consumer service among r.consumers, after rebuilding the service
-// when --replay names it: with the group's members all stopped, the group is reset to the oldest records and the
-// service's state cleared (in that order, so that a refused reset leaves the state alone).
-func startConsumer(e *engines, r runtime, name string, handlers map[event.Type]kafka.Handler,
-	clear func(context.Context) (int, error)) error {
-	group := e.cfg.TopicPrefix + name
-	topics := event.Topics(e.cfg.TopicPrefix)
-	if slices.Contains(e.cfg.Replay, name) {
-		ctx, cancel := context.WithTimeout(context.Background(), replayPrepareTimeout)
-		defer cancel()
-		if err := kafka.ResetGroupToStart(ctx, e.kafkaBrokers, group, topics); err != nil {
-			return fmt.Errorf("--replay %s: %w", name, err)
-		}
-		n, err := clear(ctx)
-		if err != nil {
-			return fmt.Errorf("--replay %s: %w", name, err)
-		}
-		e.logger.Info("replaying from the oldest records", "service", name, "group", group, "keysCleared", n)
-	}
-	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.kafkaBrokers, Group: group, Topics: topics,
-		Handlers: handlers, Logger: e.logger, Metrics: r.metrics})
-	if err != nil {
-		return err
-	}
-	r.consumers.run(context.Background(), func(ctx context.Context) {
-		if err := c.Run(ctx); err != nil {
-			r.failed <- fmt.Errorf("%s consumer: %w", name, err)
-		}
-	})
-	return nil
-}
-
-// replayPrepareTimeout bounds the reset of a group and the clearing of its service's state before a replay.
-const replayPrepareTimeout = 5 * time.Minute
 
 // consumerChecks are what a consumer service's readiness depends on: Redis, where its state is, and Kafka.
 func consumerChecks(e *engines) []httpio.Check {
@@ -236,7 +202,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		api, checks, err := s.build(e, runtime{producer: p, ids: ids, workers: workers, consumers: consumers,
+		api, checks, err := s.build(ctx, e, runtime{producer: p, name: s.name, group: s.group, ids: ids, workers: workers, consumers: consumers,
 			metrics: consumerMetrics, failed: failed})
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/event"
+	"board/internal/kafka"
+)
+
+// replayPrepareTimeout bounds the reset of a group and the clearing of its service's state before a replay; it is
+// also the life of the replay lock, should the replaying process die holding it.
+const replayPrepareTimeout = 5 * time.Minute
+
+// replayLockPoll is how often an instance that waits for another's replay looks again.
+const replayLockPoll = 250 * time.Millisecond
+
+// startConsumer starts the consumer loop of a consumer service among r.consumers.
+//
+// When --replay names the service, it is rebuilt first. Under a Redis lock, the group is reset to the oldest
+// records (refused while any member of the group runs, and then nothing is changed) and the service's state is
+// cleared. Every instance of the service, replaying or not, waits for that lock before it joins the group, so none
+// can apply events that the clearing would then delete.
+func startConsumer(ctx context.Context, e *engines, r runtime, handlers map[event.Type]kafka.Handler,
+	clear func(context.Context) (int, error)) error {
+	group := e.cfg.TopicPrefix + r.group
+	topics := event.Topics(e.cfg.TopicPrefix)
+	lock := e.cfg.RedisPrefix + "replay::" + r.name
+	if slices.Contains(e.cfg.Replay, r.name) {
+		if err := replay(ctx, e, lock, group, topics, clear); err != nil {
+			return fmt.Errorf("--replay %s: %w", r.name, err)
+		}
+	} else if err := waitForReplay(ctx, e, lock); err != nil {
+		return err
+	}
+	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.kafkaBrokers, Group: group, Topics: topics,
+		Handlers: handlers, Logger: e.logger, Metrics: r.metrics})
+	if err != nil {
+		return err
+	}
+	r.consumers.run(ctx, func(ctx context.Context) {
+		if err := c.Run(ctx); err != nil {
+			r.failed <- fmt.Errorf("%s consumer: %w", r.name, err)
+		}
+	})
+	return nil
+}
+
+// replay resets group to the oldest records and clears the service's state, holding lock throughout.
+func replay(ctx context.Context, e *engines, lock, group string, topics []string,
+	clear func(context.Context) (int, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, replayPrepareTimeout)
+	defer cancel()
+	token := rand.Text()
+	took, err := e.redis.SetNX(ctx, lock, token, replayPrepareTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("take the replay lock %s: %w", lock, err)
+	}
+	if !took {
+		return fmt.Errorf("another instance is replaying (lock %s); wait for it, then start this one without --replay", lock)
+	}
+	defer func() {
+		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := releaseScript.Run(releaseCtx, e.redis, []string{lock}, token).Err(); err != nil {
+			e.logger.Warn("cannot release the replay lock; other instances wait until it expires", "lock", lock,
+				"expiresIn", replayPrepareTimeout, "err", err)
+		}
+	}()
+	if err := kafka.ResetGroupToStart(ctx, e.kafkaBrokers, group, topics); err != nil {
+		return err
+	}
+	n, err := clear(ctx)
+	if err != nil {
+		return err
+	}
+	e.logger.Info("replaying from the oldest records", "group", group, "keysCleared", n)
+	return nil
+}
+
+// releaseScript deletes a lock only if it still holds the owner's token.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// waitForReplay returns once no replay of the service is in progress (lock absent), or when ctx ends.
+func waitForReplay(ctx context.Context, e *engines, lock string) error {
+	for logged := false; ; logged = true {
+		n, err := e.redis.Exists(ctx, lock).Result()
+		if err != nil {
+			return fmt.Errorf("look for a replay in progress (%s): %w", lock, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if !logged {
+			e.logger.Info("waiting for another instance's replay to finish", "lock", lock)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(fmt.Errorf("waiting for a replay (%s)", lock), ctx.Err())
+		case <-time.After(replayLockPoll):
+		}
+	}
+}
