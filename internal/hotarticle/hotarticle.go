@@ -409,10 +409,12 @@ func (s *Service) Clear(ctx context.Context) (int, error) {
 			for _, k := range batch {
 				pipe.Unlink(ctx, k)
 			}
-			_, err := pipe.Exec(ctx)
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
 			deleted.Add(int64(len(batch)))
 			batch = batch[:0]
-			return err
+			return nil
 		}
 		for iter.Next(ctx) {
 			if batch = append(batch, iter.Val()); len(batch) == 1000 {
