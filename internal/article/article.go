@@ -128,6 +128,13 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 
 // BoardCount returns the number of articles on a board.
 func (s *Service) BoardCount(ctx context.Context, boardID int64) (int64, error) {
+	count, _, err := s.store.BoardCount(ctx, boardID)
+	return count, err
+}
+
+// VersionedBoardCount returns the number of articles on a board and the version of that count, the
+// BoardArticleCountVersion its events carry (0 for a board that never had an article).
+func (s *Service) VersionedBoardCount(ctx context.Context, boardID int64) (count, version int64, err error) {
 	return s.store.BoardCount(ctx, boardID)
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 
 	"board/internal/fault"
 	"board/internal/httpio"
@@ -11,6 +12,12 @@ import (
 )
 
 // Routes returns the whole HTTP API of the article service (SPEC §3.1).
+//
+// Versions. GET /v1/articles/{articleId} and GET /v1/articles/boards/{boardId}/count answer with an ETag holding the
+// version of what they return, as a quoted decimal (ETag: "7"): the article's version (its events' articleVersion:
+// 1 at create, +1 per update), and the board count row's version (its events' boardArticleCountVersion; "0" for a
+// board that never had an article). The value and its version are read together, so a consumer that rebuilds its
+// model from these answers can keep ignoring any event whose version is not newer (see internal/event).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -87,6 +94,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(a.Version, 10)))
 	httpio.Write(w, http.StatusOK, toJSON(a))
 	return nil
 }
@@ -180,10 +188,11 @@ func (h handlers) boardCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := h.svc.BoardCount(r.Context(), boardID)
+	n, version, err := h.svc.VersionedBoardCount(r.Context(), boardID)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(version, 10)))
 	httpio.Write(w, http.StatusOK, n)
 	return nil
 }

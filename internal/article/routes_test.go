@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
@@ -157,6 +158,74 @@ func TestRoutes(t *testing.T) {
 		}
 		if got := strings.TrimSpace(httpiotest.Call(h, "GET", "/v1/articles/boards/7/count", "").Body); got != "2" {
 			t.Errorf("count after delete = %s, want 2", got)
+		}
+	})
+}
+
+// TestRoutesETag checks that GET of an article and of a board's count carry, as their ETag, the versions that the
+// latest event of that article and that board carried.
+func TestRoutesETag(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, _ := testHandler(t, db)
+		get := func(path string) httpiotest.Reply { return httpiotest.Call(h, "GET", path, "") }
+		quoted := func(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` } // the format, spelled out
+		countPath := func(board int64) string { return fmt.Sprintf("/v1/articles/boards/%d/count", board) }
+
+		r := get(countPath(7))
+		httpiotest.WantStatus(t, r, http.StatusOK)
+		if got := r.Header.Get("ETag"); got != `"0"` {
+			t.Errorf("ETag of a board without articles = %q, want %q", got, `"0"`)
+		}
+
+		a, b := strconv.FormatInt(firstID, 10), strconv.FormatInt(firstID+1, 10)
+		for _, step := range []struct {
+			method, path, body  string
+			status              int
+			articleVersion      int64 // of the changed article
+			board, boardVersion int64
+		}{
+			{"POST", "/v1/articles", `{"title":"a","content":"c","writerId":1,"boardId":7}`, http.StatusCreated, 1, 7, 1},
+			{"POST", "/v1/articles", `{"title":"b","content":"c","writerId":1,"boardId":7}`, http.StatusCreated, 1, 7, 2},
+			{"PUT", "/v1/articles/" + a, `{"title":"a2","content":"c"}`, http.StatusOK, 2, 7, 2},
+			{"PUT", "/v1/articles/" + a, `{"title":"a3","content":"c"}`, http.StatusOK, 3, 7, 2},
+			{"DELETE", "/v1/articles/" + b, "", http.StatusNoContent, 2, 7, 3},
+			{"POST", "/v1/articles", `{"title":"c","content":"c","writerId":1,"boardId":8}`, http.StatusCreated, 1, 8, 1},
+		} {
+			httpiotest.WantStatus(t, httpiotest.Call(h, step.method, step.path, step.body), step.status)
+			events := outboxRows(t, db)
+			env := events[len(events)-1]
+			p, err := event.Payload[event.Article](env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.ArticleVersion != step.articleVersion || int64(p.BoardID) != step.board || p.BoardArticleCountVersion != step.boardVersion {
+				t.Fatalf("%s %s: event versions article %d, board %d: %d; want %d, %d: %d", step.method, step.path,
+					p.ArticleVersion, p.BoardID, p.BoardArticleCountVersion, step.articleVersion, step.board, step.boardVersion)
+			}
+
+			article := fmt.Sprintf("/v1/articles/%d", p.ArticleID)
+			r := get(article)
+			if env.Type == event.ArticleDeleted {
+				httpiotest.WantStatus(t, r, http.StatusNotFound)
+				if got := r.Header.Get("ETag"); got != "" {
+					t.Errorf("GET %s of a deleted article: ETag %q, want none", article, got)
+				}
+			} else {
+				httpiotest.WantStatus(t, r, http.StatusOK)
+				if got, want := r.Header.Get("ETag"), quoted(p.ArticleVersion); got != want {
+					t.Errorf("after %s %s: GET %s ETag = %q, want %q (the event's articleVersion)", step.method, step.path, article, got, want)
+				}
+			}
+			r = get(countPath(step.board))
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if got, want := r.Header.Get("ETag"), quoted(p.BoardArticleCountVersion); got != want {
+				t.Errorf("after %s %s: GET %s ETag = %q, want %q (the event's boardArticleCountVersion)", step.method, step.path,
+					countPath(step.board), got, want)
+			}
+		}
+		// Another board's events leave a board's version alone.
+		if got := get(countPath(7)).Header.Get("ETag"); got != `"3"` {
+			t.Errorf("ETag of board 7 = %q, want %q", got, `"3"`)
 		}
 	})
 }

@@ -174,14 +174,16 @@ func cursor(beforeID int64) int64 {
 	return beforeID
 }
 
-// BoardCount returns the number of articles on a board, as kept by Create and Delete.
-func (s *Store) BoardCount(ctx context.Context, boardID int64) (int64, error) {
-	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT article_count FROM board_article_count WHERE board_id = ?", boardID).Scan(&n)
+// BoardCount returns the number of articles on a board, as kept by Create and Delete, and the version of that count
+// row: the BoardArticleCountVersion of the board's latest event. Both come from one read of the row, so they agree;
+// a board that never had an article has neither (0, 0).
+func (s *Store) BoardCount(ctx context.Context, boardID int64) (count, version int64, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT article_count, version FROM board_article_count WHERE board_id = ?", boardID).
+		Scan(&count, &version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return n, err
+	return count, version, err
 }
 
 func (s *Store) list(ctx context.Context, query string, args ...any) ([]Article, error) {
