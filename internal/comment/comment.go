@@ -183,6 +183,13 @@ func (s *Service) ScrollV2(ctx context.Context, articleID, pageSize int64, lastP
 
 // ArticleCount returns how many comments of both versions an article has (deleted ones still count until removed).
 func (s *Service) ArticleCount(ctx context.Context, articleID int64) (int64, error) {
+	count, _, err := s.store.ArticleCount(ctx, articleID)
+	return count, err
+}
+
+// VersionedArticleCount returns an article's comment count and the version of that count, the
+// articleCommentCountVersion its COMMENT_* events carry (0 for an article that never had a comment).
+func (s *Service) VersionedArticleCount(ctx context.Context, articleID int64) (count, version int64, err error) {
 	return s.store.ArticleCount(ctx, articleID)
 }
 

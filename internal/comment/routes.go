@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 
 	"board/internal/fault"
 	"board/internal/httpio"
@@ -11,6 +12,13 @@ import (
 )
 
 // Routes returns the whole HTTP API of the comment service, both versions (SPEC §3.2).
+//
+// Version. GET /v2/comments/articles/{articleId}/count (the only count endpoint; v1 has none) answers with an ETag
+// holding the version of the count it returns, as a quoted decimal (ETag: "7"): the article's comment count row's
+// version, which is the articleCommentCountVersion its COMMENT_CREATED and COMMENT_DELETED events carry ("0" for an
+// article that never had a comment). A soft delete leaves count and version as they were. The count and its version
+// are read together, so a consumer that rebuilds its model from this answer can keep ignoring any event whose
+// version is not newer (see internal/event).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -282,10 +290,11 @@ func (h handlers) articleCount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := h.svc.ArticleCount(r.Context(), articleID)
+	n, version, err := h.svc.VersionedArticleCount(r.Context(), articleID)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(version, 10)))
 	httpio.Write(w, http.StatusOK, n)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/httpio"
 	"board/internal/httpio/httpiotest"
@@ -883,6 +884,65 @@ func TestHTTPArticleCount(t *testing.T) {
 		count("/v2/comments/articles/4/count", "1")
 		count("/v2/comments/articles/0/count", "0")
 		count("/v2/comments/articles/9223372036854775807/count", "0")
+	})
+}
+
+// TestHTTPArticleCountETag checks that the count's ETag is the articleCommentCountVersion of the article's latest
+// comment event, through creates, soft deletes and removals of both versions.
+func TestHTTPArticleCountETag(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, _ := httpHandler(t, db)
+		// wantVersion checks that the latest event of an article (if any) carries version and that the count answers
+		// with that version as its ETag, and with the event's count as its body.
+		wantVersion := func(after string, articleID, version int64) {
+			t.Helper()
+			var latest event.Comment // zero: the article has had no comment
+			for _, e := range outboxEvents(t, db) {
+				if int64(e.Payload.ArticleID) == articleID {
+					latest = e.Payload
+				}
+			}
+			if latest.ArticleCommentCountVersion != version {
+				t.Fatalf("after %s: latest event of article %d carries version %d, want %d", after, articleID,
+					latest.ArticleCommentCountVersion, version)
+			}
+			target := fmt.Sprintf("/v2/comments/articles/%d/count", articleID)
+			r := httpiotest.Call(h, "GET", target, "")
+			httpiotest.WantStatus(t, r, http.StatusOK)
+			if got, want := r.Header.Get("ETag"), `"`+strconv.FormatInt(version, 10)+`"`; got != want {
+				t.Errorf("after %s: GET %s ETag = %q, want %q (the event's articleCommentCountVersion)", after, target, got, want)
+			}
+			httpWantJSON(t, "after "+after+": GET "+target, any(json.Number(strconv.FormatInt(latest.ArticleCommentCount, 10))),
+				httpiotest.DecodeJSON(t, r.Body))
+		}
+		del := func(target string) {
+			t.Helper()
+			httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", target, ""), http.StatusNoContent)
+		}
+
+		wantVersion("nothing", 3, 0)
+		root := httpPostV1(t, h, 3, 1, "", "v1 root")
+		wantVersion("a v1 create", 3, 1)
+		reply := httpPostV1(t, h, 3, 1, root["commentId"].(string), "v1 reply")
+		wantVersion("a v1 reply", 3, 2)
+		v2root := httpPostV2(t, h, 3, 1, "", "v2 root")
+		wantVersion("a v2 create", 3, 3)
+		v2reply := httpPostV2(t, h, 3, 1, v2root["path"].(string), "v2 reply")
+		wantVersion("a v2 reply", 3, 4)
+		httpPostV1(t, h, 4, 1, "", "another article")
+		wantVersion("a comment on article 4", 4, 1)
+		wantVersion("a comment on article 4", 3, 4)
+
+		// A soft delete changes neither the count nor its version; its event carries the version as it is.
+		del("/v1/comments/" + root["commentId"].(string))
+		wantVersion("a v1 soft delete", 3, 4)
+		// Removing the last reply of a deleted root removes both, one version each.
+		del("/v1/comments/" + reply["commentId"].(string))
+		wantVersion("a v1 removal with its root", 3, 6)
+		del("/v2/comments/" + v2root["commentId"].(string))
+		wantVersion("a v2 soft delete", 3, 6)
+		del("/v2/comments/" + v2reply["commentId"].(string))
+		wantVersion("a v2 removal with its root", 3, 8) // the count is back to 0, its version is not
 	})
 }
 

@@ -66,14 +66,16 @@ func (s *Store) lockCount(ctx context.Context, tx *sql.Tx, articleID int64) (com
 	return c, err
 }
 
-// ArticleCount returns how many comments an article has, as kept by every create and removal.
-func (s *Store) ArticleCount(ctx context.Context, articleID int64) (int64, error) {
-	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT comment_count FROM article_comment_count WHERE article_id = ?", articleID).Scan(&n)
+// ArticleCount returns how many comments an article has, as kept by every create and removal, and the version of
+// that count row: the articleCommentCountVersion of the article's latest comment event. Both come from one read of
+// the row, so they agree; an article that never had a comment has neither (0, 0).
+func (s *Store) ArticleCount(ctx context.Context, articleID int64) (count, version int64, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT comment_count, version FROM article_comment_count WHERE article_id = ?", articleID).
+		Scan(&count, &version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return n, err
+	return count, version, err
 }
 
 // removeOne deletes a comment's row from table, uncounts it and records its COMMENT_DELETED.
