@@ -1,0 +1,305 @@
+// Package articleread is the article-read service (SPEC §3.6): the CQRS read side of articles. It answers an
+// article with its comment, like and view counts, and a board's pages, from Redis, kept up to date by the article,
+// comment and like events; it calls the origin services over HTTP only for what Redis does not hold.
+//
+// # The query model
+//
+// One hash per article, `article-read::article::{<id>}`: the article as JSON with its version (av), the comment
+// count and its version (comments, cv), the like count and its version (likes, lv); or, once the article is
+// deleted, only a tombstone (deleted). One script applies every change, field group by field group, only when it
+// is newer than what the hash holds, so duplicates and any order of delivery end in the same state; counts that
+// arrive before the article wait in the hash, and nothing brings a deleted article back. A hash lives until one day
+// after the article's creation (the time in its id): every write sets an absolute PEXPIREAT and only ever moves it
+// later, so no update resets or wipes it.
+//
+// A read takes the hash; each field group it lacks (a fresh or flushed Redis, counts of an article that has none yet)
+// is fetched from its origin, which tells the version of what it returns (ETag), and written back through the same
+// script: a late event can then never overwrite a fresher origin value. Concurrent reads of one article collapse
+// into one origin call per service (singleflight in the process, a short Redis lock across processes).
+//
+// View counts are not in the model: they come from the view service through optcache, which refreshes a cached
+// count at most once per second for everyone.
+//
+// # Board lists
+//
+// Per board, in one hash slot: `article-read::board::{<boardId>}::list`, the newest 1000 article ids (sorted set,
+// score = the id's millisecond, member = the id zero-padded, so rank order is id order); `::meta`, the board's
+// article count with its version, whether the list is synced, and its floor; `::deleted`, ids deleted in the last
+// ten minutes. The list is a prefix of the board's articles, newest first: every live article with an id at or
+// above the floor is in it (no floor: every article of the board). Events keep it so: ARTICLE_CREATED adds the id
+// unless it lies below the floor or was just deleted, trimming the oldest past 1000 raises the floor, ARTICLE_DELETED
+// removes it. A list only counts once it is synced: backfilled from the article service's newest 1000 ids. Until
+// then (a new deployment, a flushed Redis), and for any page the prefix does not cover (past the floor, or a list
+// shortened by deletes), the page comes from the article service, and a backfill starts in the background.
+package articleread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/kafka"
+	"board/internal/snowflake"
+)
+
+// Defaults (SPEC §5.2).
+const (
+	// ModelTTL is how long after an article's creation its model is kept from events.
+	ModelTTL = 24 * time.Hour
+	// ListSize is how many of a board's newest article ids are kept.
+	ListSize = 1000
+	// recentDeletes is how long a deleted id keeps a backfill or a late ARTICLE_CREATED from listing it again.
+	recentDeletes = 10 * time.Minute
+	// rebuildLockTTL bounds how long other processes wait for one process's rebuild of a model.
+	rebuildLockTTL = 3 * time.Second
+	// rebuildWaitPoll is how often a process waiting for another's rebuild looks at the model again.
+	rebuildWaitPoll = 20 * time.Millisecond
+	// opTimeout bounds one Redis round trip of an event handler and of a background backfill.
+	opTimeout = 2 * time.Second
+	// backfillTimeout bounds a whole backfill: ten origin pages and one script.
+	backfillTimeout = 30 * time.Second
+)
+
+// ViewCounts is the cache view counts are read through (an *optcache.Cache[int64] in production).
+type ViewCounts interface {
+	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	KeyPrefix string       // goes in front of every Redis key
+	Origins   Origins      // the services models and pages are rebuilt from
+	Client    *http.Client // for the origins (default: pooled, per-attempt timeouts)
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// Service is the article-read service.
+type Service struct {
+	rdb      redis.UniversalClient
+	cfg      Config
+	origins  *origins
+	views    ViewCounts
+	rebuilds singleflight.Group
+	backfill singleflight.Group
+}
+
+// NewService returns the article-read service over rdb (standalone or cluster), reading view counts through views.
+func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{rdb: rdb, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
+}
+
+// ArticleRead is an article with its counts.
+type ArticleRead struct {
+	Article
+	CommentCount int64
+	LikeCount    int64
+	ViewCount    int64
+}
+
+func (s *Service) modelKey(articleID int64) string {
+	return s.cfg.KeyPrefix + "article-read::article::{" + strconv.FormatInt(articleID, 10) + "}"
+}
+
+func (s *Service) boardKeys(boardID int64) []string {
+	base := s.cfg.KeyPrefix + "article-read::board::{" + strconv.FormatInt(boardID, 10) + "}::"
+	return []string{base + "list", base + "meta", base + "deleted"}
+}
+
+// member is an article's name in a board list: its id zero-padded, so that lexicographic order is numeric order.
+func member(articleID int64) string { return fmt.Sprintf("%019d", articleID) }
+
+// memberScore is the list score of an article: the millisecond in its id, exact in a float64.
+func memberScore(articleID int64) int64 { return snowflake.Timestamp(articleID).UnixMilli() }
+
+// keepUntil is when the model of an article built from events expires: a day after its creation.
+func keepUntil(articleID int64) time.Time { return snowflake.Timestamp(articleID).Add(ModelTTL) }
+
+// modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the
+// key at least until a given instant without ever moving its expiry earlier.
+// KEYS: the model. ARGV: keep-until (Unix ms), now (Unix ms), then either 'deleted' and the delete's version, or
+// groups of four: value field, version field, version, value.
+// A model that does not exist is not created when keep-until has passed: nothing would read it.
+var modelScript = redis.NewScript(`
+local h, keepUntil, now = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+if redis.call('HEXISTS', h, 'deleted') == 1 then return 0 end
+local ttl = redis.call('PTTL', h)
+if ttl == -2 and keepUntil <= now then return 0 end
+if ARGV[3] == 'deleted' then
+  redis.call('DEL', h)
+  redis.call('HSET', h, 'deleted', ARGV[4])
+else
+  for i = 3, #ARGV, 4 do
+    if tonumber(ARGV[i+2]) > tonumber(redis.call('HGET', h, ARGV[i+1]) or '-1') then
+      redis.call('HSET', h, ARGV[i], ARGV[i+3], ARGV[i+1], ARGV[i+2])
+    end
+  end
+end
+if ttl > 0 and now + ttl > keepUntil then keepUntil = now + ttl end
+redis.call('PEXPIREAT', h, keepUntil)
+return 1`)
+
+// boardScript applies an article's creation or deletion, or a backfill, to its board's list, and the board count
+// if newer. KEYS: list, meta, deleted. ARGV: the change ('created', 'deleted' or 'backfill'), now (Unix ms), the
+// list size, the count, its version, then for created/deleted the member and its score, for a backfill the floor
+// it proves ('' when it read the whole board) and the members and scores it read, newest first.
+var boardScript = redis.NewScript(strings.ReplaceAll(`
+local list, meta, deleted = KEYS[1], KEYS[2], KEYS[3]
+local change, now, size = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local floor = redis.call('HGET', meta, 'floor') or ''
+local function add(member, score)
+  if (floor == '' or member >= floor) and not redis.call('ZSCORE', deleted, member) then
+    redis.call('ZADD', list, score, member)
+  end
+end
+if change == 'created' then
+  add(ARGV[6], ARGV[7])
+elseif change == 'deleted' then
+  redis.call('ZREM', list, ARGV[6])
+  redis.call('ZADD', deleted, now, ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', deleted, '-inf', now - ${recent})
+  redis.call('PEXPIRE', deleted, ${recent})
+elseif change == 'backfill' then
+  -- What the backfill read proves replaces what the list proved: every live id at or above its floor was read.
+  floor = ARGV[6]
+  for i = 7, #ARGV, 2 do add(ARGV[i], ARGV[i+1]) end
+  redis.call('HSET', meta, 'synced', '1')
+end
+-- Keep the newest size ids; what falls off raises the floor to the oldest id kept.
+if redis.call('ZCARD', list) > size then
+  redis.call('ZREMRANGEBYRANK', list, 0, -size - 1)
+  local oldest = redis.call('ZRANGE', list, 0, 0)[1]
+  if oldest > floor then floor = oldest end
+end
+if floor ~= '' then
+  -- Below the floor the list proves nothing: drop what events left there.
+  for _, m in ipairs(redis.call('ZRANGE', list, 0, size)) do
+    if m >= floor then break end
+    redis.call('ZREM', list, m)
+  end
+end
+redis.call('HSET', meta, 'floor', floor)
+if tonumber(ARGV[5]) > tonumber(redis.call('HGET', meta, 'cv') or '-1') then
+  redis.call('HSET', meta, 'count', ARGV[4], 'cv', ARGV[5])
+end
+return 1`, "${recent}", strconv.FormatInt(recentDeletes.Milliseconds(), 10)))
+
+// Apply applies one event to the read model. It returns an error of kind Invalid for an event that can never be
+// applied, and of kind Unavailable when Redis cannot serve (the consumer then waits for it).
+func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	switch env.Type {
+	case event.ArticleCreated, event.ArticleUpdated, event.ArticleDeleted:
+		return s.applyArticle(ctx, env)
+	case event.CommentCreated, event.CommentDeleted:
+		p, err := event.Payload[event.Comment](env)
+		if err != nil {
+			return err
+		}
+		if p.ArticleID <= 0 || p.ArticleCommentCountVersion <= 0 {
+			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleCommentCountVersion", env.Type, env.EventID)
+		}
+		return s.applyModel(ctx, int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount)
+	case event.ArticleLiked, event.ArticleUnliked:
+		p, err := event.Payload[event.Like](env)
+		if err != nil {
+			return err
+		}
+		if p.ArticleID <= 0 || p.ArticleLikeCountVersion <= 0 {
+			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleLikeCountVersion", env.Type, env.EventID)
+		}
+		return s.applyModel(ctx, int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
+	}
+	return fault.Invalidf("UNKNOWN_EVENT", "article-read has no use for %s", env.Type)
+}
+
+func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Article](env)
+	if err != nil {
+		return err
+	}
+	id := int64(p.ArticleID)
+	if id <= 0 || p.BoardID <= 0 || p.ArticleVersion <= 0 || p.BoardArticleCountVersion <= 0 {
+		return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks an id, board or version", env.Type, env.EventID)
+	}
+	now := s.cfg.Now().UnixMilli()
+	keep := keepUntil(id).UnixMilli()
+	if env.Type == event.ArticleDeleted {
+		err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, "deleted", p.ArticleVersion).Err()
+	} else {
+		var article []byte
+		article, err = json.Marshal(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
+		if err != nil {
+			return err
+		}
+		err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, "article", "av", p.ArticleVersion,
+			article).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))
+	}
+	change := "created"
+	if env.Type == event.ArticleDeleted {
+		change = "deleted"
+	}
+	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), change, now, ListSize,
+		p.BoardArticleCount, p.BoardArticleCountVersion, member(id), memberScore(id)).Err(); err != nil {
+		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
+	}
+	return nil
+}
+
+func (s *Service) applyModel(ctx context.Context, articleID int64, field, versionField string, version, value int64) error {
+	err := modelScript.Run(ctx, s.rdb, []string{s.modelKey(articleID)}, keepUntil(articleID).UnixMilli(),
+		s.cfg.Now().UnixMilli(), field, versionField, version, value).Err()
+	if err != nil {
+		return fmt.Errorf("apply %s of article %d: %w", field, articleID, redisFault(err))
+	}
+	return nil
+}
+
+// Handlers are the consumer's handlers: Apply for the article, comment and like events.
+func (s *Service) Handlers() map[event.Type]kafka.Handler {
+	return map[event.Type]kafka.Handler{
+		event.ArticleCreated: s.Apply, event.ArticleUpdated: s.Apply, event.ArticleDeleted: s.Apply,
+		event.CommentCreated: s.Apply, event.CommentDeleted: s.Apply,
+		event.ArticleLiked: s.Apply, event.ArticleUnliked: s.Apply,
+	}
+}
+
+// KeyPattern matches every Redis key of the service (models, board lists, cached view counts), for a replay to
+// clear.
+func (s *Service) KeyPattern() string { return s.cfg.KeyPrefix + "article-read::*" }
+
+// redisFault is the article-read service's 503 for a Redis that cannot serve.
+func redisFault(err error) error {
+	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the read model (Redis) is unavailable; try again later")
+}
+
+var errArticleNotFound = fault.NotFoundf("ARTICLE_NOT_FOUND", "article not found")
+
+// asNotFound turns an origin's 404 into the article's 404.
+func asNotFound(err error) error {
+	if errors.Is(err, errNotFound) {
+		return errArticleNotFound
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+package articleread
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pageLinks is how many page links a page shows; the article service caps its count to the block that holds the
+// page (SPEC §3.1), and so does this one.
+const pageLinks = 10
+
+// countLimit is the article service's cap on a page's articleCount.
+func countLimit(page, pageSize int64) int64 { return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1 }
+
+// Page is an offset page with the capped count its page links need.
+type Page struct {
+	Articles []ArticleRead
+	Count    int64
+}
+
+// boardState is what a board's keys say about its list.
+type boardState struct {
+	synced     bool
+	wholeBoard bool // no floor: the list holds every article of the board
+	size       int64
+	count      int64
+	countKnown bool
+}
+
+// covers reports whether the list can answer the ranks [from, from+n).
+func (b boardState) covers(from, n int64) bool {
+	return b.synced && b.countKnown && (from+n <= b.size || b.wholeBoard)
+}
+
+func parseBoard(size *redis.IntCmd, meta *redis.SliceCmd) boardState {
+	vals := meta.Val() // synced, floor, count
+	b := boardState{size: size.Val()}
+	b.synced = vals[0] == "1"
+	floor, _ := vals[1].(string)
+	b.wholeBoard = floor == ""
+	if c, ok := vals[2].(string); ok {
+		n, err := strconv.ParseInt(c, 10, 64)
+		b.count, b.countKnown = n, err == nil
+	}
+	return b
+}
+
+// List returns page (from 1) of a board, pageSize articles newest first, with the capped count of the article
+// service. From Redis when the board's list covers the page; else from the article service (and the list is
+// backfilled in the background when the page lies within its reach).
+func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	keys := s.boardKeys(boardID)
+	offset := (page - 1) * pageSize
+	pipe := s.rdb.Pipeline()
+	size := pipe.ZCard(ctx, keys[0])
+	meta := pipe.HMGet(ctx, keys[1], "synced", "floor", "count")
+	var ids *redis.StringSliceCmd
+	if offset < ListSize {
+		ids = pipe.ZRevRange(ctx, keys[0], offset, offset+pageSize-1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Page{}, redisFault(err)
+	}
+	board := parseBoard(size, meta)
+	if ids == nil || !board.covers(offset, pageSize) {
+		if offset < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
+			s.backfillSoon(boardID)
+		}
+		return s.originPage(ctx, boardID, page, pageSize)
+	}
+	articles, err := s.withCounts(ctx, parseMembers(ids.Val()), nil)
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Articles: articles, Count: min(board.count, countLimit(page, pageSize))}, nil
+}
+
+// Scroll returns the pageSize articles of a board after lastID (0: from the newest), newest first.
+func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, error) {
+	keys := s.boardKeys(boardID)
+	pipe := s.rdb.Pipeline()
+	size := pipe.ZCard(ctx, keys[0])
+	meta := pipe.HMGet(ctx, keys[1], "synced", "floor", "count")
+	var rank *redis.IntCmd
+	if lastID != 0 {
+		rank = pipe.ZRevRank(ctx, keys[0], member(lastID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, redisFault(err)
+	}
+	board := parseBoard(size, meta)
+	from := int64(0)
+	if rank != nil {
+		if rank.Err() != nil { // not in the list: deleted, below the floor, or no article
+			return s.originScroll(ctx, boardID, pageSize, lastID)
+		}
+		from = rank.Val() + 1
+	}
+	if !board.covers(from, pageSize) {
+		if !board.synced {
+			s.backfillSoon(boardID)
+		}
+		return s.originScroll(ctx, boardID, pageSize, lastID)
+	}
+	ids, err := s.rdb.ZRevRange(ctx, keys[0], from, from+pageSize-1).Result()
+	if err != nil {
+		return nil, redisFault(err)
+	}
+	return s.withCounts(ctx, parseMembers(ids), nil)
+}
+
+func parseMembers(members []string) []int64 {
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	p, err := s.origins.page(ctx, boardID, page, pageSize)
+	if err != nil {
+		return Page{}, err
+	}
+	articles, err := s.withCounts(ctx, articleIDs(p.Articles), p.Articles)
+	return Page{Articles: articles, Count: p.ArticleCount}, err
+}
+
+func (s *Service) originScroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, error) {
+	as, err := s.origins.scroll(ctx, boardID, pageSize, lastID)
+	if err != nil {
+		return nil, err
+	}
+	return s.withCounts(ctx, articleIDs(as), as)
+}
+
+func articleIDs(as []Article) []int64 {
+	ids := make([]int64, len(as))
+	for i, a := range as {
+		ids[i] = int64(a.ArticleID)
+	}
+	return ids
+}
+
+// backfillSoon starts a backfill of a board's list in the background, unless one is running in this process.
+func (s *Service) backfillSoon(boardID int64) {
+	go func() {
+		_, _, _ = s.backfill.Do(strconv.FormatInt(boardID, 10), func() (any, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), backfillTimeout)
+			defer cancel()
+			if err := s.Backfill(ctx, boardID); err != nil {
+				s.cfg.Logger.Warn("article-read: backfilling a board list failed; its pages come from the article service meanwhile",
+					"boardId", boardID, "err", err)
+			}
+			return nil, nil
+		})
+	}()
+}
+
+// Backfill reads the board's newest ListSize article ids and its count from the article service and merges them
+// into the board's list, which from then on counts as synced.
+func (s *Service) Backfill(ctx context.Context, boardID int64) error {
+	count, err := s.origins.boardCount(ctx, boardID)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for lastID := int64(0); len(ids) < ListSize; {
+		as, err := s.origins.scroll(ctx, boardID, min(100, int64(ListSize-len(ids))), lastID)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, articleIDs(as)...)
+		if len(as) < 100 {
+			break
+		}
+		lastID = ids[len(ids)-1]
+	}
+	floor := "" // read to the end of the board
+	if len(ids) == ListSize {
+		floor = member(ids[len(ids)-1])
+	}
+	args := []any{"backfill", s.cfg.Now().UnixMilli(), ListSize, count.Value, max(count.Version, 0), floor}
+	for _, id := range ids {
+		args = append(args, member(id), memberScore(id))
+	}
+	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(boardID), args...).Err(); err != nil {
+		return redisFault(err)
+	}
+	return nil
+}

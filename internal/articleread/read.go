@@ -1,0 +1,299 @@
+package articleread
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// model is what Redis holds of an article's query model; a nil part is not held.
+type model struct {
+	article  *versioned[Article]
+	comments *versioned[int64]
+	likes    *versioned[int64]
+	deleted  bool
+}
+
+func (m model) complete() bool { return m.deleted || m.article != nil && m.comments != nil && m.likes != nil }
+
+var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted"}
+
+// parseModel reads the values of modelFields.
+func parseModel(vals []any) (model, error) {
+	var m model
+	str := func(i int) (string, bool) { v, ok := vals[i].(string); return v, ok }
+	if _, ok := str(6); ok {
+		return model{deleted: true}, nil
+	}
+	num := func(i int) (int64, bool, error) {
+		v, ok := str(i)
+		if !ok {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, true, err
+	}
+	if raw, ok := str(0); ok {
+		av, _, err := num(1)
+		if err != nil {
+			return m, err
+		}
+		m.article = &versioned[Article]{Version: av}
+		if err := json.Unmarshal([]byte(raw), &m.article.Value); err != nil {
+			return m, err
+		}
+	}
+	for _, part := range []struct {
+		value, version int
+		dst            **versioned[int64]
+	}{{2, 3, &m.comments}, {4, 5, &m.likes}} {
+		n, ok, err := num(part.value)
+		if err != nil || !ok {
+			if err != nil {
+				return m, err
+			}
+			continue
+		}
+		v, _, err := num(part.version)
+		if err != nil {
+			return m, err
+		}
+		*part.dst = &versioned[int64]{n, v}
+	}
+	return m, nil
+}
+
+// readModels reads the models of ids in one pipeline (split per node on a cluster).
+func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.modelKey(id), modelFields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, redisFault(err)
+	}
+	models := make([]model, len(ids))
+	for i, cmd := range cmds {
+		m, err := parseModel(cmd.Val())
+		if err != nil {
+			return nil, fmt.Errorf("model of article %d: %w", ids[i], err)
+		}
+		models[i] = m
+	}
+	return models, nil
+}
+
+// Get returns an article with its counts.
+func (s *Service) Get(ctx context.Context, id int64) (ArticleRead, error) {
+	models, err := s.readModels(ctx, []int64{id})
+	if err != nil {
+		return ArticleRead{}, err
+	}
+	m := models[0]
+	if !m.complete() {
+		if m, err = s.rebuild(ctx, id, nil); err != nil {
+			return ArticleRead{}, err
+		}
+	}
+	if m.deleted {
+		return ArticleRead{}, errArticleNotFound
+	}
+	views, err := s.viewCount(ctx, id)
+	if err != nil {
+		return ArticleRead{}, err
+	}
+	return ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
+		ViewCount: views}, nil
+}
+
+func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
+	return s.views.Get(ctx, "view-count::"+strconv.FormatInt(id, 10), func(ctx context.Context) (int64, error) {
+		return s.origins.viewCount(ctx, id)
+	})
+}
+
+// rebuild completes the model of article id from the origins and writes what it fetched back, collapsing
+// concurrent rebuilds of one article: into one in this process (singleflight), and across processes behind a short
+// Redis lock whose holder the others wait for. known, when not nil, is the article as a page of the article service
+// gave it, which spares the article call.
+func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model, error) {
+	v, err, _ := s.rebuilds.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		// The first caller's deadline bounds everyone's wait; a rebuild outlives no request.
+		return s.rebuildOnce(ctx, id, known)
+	})
+	if err != nil {
+		return model{}, err
+	}
+	return v.(model), nil
+}
+
+func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (model, error) {
+	lock, token := s.modelKey(id)+"::rebuild", rand.Text()
+	took, err := s.rdb.SetNX(ctx, lock, token, rebuildLockTTL).Result()
+	if err != nil {
+		return model{}, redisFault(err)
+	}
+	if took {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+			defer cancel()
+			_ = releaseScript.Run(rctx, s.rdb, []string{lock}, token).Err() // else it expires in rebuildLockTTL
+		}()
+	} else if m, ok := s.awaitRebuild(ctx, id, lock); ok {
+		return m, nil
+	}
+	models, err := s.readModels(ctx, []int64{id})
+	if err != nil {
+		return model{}, err
+	}
+	m := models[0]
+	if m.complete() {
+		return m, nil
+	}
+	if err := s.fetchMissing(ctx, id, &m, known); err != nil {
+		return model{}, err
+	}
+	if err := s.writeRebuilt(ctx, id, m); err != nil {
+		return model{}, err
+	}
+	return m, nil
+}
+
+// awaitRebuild waits while another process holds the rebuild lock of article id, and returns the model once it is
+// complete; ok is false when the lock went away (or expired) without a complete model, or ctx ended.
+func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (model, bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return model{}, false
+		case <-time.After(rebuildWaitPoll):
+		}
+		models, err := s.readModels(ctx, []int64{id})
+		if err == nil && models[0].complete() {
+			return models[0], true
+		}
+		if n, err := s.rdb.Exists(ctx, lock).Result(); err != nil || n == 0 {
+			return model{}, false
+		}
+	}
+}
+
+// fetchMissing fills the parts m lacks from their origins, concurrently.
+func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *Article) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	fetch := func(fn func() error) {
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	if m.article == nil {
+		if known != nil {
+			// A page's article carries no version: 0, so that any event of it wins.
+			m.article = &versioned[Article]{Value: *known}
+		} else {
+			fetch(func() error {
+				a, err := s.origins.article(ctx, id)
+				m.article = &a
+				return asNotFound(err)
+			})
+		}
+	}
+	if m.comments == nil {
+		fetch(func() error { c, err := s.origins.commentCount(ctx, id); m.comments = &c; return err })
+	}
+	if m.likes == nil {
+		fetch(func() error { l, err := s.origins.likeCount(ctx, id); m.likes = &l; return err })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, errArticleNotFound) {
+			return errArticleNotFound
+		}
+		return err
+	}
+	return nil
+}
+
+// writeRebuilt writes the parts of a rebuilt model through the model script, each only if newer than what events
+// wrote meanwhile, and keeps it a day from now (at least until a day after the article's creation).
+func (s *Service) writeRebuilt(ctx context.Context, id int64, m model) error {
+	article, err := json.Marshal(m.article.Value)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	keep := max(keepUntil(id).UnixMilli(), now.Add(ModelTTL).UnixMilli())
+	err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now.UnixMilli(),
+		"article", "av", max(m.article.Version, 0), article,
+		"comments", "cv", max(m.comments.Version, 0), m.comments.Value,
+		"likes", "lv", max(m.likes.Version, 0), m.likes.Value).Err()
+	if err != nil {
+		return redisFault(err)
+	}
+	return nil
+}
+
+// releaseScript deletes a lock only if it still holds the owner's token.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// withCounts turns articles into ArticleReads: their models (read in one pipeline, rebuilt where incomplete) and
+// view counts, concurrently. A model that turns out deleted (the article went away since the list was read) drops
+// the article from the answer.
+func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) ([]ArticleRead, error) {
+	models, err := s.readModels(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ArticleRead, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			m := models[i]
+			if !m.complete() {
+				var k *Article
+				if known != nil {
+					k = &known[i]
+				}
+				if m, errs[i] = s.rebuild(ctx, id, k); errs[i] != nil {
+					return
+				}
+			}
+			if m.deleted {
+				errs[i] = errArticleNotFound
+				return
+			}
+			views, err := s.viewCount(ctx, id)
+			out[i], errs[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value,
+				LikeCount: m.likes.Value, ViewCount: views}, err
+		})
+	}
+	wg.Wait()
+	list := out[:0]
+	for i := range out {
+		switch {
+		case errors.Is(errs[i], errArticleNotFound):
+		case errs[i] != nil:
+			return nil, errs[i]
+		default:
+			list = append(list, out[i])
+		}
+	}
+	return list, nil
+}

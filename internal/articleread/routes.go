@@ -1,0 +1,105 @@
+package articleread
+
+import (
+	"log/slog"
+	"math"
+	"net/http"
+
+	"board/internal/httpio"
+)
+
+// Limits on input, as the article service's (SPEC §2).
+const (
+	maxPageSize     = 100
+	defaultPageSize = 30
+)
+
+// Routes returns the whole HTTP API of the article-read service (SPEC §3.6).
+func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
+	h := handlers{svc: svc}
+	mux := http.NewServeMux()
+	handle := func(pattern string, fn httpio.HandlerFunc) { mux.Handle(pattern, httpio.Handle(logger, fn)) }
+	handle("GET /v1/articles/{articleId}", h.get)
+	handle("GET /v1/articles", h.list)
+	handle("GET /v1/articles/infinite-scroll", h.scroll)
+	return mux
+}
+
+// articleReadJSON is the wire form of an ArticleRead: the article service's Article and the three counts.
+type articleReadJSON struct {
+	Article
+	ArticleCommentCount int64 `json:"articleCommentCount"`
+	ArticleLikeCount    int64 `json:"articleLikeCount"`
+	ArticleViewCount    int64 `json:"articleViewCount"`
+}
+
+func toJSON(as []ArticleRead) []articleReadJSON {
+	out := make([]articleReadJSON, len(as))
+	for i, a := range as {
+		out[i] = articleReadJSON{a.Article, a.CommentCount, a.LikeCount, a.ViewCount}
+	}
+	return out
+}
+
+type handlers struct {
+	svc *Service
+}
+
+func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := httpio.PathID(r, "articleId")
+	if err != nil {
+		return err
+	}
+	a, err := h.svc.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toJSON([]ArticleRead{a})[0])
+	return nil
+}
+
+func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
+	boardID, err := httpio.QueryID(r, "boardId")
+	if err != nil {
+		return err
+	}
+	page, err := httpio.QueryInt(r, "page", 1, 1, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, maxPageSize)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.List(r.Context(), boardID, page, pageSize)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, struct {
+		Articles     []articleReadJSON `json:"articles"`
+		ArticleCount int64             `json:"articleCount"`
+	}{toJSON(p.Articles), p.Count})
+	return nil
+}
+
+func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
+	boardID, err := httpio.QueryID(r, "boardId")
+	if err != nil {
+		return err
+	}
+	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, maxPageSize)
+	if err != nil {
+		return err
+	}
+	lastID, err := httpio.OptionalQueryID(r, "lastArticleId")
+	if err != nil {
+		return err
+	}
+	as, err := h.svc.Scroll(r.Context(), boardID, pageSize, lastID)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toJSON(as))
+	return nil
+}
+
