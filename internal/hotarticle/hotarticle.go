@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -392,50 +391,5 @@ func redisFault(err error) error {
 	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the hot-article store (Redis) is unavailable; try again later")
 }
 
-// Clear deletes every key of the service (all days' lists and article states) and returns how many, so that a
-// replay of the topics rebuilds the rankings from nothing. Run it only while no consumer of the service runs.
-func (s *Service) Clear(ctx context.Context) (int, error) {
-	pattern := s.cfg.KeyPrefix + "hot-article::*"
-	var deleted atomic.Int64
-	clearNode := func(ctx context.Context, node redis.Cmdable) error {
-		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			// One key per command: the keys of a batch may lie in different slots.
-			pipe := node.Pipeline()
-			for _, k := range batch {
-				pipe.Unlink(ctx, k)
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return err
-			}
-			deleted.Add(int64(len(batch)))
-			batch = batch[:0]
-			return nil
-		}
-		for iter.Next(ctx) {
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		return flush()
-	}
-	var err error
-	if cluster, ok := s.rdb.(*redis.ClusterClient); ok {
-		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return clearNode(ctx, node) })
-	} else {
-		err = clearNode(ctx, s.rdb)
-	}
-	if err != nil {
-		return int(deleted.Load()), fmt.Errorf("clear %s: %w", pattern, redisFault(err))
-	}
-	return int(deleted.Load()), nil
-}
+// KeyPattern matches every Redis key of the service (all days' lists and article states), for a replay to clear.
+func (s *Service) KeyPattern() string { return s.cfg.KeyPrefix + "hot-article::*" }
