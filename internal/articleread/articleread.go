@@ -159,7 +159,7 @@ return 1`)
 // boardScript applies an article's creation or deletion, or a backfill, to its board's list, and the board count
 // if newer. KEYS: list, meta, deleted. ARGV: the change ('created', 'deleted' or 'backfill'), now (Unix ms), the
 // list size, the count, its version, then for created/deleted the member and its score, for a backfill the floor
-// it proves ('' when it read the whole board) and the members and scores it read, newest first.
+// it proves (” when it read the whole board) and the members and scores it read, newest first.
 var boardScript = redis.NewScript(strings.ReplaceAll(`
 local list, meta, deleted = KEYS[1], KEYS[2], KEYS[3]
 local change, now, size = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -21,7 +21,9 @@ type model struct {
 	deleted  bool
 }
 
-func (m model) complete() bool { return m.deleted || m.article != nil && m.comments != nil && m.likes != nil }
+func (m model) complete() bool {
+	return m.deleted || m.article != nil && m.comments != nil && m.likes != nil
+}
 
 var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted"}
 

@@ -102,4 +102,3 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	httpio.Write(w, http.StatusOK, toJSON(as))
 	return nil
 }
-
