@@ -218,5 +218,12 @@ func (s *Service) Get(ctx context.Context, articleID, userID int64) (Like, error
 
 // Count returns the number of likes of an article.
 func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
+	count, _, err := s.store.Count(ctx, articleID)
+	return count, err
+}
+
+// VersionedCount returns the number of likes of an article and the version of that count, the
+// articleLikeCountVersion its like events carry (0 for an article never liked).
+func (s *Service) VersionedCount(ctx context.Context, articleID int64) (count, version int64, err error) {
 	return s.store.Count(ctx, articleID)
 }

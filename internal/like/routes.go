@@ -3,6 +3,7 @@ package like
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"board/internal/httpio"
 	"board/internal/wire"
@@ -10,6 +11,12 @@ import (
 
 // Routes returns the whole HTTP API of the like service (SPEC §3.3). Likes and unlikes on the plain path use the
 // service's default strategy; a strategy's name as a last path segment picks that one.
+//
+// Version. GET /v1/article-likes/articles/{articleId}/count answers with an ETag holding the version of the count it
+// returns, as a quoted decimal (ETag: "7"): article_like_count.version, which is the articleLikeCountVersion its
+// ARTICLE_LIKED and ARTICLE_UNLIKED events carry, whatever the strategy ("0" for an article never liked). The count
+// and its version are read together, so a consumer that rebuilds its model from this answer can keep ignoring any
+// event whose version is not newer (see internal/event).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -98,10 +105,11 @@ func (h handlers) count(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := h.svc.Count(r.Context(), articleID)
+	n, version, err := h.svc.VersionedCount(r.Context(), articleID)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(version, 10)))
 	httpio.Write(w, http.StatusOK, n)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/event"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
@@ -100,6 +101,60 @@ func TestRoutes(t *testing.T) {
 				if got := svc.Stats(st).Writes - before; got != 3 {
 					t.Errorf("%s wrote %d times through %q, want 3", st, got, "…"+suffix)
 				}
+			})
+		}
+	})
+}
+
+// TestRoutesCountETag checks, through every strategy's path, that the count's ETag is the articleLikeCountVersion
+// of the article's latest like event, and that refused likes and unlikes move neither.
+func TestRoutesCountETag(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, _ := testHandler(t, db, "")
+		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
+			t.Run("path"+suffix, func(t *testing.T) {
+				article := int64(30 + i)
+				countPath := fmt.Sprintf("/v1/article-likes/articles/%d/count", article)
+				// wantVersion checks that the article's events end at version and that the count answers with it.
+				wantVersion := func(after string, version int64) {
+					t.Helper()
+					var latest event.Like // zero: never liked
+					for _, e := range outboxOf(t, db, article) {
+						if e.Payload.ArticleLikeCountVersion > latest.ArticleLikeCountVersion {
+							latest = e.Payload
+						}
+					}
+					if latest.ArticleLikeCountVersion != version {
+						t.Fatalf("after %s: latest event carries version %d, want %d", after, latest.ArticleLikeCountVersion, version)
+					}
+					r := httpiotest.Call(h, "GET", countPath, "")
+					wantReply(t, "count after "+after, r, 200, json.Number(strconv.FormatInt(latest.ArticleLikeCount, 10)))
+					if got, want := r.Header.Get("ETag"), `"`+strconv.FormatInt(version, 10)+`"`; got != want {
+						t.Errorf("after %s: GET %s ETag = %q, want %q (the event's articleLikeCountVersion)", after, countPath, got, want)
+					}
+				}
+				call := func(method string, user int64, status int) {
+					t.Helper()
+					if r := httpiotest.Call(h, method, likePath(article, user)+suffix, ""); r.Status != status {
+						t.Fatalf("%s like of user %d: status = %d, want %d; body %s", method, user, r.Status, status, r.Body)
+					}
+				}
+
+				wantVersion("nothing", 0)
+				call("DELETE", 1, 404)
+				wantVersion("an unlike of an article never liked", 0)
+				call("POST", 1, 201)
+				wantVersion("a like", 1)
+				call("POST", 1, 409)
+				wantVersion("a refused like", 1)
+				call("POST", 2, 201)
+				wantVersion("another user's like", 2)
+				call("DELETE", 1, 204)
+				wantVersion("an unlike", 3)
+				call("DELETE", 1, 404)
+				wantVersion("a refused unlike", 3)
+				call("DELETE", 2, 204)
+				wantVersion("the last unlike", 4) // the count is back to 0, its version is not
 			})
 		}
 	})

@@ -210,14 +210,16 @@ func (s *Store) Get(ctx context.Context, articleID, userID int64) (Like, error) 
 	return l, err
 }
 
-// Count returns an article's like count; 0 for an article never liked.
-func (s *Store) Count(ctx context.Context, articleID int64) (int64, error) {
-	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT like_count FROM article_like_count WHERE article_id = ?", articleID).Scan(&n)
+// Count returns an article's like count and the version of its count row: the articleLikeCountVersion of the
+// article's latest like event. Both come from one read of the row, so they agree; an article never liked has
+// neither (0, 0), whether or not ensureCount has created its row yet.
+func (s *Store) Count(ctx context.Context, articleID int64) (count, version int64, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT like_count, version FROM article_like_count WHERE article_id = ?", articleID).
+		Scan(&count, &version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return n, err
+	return count, version, err
 }
 
 func scanLike(row interface{ Scan(...any) error }) (Like, error) {
