@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type config struct {
 	HotArticleAddr     string
 	HotArticleTimeZone *time.Location
 	Replay             []string
+
+	ArticleReadAddr string
+	Origins         map[string]string // service name -> base URL article-read rebuilds from; "" for the default
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -127,7 +131,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	c.HotArticleTimeZone = time.Local
 	fs.Func("hot-article-time-zone", "time zone whose calendar days the hot-article lists follow, e.g. Asia/Seoul or UTC (default the machine's)",
 		func(v string) (err error) { c.HotArticleTimeZone, err = time.LoadLocation(v); return err })
-	fs.Func("replay", "comma-separated consumer services (hot-article) to rebuild at start: their Redis state is cleared and their consumer group reset to the oldest records; every instance of them must be stopped",
+	fs.Func("replay", "comma-separated consumer services (hot-article, article-read) to rebuild at start: their Redis state is cleared and their consumer group reset to the oldest records; every instance of them must be stopped",
 		func(v string) error {
 			c.Replay = splitList(v)
 			for _, name := range c.Replay {
@@ -137,6 +141,19 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", ":9005", "listen address of the article-read service")
+	c.Origins = map[string]string{}
+	for _, name := range []string{"article", "comment", "like", "view"} {
+		fs.Func(name+"-origin", "base URL of the "+name+" service that article-read rebuilds its model from (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
+			func(v string) error {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fmt.Errorf("want a base URL such as http://10.0.0.5:9000, not %q", v)
+				}
+				c.Origins[name] = strings.TrimSuffix(v, "/")
+				return nil
+			})
+	}
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,11 +29,12 @@ const replayLockPoll = 250 * time.Millisecond
 // cleared. Every instance of the service, replaying or not, waits for that lock before it joins the group, so none
 // can apply events that the clearing would then delete.
 func startConsumer(ctx context.Context, e *engines, r runtime, handlers map[event.Type]kafka.Handler,
-	clear func(context.Context) (int, error)) error {
+	keyPattern string) error {
 	group := e.cfg.TopicPrefix + r.group
 	topics := event.Topics(e.cfg.TopicPrefix)
 	lock := e.cfg.RedisPrefix + "replay::" + r.name
 	if slices.Contains(e.cfg.Replay, r.name) {
+		clear := func(ctx context.Context) (int, error) { return deleteKeys(ctx, e.redis, keyPattern) }
 		if err := replay(ctx, e, lock, group, topics, clear); err != nil {
 			return fmt.Errorf("--replay %s: %w", r.name, err)
 		}
@@ -108,4 +110,50 @@ func waitForReplay(ctx context.Context, e *engines, lock string) error {
 		case <-time.After(replayLockPoll):
 		}
 	}
+}
+
+// deleteKeys deletes every key matching pattern, on every primary of a cluster, and returns how many it deleted.
+func deleteKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) (int, error) {
+	var deleted atomic.Int64
+	deleteOnNode := func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			// One key per command: the keys of a batch may lie in different slots.
+			pipe := node.Pipeline()
+			for _, k := range batch {
+				pipe.Unlink(ctx, k)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+			deleted.Add(int64(len(batch)))
+			batch = batch[:0]
+			return nil
+		}
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		return flush()
+	}
+	var err error
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return deleteOnNode(ctx, node) })
+	} else {
+		err = deleteOnNode(ctx, rdb)
+	}
+	if err != nil {
+		return int(deleted.Load()), fmt.Errorf("delete %s: %w", pattern, err)
+	}
+	return int(deleted.Load()), nil
 }

@@ -121,6 +121,7 @@ type logWatcher struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	kafka []string // the embedded broker's addresses
+	redis string   // the embedded Redis's address
 	urls  map[string]string
 	want  int
 	found chan map[string]string
@@ -153,6 +154,9 @@ func (w *logWatcher) Write(b []byte) (int, error) {
 		if line.Msg == "embedded kafka listening" {
 			w.kafka = line.Addrs
 		}
+		if line.Msg == "embedded redis listening" {
+			w.redis = line.Addr
+		}
 		if line.Msg == "serving" {
 			w.urls[line.Service] = "http://" + line.Addr
 			if len(w.urls) == w.want {
@@ -167,6 +171,16 @@ func (w *logWatcher) kafkaAddrs() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.kafka
+}
+
+// redisAddr is the address of the program's Redis: the configured one, or the embedded one it started.
+func (p *program) redisAddr() string {
+	if addr := flagValue(p.flags, "--redis-addr"); addr != "" {
+		return addr
+	}
+	p.logs.mu.Lock()
+	defer p.logs.mu.Unlock()
+	return p.logs.redis
 }
 
 func (w *logWatcher) String() string {

@@ -16,11 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"board/internal/article"
+	"board/internal/articleread"
 	"board/internal/comment"
 	"board/internal/hotarticle"
 	"board/internal/httpio"
 	"board/internal/kafka"
 	"board/internal/like"
+	"board/internal/optcache"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -48,7 +50,8 @@ type runtime struct {
 	workers   *background // the service's own background work, stopped after the HTTP servers
 	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
 	metrics   *kafka.Metrics
-	failed    chan<- error // a consumer that stops on its own reports here, which shuts the process down
+	failed    chan<- error      // a consumer that stops on its own reports here, which shuts the process down
+	local     map[string]string // service name -> base URL, for the services already listening in this process
 }
 
 // producer is what a producer service is built on: its database and its outbox.
@@ -69,6 +72,9 @@ var services = []service{
 		build: buildView},
 	{name: "hot-article", group: "hot-article", addr: func(c *config) string { return c.HotArticleAddr },
 		build: buildHotArticle},
+	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
+	{name: "article-read", group: "article-read", addr: func(c *config) string { return c.ArticleReadAddr },
+		build: buildArticleRead},
 }
 
 func buildArticle(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
@@ -101,10 +107,44 @@ func buildView(_ context.Context, e *engines, r runtime) (*http.ServeMux, []http
 func buildHotArticle(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	svc := hotarticle.NewService(e.redis, hotarticle.Config{KeyPrefix: e.cfg.RedisPrefix,
 		Location: e.cfg.HotArticleTimeZone, Logger: e.logger})
-	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.Clear); err != nil {
+	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
 		return nil, nil, err
 	}
 	return hotarticle.Routes(svc, e.logger), consumerChecks(e), nil
+}
+
+func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	origin := func(name string, listen string) string {
+		if u := e.cfg.Origins[name]; u != "" {
+			return u
+		}
+		if u := r.local[name]; u != "" {
+			return u
+		}
+		return "http://" + loopbackAddr(listen)
+	}
+	views := optcache.New[int64](e.redis, e.cfg.RedisPrefix+"article-read::", optcache.Config{})
+	svc := articleread.NewService(e.redis, views, articleread.Config{KeyPrefix: e.cfg.RedisPrefix,
+		Origins: articleread.Origins{Article: origin("article", e.cfg.ArticleAddr), Comment: origin("comment", e.cfg.CommentAddr),
+			Like: origin("like", e.cfg.LikeAddr), View: origin("view", e.cfg.ViewAddr)},
+		Logger: e.logger})
+	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
+		return nil, nil, err
+	}
+	return articleread.Routes(svc, e.logger), consumerChecks(e), nil
+}
+
+// loopbackAddr is addr (host:port) with an unspecified host (":9000", "[::]:9000") made the loopback address, so
+// that this process can call a service it listens for.
+func loopbackAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // consumerChecks are what a consumer service's readiness depends on: Redis, where its state is, and Kafka.
@@ -194,6 +234,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	defer consumers.stop()
 	var servers []*http.Server
 	failed := make(chan error, 2*len(selected))
+	local := map[string]string{}
 	for _, s := range services {
 		if !slices.Contains(selected, s.name) {
 			continue
@@ -203,7 +244,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
 		api, checks, err := s.build(ctx, e, runtime{producer: p, name: s.name, group: s.group, ids: ids, workers: workers, consumers: consumers,
-			metrics: consumerMetrics, failed: failed})
+			metrics: consumerMetrics, failed: failed, local: local})
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
@@ -220,6 +261,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 			}
 		}()
 		logger.Info("serving", "service", s.name, "addr", ln.Addr().String())
+		local[s.name] = "http://" + loopbackAddr(ln.Addr().String())
 	}
 
 	select {
