@@ -31,7 +31,13 @@ const replayLockPoll = 250 * time.Millisecond
 func startConsumer(ctx context.Context, e *engines, r runtime, handlers map[event.Type]kafka.Handler,
 	keyPattern string) error {
 	group := e.cfg.TopicPrefix + r.group
-	topics := event.Topics(e.cfg.TopicPrefix)
+	var topics []string // the topics of the events it handles
+	for t := range handlers {
+		if topic := t.Topic(e.cfg.TopicPrefix); !slices.Contains(topics, topic) {
+			topics = append(topics, topic)
+		}
+	}
+	slices.Sort(topics)
 	lock := e.cfg.RedisPrefix + "replay::" + r.name
 	if slices.Contains(e.cfg.Replay, r.name) {
 		clear := func(ctx context.Context) (int, error) { return deleteKeys(ctx, e.redis, keyPattern) }
