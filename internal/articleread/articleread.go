@@ -63,6 +63,8 @@ const (
 	recentDeletes = 10 * time.Minute
 	// rebuildLockTTL bounds how long other processes wait for one process's rebuild of a model.
 	rebuildLockTTL = 3 * time.Second
+	// rebuildTimeout bounds a rebuild, which every concurrent reader of the article shares: two origin attempts.
+	rebuildTimeout = 2*attemptTimeout + time.Second
 	// rebuildWaitPoll is how often a process waiting for another's rebuild looks at the model again.
 	rebuildWaitPoll = 20 * time.Millisecond
 	// opTimeout bounds one Redis round trip of an event handler and of a background backfill.

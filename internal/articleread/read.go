@@ -128,7 +128,9 @@ func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
 // gave it, which spares the article call.
 func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model, error) {
 	v, err, _ := s.rebuilds.Do(strconv.FormatInt(id, 10), func() (any, error) {
-		// The first caller's deadline bounds everyone's wait; a rebuild outlives no request.
+		// Shared by every caller, so not ended by the first one leaving: bounded on its own.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
+		defer cancel()
 		return s.rebuildOnce(ctx, id, known)
 	})
 	if err != nil {
