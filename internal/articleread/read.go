@@ -127,16 +127,21 @@ func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
 // Redis lock whose holder the others wait for. known, when not nil, is the article as a page of the article service
 // gave it, which spares the article call.
 func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model, error) {
-	v, err, _ := s.rebuilds.Do(strconv.FormatInt(id, 10), func() (any, error) {
+	ch := s.rebuilds.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
 		// Shared by every caller, so not ended by the first one leaving: bounded on its own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
 		defer cancel()
 		return s.rebuildOnce(ctx, id, known)
 	})
-	if err != nil {
-		return model{}, err
+	select {
+	case <-ctx.Done():
+		return model{}, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return model{}, r.Err
+		}
+		return r.Val.(model), nil
 	}
-	return v.(model), nil
 }
 
 func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (model, error) {
