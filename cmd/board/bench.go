@@ -17,7 +17,7 @@ import (
 	"board/internal/httpio"
 )
 
-const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness [flags]
+const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
@@ -37,6 +37,8 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 			return benchLikes(ctx, args[1:], getenv, stdout, stderr)
 		case "freshness":
 			return benchFreshness(ctx, args[1:], getenv, stdout, stderr)
+		case "read":
+			return benchRead(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, benchUsage)

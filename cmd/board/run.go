@@ -23,6 +23,7 @@ Usage:
   board bench relay          time a relay draining an outbox backlog into Kafka
   board bench likes          time concurrent likes of one article with each like strategy
   board bench freshness      time writes until a running board's hot-article ranking shows them
+  board bench read           load a running board's article-read, warm and cold, against a bare Redis GET
 
 Run 'board <command> --help' for a command's flags.`
 
