@@ -134,6 +134,23 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 	return v, nil
 }
 
+// Peek queues the read of key's entry on pipe, so that a caller reading other keys in the same round trip gets the
+// cached value at no extra cost. After pipe has run, the returned function gives the value if it is cached and
+// fresh; otherwise (missing, logically expired, unreadable, a failed read) ok is false and the caller goes through
+// Get, which refreshes or fills it as usual.
+func (c *Cache[V]) Peek(ctx context.Context, pipe redis.Pipeliner, key string) func() (v V, ok bool) {
+	cmd := pipe.Get(ctx, c.keysFor(key).value)
+	return func() (V, bool) {
+		var e entry[V]
+		raw, err := cmd.Bytes()
+		if err != nil || json.Unmarshal(raw, &e) != nil || !c.fresh(e) {
+			var zero V
+			return zero, false
+		}
+		return e.Value, true
+	}
+}
+
 // refresh serves a logically expired entry: the caller that takes the lock loads and returns a fresh value, every
 // other caller returns the stale one at once, as does the refresher when its load fails.
 func (c *Cache[V]) refresh(ctx context.Context, k keys, stale entry[V], load func(context.Context) (V, error)) V {

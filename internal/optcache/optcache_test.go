@@ -479,3 +479,35 @@ func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
 	}()
 	New[int64](nil, "", Config{LogicalTTL: time.Second, PhysicalTTL: time.Second})
 }
+
+// TestPeek reads entries in a caller's pipeline: a fresh entry is served, a missing or logically expired one is
+// left to Get.
+func TestPeek(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		clock := fake.NewClock(start)
+		c := newCache(b, clock, Config{})
+		var o origin
+		peek := func(key string) (int64, bool) {
+			pipe := b.Client.Pipeline()
+			got := c.Peek(t.Context(), pipe, key)
+			pipe.Exec(t.Context()) // a missing key makes Exec report redis.Nil; Peek reads its own command
+			return got()
+		}
+		if v, ok := peek("7"); ok {
+			t.Errorf("Peek of a missing entry = %d, true", v)
+		}
+		if _, err := c.Get(t.Context(), "7", o.load); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := peek("7"); !ok || v != 10 {
+			t.Errorf("Peek of a fresh entry = %d, %v; want 10, true", v, ok)
+		}
+		clock.Add(DefaultLogicalTTL)
+		if v, ok := peek("7"); ok {
+			t.Errorf("Peek of a logically expired entry = %d, true; want it left to Get", v)
+		}
+		if n := o.calls.Load(); n != 1 {
+			t.Errorf("origin calls = %d, want 1: Peek never loads", n)
+		}
+	})
+}
