@@ -76,6 +76,8 @@ const (
 // ViewCounts is the cache view counts are read through (an *optcache.Cache[int64] in production).
 type ViewCounts interface {
 	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
+	// Peek queues the read of a cached count on pipe; after it ran, the function gives the count if it is fresh.
+	Peek(ctx context.Context, pipe redis.Pipeliner, key string) func() (int64, bool)
 }
 
 // Config configures a Service.

@@ -72,52 +72,47 @@ func parseModel(vals []any) (model, error) {
 	return m, nil
 }
 
-// readModels reads the models of ids in one pipeline (split per node on a cluster).
-func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, error) {
+// readModels reads the models of ids, and peeks at their cached view counts, in one pipeline (split per node on a
+// cluster): a warm read is one round trip.
+func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []func() (int64, bool), error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
+	views := make([]func() (int64, bool), len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, s.modelKey(id), modelFields...)
+		views[i] = s.views.Peek(ctx, pipe, viewKey(id))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, redisFault(err)
-	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below; a view count not cached is no error
 	models := make([]model, len(ids))
 	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return nil, nil, redisFault(err)
+		}
 		m, err := parseModel(cmd.Val())
 		if err != nil {
-			return nil, fmt.Errorf("model of article %d: %w", ids[i], err)
+			return nil, nil, fmt.Errorf("model of article %d: %w", ids[i], err)
 		}
 		models[i] = m
 	}
-	return models, nil
+	return models, views, nil
 }
 
 // Get returns an article with its counts.
 func (s *Service) Get(ctx context.Context, id int64) (ArticleRead, error) {
-	models, err := s.readModels(ctx, []int64{id})
+	list, err := s.withCounts(ctx, []int64{id}, nil)
 	if err != nil {
 		return ArticleRead{}, err
 	}
-	m := models[0]
-	if !m.complete() {
-		if m, err = s.rebuild(ctx, id, nil); err != nil {
-			return ArticleRead{}, err
-		}
-	}
-	if m.deleted {
+	if len(list) == 0 {
 		return ArticleRead{}, errArticleNotFound
 	}
-	views, err := s.viewCount(ctx, id)
-	if err != nil {
-		return ArticleRead{}, err
-	}
-	return ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
-		ViewCount: views}, nil
+	return list[0], nil
 }
 
+func viewKey(id int64) string { return "view-count::" + strconv.FormatInt(id, 10) }
+
 func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
-	return s.views.Get(ctx, "view-count::"+strconv.FormatInt(id, 10), func(ctx context.Context) (int64, error) {
+	return s.views.Get(ctx, viewKey(id), func(ctx context.Context) (int64, error) {
 		return s.origins.viewCount(ctx, id)
 	})
 }
@@ -159,7 +154,7 @@ func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (mo
 	} else if m, ok := s.awaitRebuild(ctx, id, lock); ok {
 		return m, nil
 	}
-	models, err := s.readModels(ctx, []int64{id})
+	models, _, err := s.readModels(ctx, []int64{id})
 	if err != nil {
 		return model{}, err
 	}
@@ -185,7 +180,7 @@ func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (mode
 			return model{}, false
 		case <-time.After(rebuildWaitPoll):
 		}
-		models, err := s.readModels(ctx, []int64{id})
+		models, _, err := s.readModels(ctx, []int64{id})
 		if err == nil && models[0].complete() {
 			return models[0], true
 		}
@@ -261,11 +256,11 @@ var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
-// withCounts turns articles into ArticleReads: their models (read in one pipeline, rebuilt where incomplete) and
-// view counts, concurrently. A model that turns out deleted (the article went away since the list was read) drops
-// the article from the answer.
+// withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
+// missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. A model that turns out
+// deleted (the article went away since the list was read) drops the article from the answer.
 func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) ([]ArticleRead, error) {
-	models, err := s.readModels(ctx, ids)
+	models, views, err := s.readModels(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +268,13 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) 
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		m := models[i]
+		if count, ok := views[i](); ok && m.complete() && !m.deleted {
+			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
+				ViewCount: count}
+			continue
+		}
 		wg.Go(func() {
-			m := models[i]
 			if !m.complete() {
 				var k *Article
 				if known != nil {
