@@ -1,0 +1,166 @@
+package articleread
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/httpio/httpiotest"
+	"board/internal/redistest"
+)
+
+var modelOrigins = []string{svcArticle, svcComment, svcLike}
+
+// TestOriginsDownModelCached: with the model and the view count cached, a read needs no origin, so one that is
+// down or hanging changes nothing.
+func TestOriginsDownModelCached(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		for _, h := range []health{failing, hanging} {
+			e := newEnv(t, b)
+			e.svc = e.service(e.stableViewCache())
+			id := e.uncachedArticle(1)
+			e.checkGet(t, id) // caches the model and the view count
+			for _, svc := range append(modelOrigins, svcView) {
+				e.origin.set(svc, h)
+			}
+			e.origin.resetCalls()
+			e.checkGet(t, id)
+			if calls := e.origin.allCalls(); len(calls) != 0 {
+				t.Errorf("a cached read called the origins: %v", calls)
+			}
+		}
+	})
+}
+
+// TestOriginsDownNothingCached: a model that cannot be rebuilt is an Unavailable fault, ORIGIN_UNAVAILABLE (503),
+// whichever origin is down; a hanging one ends at the reader's deadline.
+func TestOriginsDownNothingCached(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		for _, svc := range modelOrigins {
+			e := newEnv(t, b)
+			id := e.uncachedArticle(1)
+			e.origin.set(svc, failing)
+			_, err := e.svc.Get(context.Background(), id)
+			wantFault(t, svc+" down: Get", err, fault.Unavailable, "ORIGIN_UNAVAILABLE")
+			api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
+			r := httpiotest.Call(api, http.MethodGet, "/v1/articles/"+strconv.FormatInt(id, 10), "")
+			httpiotest.WantError(t, r, http.StatusServiceUnavailable, "ORIGIN_UNAVAILABLE")
+
+			e.origin.set(svc, up) // and back: the next read rebuilds
+			e.checkGet(t, id)
+		}
+
+		e := newEnv(t, b)
+		id := e.uncachedArticle(1)
+		e.origin.set(svcArticle, hanging)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := e.svc.Get(ctx, id)
+		if fault.KindOf(err) != fault.Unavailable && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("article origin hanging: Get = %v, want Unavailable or the deadline", err)
+		}
+	})
+}
+
+// TestListsWithOriginDown: pages the synced list covers are served while the article service is down; the others,
+// and every page of an unsynced board, are ORIGIN_UNAVAILABLE.
+func TestListsWithOriginDown(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := newEnv(t, b)
+		e.svc = e.service(e.stableViewCache())
+		bigBoard(t, e, ListSize+20)
+		if err := e.svc.Backfill(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		e.checkPage(t, 1, 1, 30, true) // caches the page's models and view counts
+		for _, svc := range append(modelOrigins, svcView) {
+			e.origin.set(svc, failing)
+		}
+		e.checkPage(t, 1, 1, 30, true)
+		if _, err := e.svc.List(ctx, 1, 34, 30); err == nil { // ranks 990..1019: past the list
+			t.Errorf("a page past the list was served with the article service down")
+		} else {
+			wantFault(t, "List past the list", err, fault.Unavailable, "ORIGIN_UNAVAILABLE")
+		}
+		_, err := e.svc.List(ctx, 2, 1, 30) // board 2 was never synced
+		wantFault(t, "List of an unsynced board", err, fault.Unavailable, "ORIGIN_UNAVAILABLE")
+		_, err = e.svc.Scroll(ctx, 2, 30, 0)
+		wantFault(t, "Scroll of an unsynced board", err, fault.Unavailable, "ORIGIN_UNAVAILABLE")
+		err = e.svc.Backfill(ctx, 2)
+		wantFault(t, "Backfill", err, fault.Unavailable, "ORIGIN_UNAVAILABLE")
+	})
+}
+
+// deadRedis returns a client of a Redis that is not there.
+func deadRedis(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// TestRedisDown: without Redis nothing is served and no event applied: REDIS_UNAVAILABLE (503), which the consumer
+// retries.
+func TestRedisDown(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := newEnv(t, b)
+		id := e.uncachedArticle(1)
+		e.applyNew(t, 0)
+		e.checkGet(t, id)
+		e.b.Client = deadRedis(t) // the same for every backend: nothing answers
+		e.svc = e.service(e.viewCache())
+		_, err := e.svc.Get(ctx, id)
+		wantFault(t, "Get", err, fault.Unavailable, "REDIS_UNAVAILABLE")
+		_, err = e.svc.List(ctx, 1, 1, 30)
+		wantFault(t, "List", err, fault.Unavailable, "REDIS_UNAVAILABLE")
+		_, err = e.svc.Scroll(ctx, 1, 30, id)
+		wantFault(t, "Scroll", err, fault.Unavailable, "REDIS_UNAVAILABLE")
+		for _, env := range e.truth.eventsSince(0) {
+			err := e.svc.Apply(ctx, env)
+			wantFault(t, "Apply "+string(env.Type), err, fault.Unavailable, "REDIS_UNAVAILABLE")
+			if errors.Is(err, event.ErrMalformed) {
+				t.Errorf("Apply %s with Redis down is ErrMalformed: the consumer would dead-letter it", env.Type)
+			}
+		}
+
+		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
+		for _, target := range []string{"/v1/articles/" + strconv.FormatInt(id, 10), "/v1/articles?boardId=1",
+			"/v1/articles/infinite-scroll?boardId=1"} {
+			r := httpiotest.Call(api, http.MethodGet, target, "")
+			httpiotest.WantError(t, r, http.StatusServiceUnavailable, "REDIS_UNAVAILABLE")
+		}
+	})
+}
+
+// TestUnknownArticle: an article the origin does not have is ARTICLE_NOT_FOUND (404), and nothing stays cached for
+// it that a later read would serve.
+func TestUnknownArticle(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.truth.create(1) + 1 // never created
+		_, err := e.svc.Get(context.Background(), id)
+		wantFault(t, "Get of an unknown article", err, fault.NotFound, "ARTICLE_NOT_FOUND")
+		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
+		r := httpiotest.Call(api, http.MethodGet, "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		httpiotest.WantError(t, r, http.StatusNotFound, "ARTICLE_NOT_FOUND")
+		if exists(t, b, e.svc.modelKey(id)) {
+			t.Errorf("a read of an unknown article left a model")
+		}
+	})
+}
