@@ -137,28 +137,73 @@ func memberScore(articleID int64) int64 { return snowflake.Timestamp(articleID).
 func keepUntil(articleID int64) time.Time { return snowflake.Timestamp(articleID).Add(ModelTTL) }
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the
-// key at least until a given instant without ever moving its expiry earlier.
-// KEYS: the model. ARGV: keep-until (Unix ms), now (Unix ms), then either 'deleted' and the delete's version, or
-// groups of four: value field, version field, version, value.
+// key at least until a given instant without ever moving its expiry earlier (compared in Redis, so the clocks of
+// the service and of Redis need not agree).
+// KEYS: the model. ARGV: keep-until (Unix ms), now (Unix ms), trusted ('1' or '0'), then either 'deleted' and the
+// delete's version, or groups of four: value field, version field, version, value.
+// An untrusted write (an event committed before the read model's epoch, which may be older than state Redis lost)
+// into a group the model lacks marks the group unverified (field '<value>?'), and reads fetch it again from its
+// origin; a trusted write of the group's current version or a newer one verifies it.
 // A model that does not exist is not created when keep-until has passed: nothing would read it.
+// Returns 2 when the model is a tombstone (nothing written), 1 when it applied, 0 when it created nothing.
 var modelScript = redis.NewScript(`
-local h, keepUntil, now = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
-if redis.call('HEXISTS', h, 'deleted') == 1 then return 0 end
-local ttl = redis.call('PTTL', h)
-if ttl == -2 and keepUntil <= now then return 0 end
-if ARGV[3] == 'deleted' then
+local h, keepUntil, now, trusted = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
+if redis.call('HEXISTS', h, 'deleted') == 1 then return 2 end
+if redis.call('EXISTS', h) == 0 and keepUntil <= now then return 0 end
+if ARGV[4] == 'deleted' then
   redis.call('DEL', h)
-  redis.call('HSET', h, 'deleted', ARGV[4])
+  redis.call('HSET', h, 'deleted', ARGV[5])
 else
-  for i = 3, #ARGV, 4 do
-    if tonumber(ARGV[i+2]) > tonumber(redis.call('HGET', h, ARGV[i+1]) or '-1') then
-      redis.call('HSET', h, ARGV[i], ARGV[i+3], ARGV[i+1], ARGV[i+2])
+  for i = 4, #ARGV, 4 do
+    local value, versionField, version = ARGV[i], ARGV[i+1], tonumber(ARGV[i+2])
+    local held = redis.call('HGET', h, versionField)
+    local current = tonumber(held or '-1')
+    if version > current or (trusted and version == current) then
+      redis.call('HSET', h, value, ARGV[i+3], versionField, version)
+      if trusted then
+        redis.call('HDEL', h, value .. '?')
+      elseif not held then
+        redis.call('HSET', h, value .. '?', '1')
+      end
     end
   end
 end
-if ttl > 0 and now + ttl > keepUntil then keepUntil = now + ttl end
+local expiry = redis.call('PEXPIRETIME', h)
+if expiry > keepUntil then keepUntil = expiry end
 redis.call('PEXPIREAT', h, keepUntil)
 return 1`)
+
+// modelTombstone is modelScript's answer for a deleted article.
+const modelTombstone = 2
+
+// epoch returns when this Redis's read model began: the instant the service first found the epoch key missing,
+// which is also what a flushed or emptied Redis looks like. Events committed before it may be older than state that
+// Redis lost, so they may not vouch for a field group the model lacks.
+func (s *Service) epoch(ctx context.Context) (int64, error) {
+	key := s.cfg.KeyPrefix + "article-read::epoch"
+	ms, err := s.rdb.Get(ctx, key).Int64()
+	if errors.Is(err, redis.Nil) {
+		if err = s.rdb.SetNX(ctx, key, s.cfg.Now().UnixMilli(), 0).Err(); err == nil {
+			ms, err = s.rdb.Get(ctx, key).Int64()
+		}
+	}
+	if err != nil {
+		return 0, redisFault(err)
+	}
+	return ms, nil
+}
+
+// trusted reports, as modelScript's flag, whether an event was committed after the read model's epoch.
+func (s *Service) trusted(ctx context.Context, eventID int64) (string, error) {
+	epoch, err := s.epoch(ctx)
+	if err != nil {
+		return "", err
+	}
+	if snowflake.Timestamp(eventID).UnixMilli() >= epoch {
+		return "1", nil
+	}
+	return "0", nil
+}
 
 // boardScript applies an article's creation or deletion, or a backfill, to its board's list, and the board count
 // if newer. KEYS: list, meta, deleted. ARGV: the change ('created', 'deleted' or 'backfill'), now (Unix ms), the
@@ -221,7 +266,7 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleCommentCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleCommentCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount)
+		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount)
 	case event.ArticleLiked, event.ArticleUnliked:
 		p, err := event.Payload[event.Like](env)
 		if err != nil {
@@ -230,7 +275,7 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleLikeCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleLikeCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
+		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
 	}
 	return fault.Invalidf("UNKNOWN_EVENT", "article-read has no use for %s", env.Type)
 }
@@ -246,23 +291,32 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 	}
 	now := s.cfg.Now().UnixMilli()
 	keep := keepUntil(id).UnixMilli()
+	trusted, err := s.trusted(ctx, int64(env.EventID))
+	if err != nil {
+		return err
+	}
+	var applied int64
 	if env.Type == event.ArticleDeleted {
-		err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, "deleted", p.ArticleVersion).Err()
+		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, trusted, "deleted",
+			p.ArticleVersion).Int64()
 	} else {
 		var article []byte
 		article, err = json.Marshal(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
 		if err != nil {
 			return err
 		}
-		err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, "article", "av", p.ArticleVersion,
-			article).Err()
+		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, trusted, "article", "av",
+			p.ArticleVersion, article).Int64()
 	}
 	if err != nil {
 		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))
 	}
 	change := "created"
-	if env.Type == event.ArticleDeleted {
+	switch {
+	case env.Type == event.ArticleDeleted:
 		change = "deleted"
+	case applied == modelTombstone:
+		change = "deleted" // a late create or update of a deleted article: keep it out of the list
 	}
 	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), change, now, ListSize,
 		p.BoardArticleCount, p.BoardArticleCountVersion, member(id), memberScore(id)).Err(); err != nil {
@@ -271,9 +325,14 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 	return nil
 }
 
-func (s *Service) applyModel(ctx context.Context, articleID int64, field, versionField string, version, value int64) error {
-	err := modelScript.Run(ctx, s.rdb, []string{s.modelKey(articleID)}, keepUntil(articleID).UnixMilli(),
-		s.cfg.Now().UnixMilli(), field, versionField, version, value).Err()
+func (s *Service) applyModel(ctx context.Context, eventID, articleID int64, field, versionField string, version,
+	value int64) error {
+	trusted, err := s.trusted(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(articleID)}, keepUntil(articleID).UnixMilli(),
+		s.cfg.Now().UnixMilli(), trusted, field, versionField, version, value).Err()
 	if err != nil {
 		return fmt.Errorf("apply %s of article %d: %w", field, articleID, redisFault(err))
 	}

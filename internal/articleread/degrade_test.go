@@ -159,8 +159,16 @@ func TestUnknownArticle(t *testing.T) {
 		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
 		r := httpiotest.Call(api, http.MethodGet, "/v1/articles/"+strconv.FormatInt(id, 10), "")
 		httpiotest.WantError(t, r, http.StatusNotFound, "ARTICLE_NOT_FOUND")
-		if exists(t, b, e.svc.modelKey(id)) {
-			t.Errorf("a read of an unknown article left a model")
+		// The origin's 404 is remembered as a tombstone: the next read does not ask again, and no late event can
+		// make a model of it.
+		if got, _ := b.Client.HGetAll(context.Background(), e.svc.modelKey(id)).Result(); len(got) != 1 || got["deleted"] == "" {
+			t.Errorf("after a read of an unknown article its model holds %v, want only a tombstone", got)
+		}
+		e.origin.resetCalls()
+		_, err = e.svc.Get(context.Background(), id)
+		wantFault(t, "Get of an unknown article, again", err, fault.NotFound, "ARTICLE_NOT_FOUND")
+		if calls := e.origin.allCalls(); len(calls) != 0 {
+			t.Errorf("the second read of an unknown article called the origins: %v", calls)
 		}
 	})
 }

@@ -66,7 +66,10 @@ func (tr *truth) emit(t event.Type, payload any) event.Envelope {
 	if err != nil {
 		panic(err)
 	}
-	env := event.Envelope{EventID: wire.ID(len(tr.events) + 1), Type: t, Payload: raw}
+	// Event ids are Snowflakes of the test's clock, as a producer's: the service trusts an event to create state
+	// only if it was committed since the read model's epoch (see flush).
+	env := event.Envelope{EventID: wire.ID(snowflake.Compose(tr.now(), 9, int64(len(tr.events)%(snowflake.MaxSeq+1)))),
+		Type: t, Payload: raw}
 	tr.events = append(tr.events, env)
 	return env
 }
@@ -652,6 +655,10 @@ func (e *env) flush(t *testing.T) {
 		if err := e.b.Client.Del(ctx, keys...).Err(); err != nil {
 			t.Fatalf("flush: %v", err)
 		}
+	}
+	// Time moves on past the flush, so that the events emitted before it are older than the new epoch.
+	if !e.clock.add(2 * time.Millisecond) {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

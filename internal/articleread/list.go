@@ -51,6 +51,19 @@ func parseBoard(size *redis.IntCmd, meta *redis.SliceCmd) boardState {
 // service. From Redis when the board's list covers the page; else from the article service (and the list is
 // backfilled in the background when the page lies within its reach).
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	for healed := false; ; healed = true {
+		p, gone, err := s.list(ctx, boardID, page, pageSize)
+		if len(gone) == 0 || healed || err != nil {
+			return p, err
+		}
+		if err := s.forget(ctx, boardID, gone); err != nil {
+			return Page{}, err
+		}
+	}
+}
+
+// list is one attempt of List; gone are listed articles that turned out deleted, which left the page short.
+func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, []int64, error) {
 	keys := s.boardKeys(boardID)
 	offset := (page - 1) * pageSize
 	pipe := s.rdb.Pipeline()
@@ -61,24 +74,52 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 		ids = pipe.ZRevRange(ctx, keys[0], offset, offset+pageSize-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Page{}, redisFault(err)
+		return Page{}, nil, redisFault(err)
 	}
 	board := parseBoard(size, meta)
 	if ids == nil || !board.covers(offset, pageSize) {
 		if offset < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
-		return s.originPage(ctx, boardID, page, pageSize)
+		p, err := s.originPage(ctx, boardID, page, pageSize)
+		return p, nil, err
 	}
-	articles, err := s.withCounts(ctx, parseMembers(ids.Val()), nil)
+	articles, gone, err := s.withCounts(ctx, parseMembers(ids.Val()), nil)
 	if err != nil {
-		return Page{}, err
+		return Page{}, nil, err
 	}
-	return Page{Articles: articles, Count: min(board.count, countLimit(page, pageSize))}, nil
+	return Page{Articles: articles, Count: min(board.count, countLimit(page, pageSize))}, gone, nil
+}
+
+// forget removes from a board's list articles found deleted, as their ARTICLE_DELETED would.
+func (s *Service) forget(ctx context.Context, boardID int64, ids []int64) error {
+	pipe := s.rdb.Pipeline()
+	for _, id := range ids {
+		// Count and version -1: the board count is left as it is.
+		boardScript.Eval(ctx, pipe, s.boardKeys(boardID), "deleted", s.cfg.Now().UnixMilli(), ListSize, -1, -1,
+			member(id), memberScore(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisFault(err)
+	}
+	return nil
 }
 
 // Scroll returns the pageSize articles of a board after lastID (0: from the newest), newest first.
 func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, error) {
+	for healed := false; ; healed = true {
+		as, gone, err := s.scroll(ctx, boardID, pageSize, lastID)
+		if len(gone) == 0 || healed || err != nil {
+			return as, err
+		}
+		if err := s.forget(ctx, boardID, gone); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// scroll is one attempt of Scroll; gone are listed articles that turned out deleted, which left the answer short.
+func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, []int64, error) {
 	keys := s.boardKeys(boardID)
 	pipe := s.rdb.Pipeline()
 	size := pipe.ZCard(ctx, keys[0])
@@ -88,25 +129,27 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 		rank = pipe.ZRevRank(ctx, keys[0], member(lastID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, redisFault(err)
+		return nil, nil, redisFault(err)
 	}
 	board := parseBoard(size, meta)
 	from := int64(0)
 	if rank != nil {
 		if rank.Err() != nil { // not in the list: deleted, below the floor, or no article
-			return s.originScroll(ctx, boardID, pageSize, lastID)
+			as, err := s.originScroll(ctx, boardID, pageSize, lastID)
+			return as, nil, err
 		}
 		from = rank.Val() + 1
 	}
 	if !board.covers(from, pageSize) {
-		if !board.synced {
+		if from < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
-		return s.originScroll(ctx, boardID, pageSize, lastID)
+		as, err := s.originScroll(ctx, boardID, pageSize, lastID)
+		return as, nil, err
 	}
 	ids, err := s.rdb.ZRevRange(ctx, keys[0], from, from+pageSize-1).Result()
 	if err != nil {
-		return nil, redisFault(err)
+		return nil, nil, redisFault(err)
 	}
 	return s.withCounts(ctx, parseMembers(ids), nil)
 }
@@ -126,7 +169,7 @@ func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64)
 	if err != nil {
 		return Page{}, err
 	}
-	articles, err := s.withCounts(ctx, articleIDs(p.Articles), p.Articles)
+	articles, _, err := s.withCounts(ctx, articleIDs(p.Articles), p.Articles)
 	return Page{Articles: articles, Count: p.ArticleCount}, err
 }
 
@@ -135,7 +178,8 @@ func (s *Service) originScroll(ctx context.Context, boardID, pageSize, lastID in
 	if err != nil {
 		return nil, err
 	}
-	return s.withCounts(ctx, articleIDs(as), as)
+	articles, _, err := s.withCounts(ctx, articleIDs(as), as)
+	return articles, err
 }
 
 func articleIDs(as []Article) []int64 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/snowflake"
 )
 
 // model is what Redis holds of an article's query model; a nil part is not held.
@@ -25,9 +27,9 @@ func (m model) complete() bool {
 	return m.deleted || m.article != nil && m.comments != nil && m.likes != nil
 }
 
-var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted"}
+var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted", "article?", "comments?", "likes?"}
 
-// parseModel reads the values of modelFields.
+// parseModel reads the values of modelFields. A group marked unverified counts as not held.
 func parseModel(vals []any) (model, error) {
 	var m model
 	str := func(i int) (string, bool) { v, ok := vals[i].(string); return v, ok }
@@ -42,7 +44,8 @@ func parseModel(vals []any) (model, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		return n, true, err
 	}
-	if raw, ok := str(0); ok {
+	_, unverifiedArticle := str(7)
+	if raw, ok := str(0); ok && !unverifiedArticle {
 		av, _, err := num(1)
 		if err != nil {
 			return m, err
@@ -53,9 +56,12 @@ func parseModel(vals []any) (model, error) {
 		}
 	}
 	for _, part := range []struct {
-		value, version int
-		dst            **versioned[int64]
-	}{{2, 3, &m.comments}, {4, 5, &m.likes}} {
+		value, version, unverified int
+		dst                        **versioned[int64]
+	}{{2, 3, 8, &m.comments}, {4, 5, 9, &m.likes}} {
+		if _, ok := str(part.unverified); ok {
+			continue
+		}
 		n, ok, err := num(part.value)
 		if err != nil || !ok {
 			if err != nil {
@@ -99,7 +105,7 @@ func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []func(
 
 // Get returns an article with its counts.
 func (s *Service) Get(ctx context.Context, id int64) (ArticleRead, error) {
-	list, err := s.withCounts(ctx, []int64{id}, nil)
+	list, _, err := s.withCounts(ctx, []int64{id}, nil)
 	if err != nil {
 		return ArticleRead{}, err
 	}
@@ -162,10 +168,14 @@ func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (mo
 	if m.complete() {
 		return m, nil
 	}
-	if err := s.fetchMissing(ctx, id, &m, known); err != nil {
+	groups, err := s.fetchMissing(ctx, id, &m, known)
+	if err != nil {
+		if errors.Is(err, errArticleNotFound) {
+			s.markDeleted(ctx, id)
+		}
 		return model{}, err
 	}
-	if err := s.writeRebuilt(ctx, id, m); err != nil {
+	if err := s.writeRebuilt(ctx, id, groups); err != nil {
 		return model{}, err
 	}
 	return m, nil
@@ -190,62 +200,87 @@ func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (mode
 	}
 }
 
-// fetchMissing fills the parts m lacks from their origins, concurrently.
-func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *Article) error {
+// fetchMissing fills the parts m lacks from their origins, concurrently, and returns what it fetched as
+// modelScript's field groups. A page's article (known) fills the answer but is not written back: it carries no
+// version, and a version is what keeps a late event from overwriting it.
+func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *Article) ([]any, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	fetch := func(fn func() error) {
+	var groups []any
+	fetch := func(fn func() (group []any, err error)) {
 		wg.Go(func() {
-			if err := fn(); err != nil {
-				mu.Lock()
+			group, err := fn()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
+				return
 			}
+			groups = append(groups, group...)
 		})
 	}
-	if m.article == nil {
-		if known != nil {
-			// A page's article carries no version: 0, so that any event of it wins.
-			m.article = &versioned[Article]{Value: *known}
-		} else {
-			fetch(func() error {
-				a, err := s.origins.article(ctx, id)
-				m.article = &a
-				return asNotFound(err)
-			})
-		}
+	switch {
+	case m.article == nil && known != nil:
+		m.article = &versioned[Article]{Value: *known}
+	case m.article == nil:
+		fetch(func() ([]any, error) {
+			a, err := s.origins.article(ctx, id)
+			if err != nil {
+				return nil, asNotFound(err)
+			}
+			m.article = &a
+			raw, err := json.Marshal(a.Value)
+			return []any{"article", "av", max(a.Version, 0), raw}, err
+		})
 	}
 	if m.comments == nil {
-		fetch(func() error { c, err := s.origins.commentCount(ctx, id); m.comments = &c; return err })
+		fetch(func() ([]any, error) {
+			c, err := s.origins.commentCount(ctx, id)
+			m.comments = &c
+			return []any{"comments", "cv", max(c.Version, 0), c.Value}, err
+		})
 	}
 	if m.likes == nil {
-		fetch(func() error { l, err := s.origins.likeCount(ctx, id); m.likes = &l; return err })
+		fetch(func() ([]any, error) {
+			l, err := s.origins.likeCount(ctx, id)
+			m.likes = &l
+			return []any{"likes", "lv", max(l.Version, 0), l.Value}, err
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		if errors.Is(err, errArticleNotFound) {
-			return errArticleNotFound
+			return nil, errArticleNotFound
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return groups, nil
 }
 
-// writeRebuilt writes the parts of a rebuilt model through the model script, each only if newer than what events
-// wrote meanwhile, and keeps it a day from now (at least until a day after the article's creation).
-func (s *Service) writeRebuilt(ctx context.Context, id int64, m model) error {
-	article, err := json.Marshal(m.article.Value)
-	if err != nil {
-		return err
+// markDeleted leaves a tombstone for an article its origin does not have, so that late events cannot bring it back
+// and reads stop asking; not for an id from the future, which a real article may still get. Best effort: without
+// it, the next read asks the origin again.
+func (s *Service) markDeleted(ctx context.Context, id int64) {
+	now := s.cfg.Now()
+	if snowflake.Timestamp(id).After(now) {
+		return
+	}
+	_ = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keepUntil(id).UnixMilli(), now.UnixMilli(), "1",
+		"deleted", 0).Err()
+}
+
+// writeRebuilt writes field groups fetched from the origins through the model script, each only if at least as new
+// as what events wrote meanwhile (which verifies a group an untrusted event wrote), and keeps the model a day from
+// now, at least until a day after the article's creation.
+func (s *Service) writeRebuilt(ctx context.Context, id int64, groups []any) error {
+	if len(groups) == 0 {
+		return nil
 	}
 	now := s.cfg.Now()
 	keep := max(keepUntil(id).UnixMilli(), now.Add(ModelTTL).UnixMilli())
-	err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now.UnixMilli(),
-		"article", "av", max(m.article.Version, 0), article,
-		"comments", "cv", max(m.comments.Version, 0), m.comments.Value,
-		"likes", "lv", max(m.likes.Version, 0), m.likes.Value).Err()
-	if err != nil {
+	args := append([]any{keep, now.UnixMilli(), "1"}, groups...)
+	if err := modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, args...).Err(); err != nil {
 		return redisFault(err)
 	}
 	return nil
@@ -257,12 +292,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`)
 
 // withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
-// missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. A model that turns out
-// deleted (the article went away since the list was read) drops the article from the answer.
-func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) ([]ArticleRead, error) {
+// missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. An article that turns out
+// deleted (since the list was read, or listed by a late event) is left out of the answer and returned in gone.
+func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) (list []ArticleRead, gone []int64, err error) {
 	models, views, err := s.readModels(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]ArticleRead, len(ids))
 	errs := make([]error, len(ids))
@@ -294,15 +329,16 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) 
 		})
 	}
 	wg.Wait()
-	list := out[:0]
+	list = out[:0]
 	for i := range out {
 		switch {
 		case errors.Is(errs[i], errArticleNotFound):
+			gone = append(gone, ids[i])
 		case errs[i] != nil:
-			return nil, errs[i]
+			return nil, nil, errs[i]
 		default:
 			list = append(list, out[i])
 		}
 	}
-	return list, nil
+	return list, gone, nil
 }
