@@ -30,7 +30,8 @@
 // unless it lies below the floor or was just deleted, trimming the oldest past 1000 raises the floor, ARTICLE_DELETED
 // removes it. A list only counts once it is synced: backfilled from the article service's newest 1000 ids. Until
 // then (a new deployment, a flushed Redis), and for any page the prefix does not cover (past the floor, or a list
-// shortened by deletes), the page comes from the article service, and a backfill starts in the background.
+// shortened by deletes), the page comes from the article service; a backfill starts in the background when the
+// list is unsynced or shortened and the page lies within its reach.
 package articleread
 
 import (
@@ -42,6 +43,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,16 +63,25 @@ const (
 	ListSize = 1000
 	// recentDeletes is how long a deleted id keeps a backfill or a late ARTICLE_CREATED from listing it again.
 	recentDeletes = 10 * time.Minute
-	// rebuildLockTTL bounds how long other processes wait for one process's rebuild of a model.
-	rebuildLockTTL = 3 * time.Second
+	// epochMargin is how far ahead of the service's clock a new epoch starts: more than clocks disagree.
+	epochMargin = time.Second
+	// notFoundTTL is how long an article its origin does not have is remembered (a tombstone) when it is older than
+	// a day, so that reads of unknown ids do not each cost an origin call.
+	notFoundTTL = 10 * time.Minute
 	// rebuildTimeout bounds a rebuild, which every concurrent reader of the article shares: two origin attempts.
 	rebuildTimeout = 2*attemptTimeout + time.Second
+	// rebuildLockTTL is how long other processes wait for one process's rebuild of a model: as long as it may take.
+	rebuildLockTTL = rebuildTimeout
 	// rebuildWaitPoll is how often a process waiting for another's rebuild looks at the model again.
 	rebuildWaitPoll = 20 * time.Millisecond
 	// opTimeout bounds one Redis round trip of an event handler and of a background backfill.
 	opTimeout = 2 * time.Second
 	// backfillTimeout bounds a whole backfill: ten origin pages and one script.
 	backfillTimeout = 30 * time.Second
+	// backfillRetry is how long after a failed backfill of a board the next may start.
+	backfillRetry = 5 * time.Second
+	// backfillSkew is how much older than a backfill's read an id must be for the read to rule it out.
+	backfillSkew = 5 * time.Second
 )
 
 // ViewCounts is the cache view counts are read through (an *optcache.Cache[int64] in production).
@@ -91,12 +102,15 @@ type Config struct {
 
 // Service is the article-read service.
 type Service struct {
-	rdb      redis.UniversalClient
-	cfg      Config
-	origins  *origins
-	views    ViewCounts
-	rebuilds singleflight.Group
-	backfill singleflight.Group
+	rdb       redis.UniversalClient
+	cfg       Config
+	origins   *origins
+	views     ViewCounts
+	rebuilds  singleflight.Group
+	backfills struct {
+		mu   sync.Mutex
+		next map[int64]time.Time // per board, when a backfill may start again
+	}
 }
 
 // NewService returns the article-read service over rdb (standalone or cluster), reading view counts through views.
@@ -131,7 +145,9 @@ func (s *Service) boardKeys(boardID int64) []string {
 func member(articleID int64) string { return fmt.Sprintf("%019d", articleID) }
 
 // memberScore is the list score of an article: the millisecond in its id, exact in a float64.
-func memberScore(articleID int64) int64 { return snowflake.Timestamp(articleID).UnixMilli() }
+func memberScore(articleID int64) int64 { return memberScoreAt(snowflake.Timestamp(articleID)) }
+
+func memberScoreAt(t time.Time) int64 { return t.UnixMilli() }
 
 // keepUntil is when the model of an article built from events expires: a day after its creation.
 func keepUntil(articleID int64) time.Time { return snowflake.Timestamp(articleID).Add(ModelTTL) }
@@ -150,6 +166,7 @@ var modelScript = redis.NewScript(`
 local h, keepUntil, now, trusted = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 if redis.call('HEXISTS', h, 'deleted') == 1 then return 2 end
 if redis.call('EXISTS', h) == 0 and keepUntil <= now then return 0 end
+local expiry = redis.call('PEXPIRETIME', h)
 if ARGV[4] == 'deleted' then
   redis.call('DEL', h)
   redis.call('HSET', h, 'deleted', ARGV[5])
@@ -168,7 +185,6 @@ else
     end
   end
 end
-local expiry = redis.call('PEXPIRETIME', h)
 if expiry > keepUntil then keepUntil = expiry end
 redis.call('PEXPIREAT', h, keepUntil)
 return 1`)
@@ -183,7 +199,10 @@ func (s *Service) epoch(ctx context.Context) (int64, error) {
 	key := s.cfg.KeyPrefix + "article-read::epoch"
 	ms, err := s.rdb.Get(ctx, key).Int64()
 	if errors.Is(err, redis.Nil) {
-		if err = s.rdb.SetNX(ctx, key, s.cfg.Now().UnixMilli(), 0).Err(); err == nil {
+		// A margin ahead of now: a producer whose clock runs ahead of ours must not pass off an event committed
+		// before the loss as one after it. Events of the margin are only read again from their origins.
+		start := s.cfg.Now().Add(epochMargin).UnixMilli()
+		if err = s.rdb.SetNX(ctx, key, start, 0).Err(); err == nil {
 			ms, err = s.rdb.Get(ctx, key).Int64()
 		}
 	}
@@ -208,7 +227,8 @@ func (s *Service) trusted(ctx context.Context, eventID int64) (string, error) {
 // boardScript applies an article's creation or deletion, or a backfill, to its board's list, and the board count
 // if newer. KEYS: list, meta, deleted. ARGV: the change ('created', 'deleted' or 'backfill'), now (Unix ms), the
 // list size, the count, its version, then for created/deleted the member and its score, for a backfill the floor
-// it proves (” when it read the whole board) and the members and scores it read, newest first.
+// it proves (empty when it read the whole board), the instant its read began less a margin (Unix ms), and the
+// members and scores it read, newest first.
 var boardScript = redis.NewScript(strings.ReplaceAll(`
 local list, meta, deleted = KEYS[1], KEYS[2], KEYS[3]
 local change, now, size = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -226,9 +246,17 @@ elseif change == 'deleted' then
   redis.call('ZREMRANGEBYSCORE', deleted, '-inf', now - ${recent})
   redis.call('PEXPIRE', deleted, ${recent})
 elseif change == 'backfill' then
-  -- What the backfill read proves replaces what the list proved: every live id at or above its floor was read.
+  -- What the backfill read proves replaces what the list proved: every live id at or above its floor was read,
+  -- and an id from before the read began that it did not see is not live (a late event listed it again).
   floor = ARGV[6]
-  for i = 7, #ARGV, 2 do add(ARGV[i], ARGV[i+1]) end
+  local read = {}
+  for i = 8, #ARGV, 2 do
+    read[ARGV[i]] = true
+    add(ARGV[i], ARGV[i+1])
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', list, '-inf', '(' .. ARGV[7])) do
+    if (floor == '' or m >= floor) and not read[m] then redis.call('ZREM', list, m) end
+  end
   redis.call('HSET', meta, 'synced', '1')
 end
 -- Keep the newest size ids; what falls off raises the floor to the oldest id kept.
@@ -238,10 +266,11 @@ if redis.call('ZCARD', list) > size then
   if oldest > floor then floor = oldest end
 end
 if floor ~= '' then
-  -- Below the floor the list proves nothing: drop what events left there.
-  for _, m in ipairs(redis.call('ZRANGE', list, 0, size)) do
-    if m >= floor then break end
-    redis.call('ZREM', list, m)
+  -- Below the floor the list proves nothing: drop what events left there, oldest first.
+  local oldest = redis.call('ZRANGE', list, 0, 0)[1]
+  while oldest and oldest < floor do
+    redis.call('ZREM', list, oldest)
+    oldest = redis.call('ZRANGE', list, 0, 0)[1]
   end
 end
 redis.call('HSET', meta, 'floor', floor)
@@ -313,10 +342,12 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 	}
 	change := "created"
 	switch {
+	case env.Type == event.ArticleUpdated:
+		return nil // neither the board's list nor its count changes
 	case env.Type == event.ArticleDeleted:
 		change = "deleted"
 	case applied == modelTombstone:
-		change = "deleted" // a late create or update of a deleted article: keep it out of the list
+		change = "deleted" // a late create of a deleted article: keep it out of the list
 	}
 	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), change, now, ListSize,
 		p.BoardArticleCount, p.BoardArticleCountVersion, member(id), memberScore(id)).Err(); err != nil {

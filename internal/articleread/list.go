@@ -3,6 +3,7 @@ package articleread
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -190,24 +191,40 @@ func articleIDs(as []Article) []int64 {
 	return ids
 }
 
-// backfillSoon starts a backfill of a board's list in the background, unless one is running in this process.
+// backfillSoon starts a backfill of a board's list in the background, unless one is running in this process or
+// the last one failed less than backfillRetry ago (the article service may be down: reads fall back to it anyway).
 func (s *Service) backfillSoon(boardID int64) {
+	s.backfills.mu.Lock()
+	defer s.backfills.mu.Unlock()
+	if s.backfills.next == nil {
+		s.backfills.next = map[int64]time.Time{}
+	}
+	if next, ok := s.backfills.next[boardID]; ok && time.Now().Before(next) {
+		return // running (next is far ahead) or failed lately
+	}
+	s.backfills.next[boardID] = time.Now().Add(backfillTimeout)
 	go func() {
-		_, _, _ = s.backfill.Do(strconv.FormatInt(boardID, 10), func() (any, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), backfillTimeout)
-			defer cancel()
-			if err := s.Backfill(ctx, boardID); err != nil {
-				s.cfg.Logger.Warn("article-read: backfilling a board list failed; its pages come from the article service meanwhile",
-					"boardId", boardID, "err", err)
-			}
-			return nil, nil
-		})
+		ctx, cancel := context.WithTimeout(context.Background(), backfillTimeout)
+		defer cancel()
+		err := s.Backfill(ctx, boardID)
+		s.backfills.mu.Lock()
+		defer s.backfills.mu.Unlock()
+		if err == nil {
+			delete(s.backfills.next, boardID)
+			return
+		}
+		s.backfills.next[boardID] = time.Now().Add(backfillRetry)
+		s.cfg.Logger.Warn("article-read: backfilling a board list failed; its pages come from the article service meanwhile",
+			"boardId", boardID, "err", err)
 	}()
 }
 
 // Backfill reads the board's newest ListSize article ids and its count from the article service and merges them
 // into the board's list, which from then on counts as synced.
 func (s *Service) Backfill(ctx context.Context, boardID int64) error {
+	// Ids older than the read's start (less a margin for clock skew and slow commits) that the read does not return
+	// are not live, whatever late events listed them.
+	cutoff := memberScoreAt(s.cfg.Now().Add(-backfillSkew))
 	count, err := s.origins.boardCount(ctx, boardID)
 	if err != nil {
 		return err
@@ -228,7 +245,7 @@ func (s *Service) Backfill(ctx context.Context, boardID int64) error {
 	if len(ids) == ListSize {
 		floor = member(ids[len(ids)-1])
 	}
-	args := []any{"backfill", s.cfg.Now().UnixMilli(), ListSize, count.Value, max(count.Version, 0), floor}
+	args := []any{"backfill", s.cfg.Now().UnixMilli(), ListSize, count.Value, max(count.Version, 0), floor, cutoff}
 	for _, id := range ids {
 		args = append(args, member(id), memberScore(id))
 	}

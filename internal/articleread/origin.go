@@ -67,6 +67,16 @@ func (o *origins) get(ctx context.Context, service, base, path string, out any) 
 	return version, err
 }
 
+// getFound is get for an endpoint that always has an answer (a count, a page): a 404 there means a wrong origin
+// address, which is the origin being unavailable.
+func (o *origins) getFound(ctx context.Context, service, base, path string, out any) (int64, error) {
+	version, err := o.get(ctx, service, base, path, out)
+	if errors.Is(err, errNotFound) {
+		return 0, fault.Unavailablef(err, "ORIGIN_UNAVAILABLE", "the %s service does not know %s; check its address", service, path)
+	}
+	return version, err
+}
+
 // attempt is one call; retry says whether another attempt may succeed.
 func (o *origins) attempt(ctx context.Context, rawURL string, out any) (version int64, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
@@ -128,25 +138,25 @@ func (o *origins) article(ctx context.Context, id int64) (versioned[Article], er
 
 func (o *origins) commentCount(ctx context.Context, articleID int64) (versioned[int64], error) {
 	var n int64
-	v, err := o.get(ctx, "comment", o.base.Comment, "/v2/comments/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
+	v, err := o.getFound(ctx, "comment", o.base.Comment, "/v2/comments/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
 	return versioned[int64]{n, v}, err
 }
 
 func (o *origins) likeCount(ctx context.Context, articleID int64) (versioned[int64], error) {
 	var n int64
-	v, err := o.get(ctx, "like", o.base.Like, "/v1/article-likes/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
+	v, err := o.getFound(ctx, "like", o.base.Like, "/v1/article-likes/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
 	return versioned[int64]{n, v}, err
 }
 
 func (o *origins) viewCount(ctx context.Context, articleID int64) (int64, error) {
 	var n int64
-	_, err := o.get(ctx, "view", o.base.View, "/v1/article-views/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
+	_, err := o.getFound(ctx, "view", o.base.View, "/v1/article-views/articles/"+strconv.FormatInt(articleID, 10)+"/count", &n)
 	return n, err
 }
 
 func (o *origins) boardCount(ctx context.Context, boardID int64) (versioned[int64], error) {
 	var n int64
-	v, err := o.get(ctx, "article", o.base.Article, "/v1/articles/boards/"+strconv.FormatInt(boardID, 10)+"/count", &n)
+	v, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles/boards/"+strconv.FormatInt(boardID, 10)+"/count", &n)
 	return versioned[int64]{n, v}, err
 }
 
@@ -160,7 +170,7 @@ func (o *origins) page(ctx context.Context, boardID, pageNo, pageSize int64) (pa
 	var p page
 	q := url.Values{"boardId": {strconv.FormatInt(boardID, 10)}, "page": {strconv.FormatInt(pageNo, 10)},
 		"pageSize": {strconv.FormatInt(pageSize, 10)}}
-	_, err := o.get(ctx, "article", o.base.Article, "/v1/articles?"+q.Encode(), &p)
+	_, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles?"+q.Encode(), &p)
 	return p, err
 }
 
@@ -170,6 +180,6 @@ func (o *origins) scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 	if lastID != 0 {
 		q.Set("lastArticleId", strconv.FormatInt(lastID, 10))
 	}
-	_, err := o.get(ctx, "article", o.base.Article, "/v1/articles/infinite-scroll?"+q.Encode(), &as)
+	_, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles/infinite-scroll?"+q.Encode(), &as)
 	return as, err
 }

@@ -224,15 +224,17 @@ func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *A
 	case m.article == nil && known != nil:
 		m.article = &versioned[Article]{Value: *known}
 	case m.article == nil:
-		fetch(func() ([]any, error) {
-			a, err := s.origins.article(ctx, id)
-			if err != nil {
-				return nil, asNotFound(err)
-			}
-			m.article = &a
-			raw, err := json.Marshal(a.Value)
-			return []any{"article", "av", max(a.Version, 0), raw}, err
-		})
+		// First, alone: an article the origin does not have needs no counts.
+		a, err := s.origins.article(ctx, id)
+		if err != nil {
+			return nil, asNotFound(err)
+		}
+		m.article = &a
+		raw, err := json.Marshal(a.Value)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, "article", "av", max(a.Version, 0), raw)
 	}
 	if m.comments == nil {
 		fetch(func() ([]any, error) {
@@ -266,8 +268,8 @@ func (s *Service) markDeleted(ctx context.Context, id int64) {
 	if snowflake.Timestamp(id).After(now) {
 		return
 	}
-	_ = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keepUntil(id).UnixMilli(), now.UnixMilli(), "1",
-		"deleted", 0).Err()
+	keep := max(keepUntil(id).UnixMilli(), now.Add(notFoundTTL).UnixMilli())
+	_ = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now.UnixMilli(), "1", "deleted", 0).Err()
 }
 
 // writeRebuilt writes field groups fetched from the origins through the model script, each only if at least as new
@@ -308,6 +310,9 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) 
 			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
 				ViewCount: count}
 			continue
+		}
+		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {
+			m.article = &versioned[Article]{Value: known[i]} // the page gave what the model lacks
 		}
 		wg.Go(func() {
 			if !m.complete() {
