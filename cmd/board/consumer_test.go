@@ -76,7 +76,7 @@ func TestReplayLock(t *testing.T) {
 	// A member of the group is running: the reset is refused, nothing is cleared, the lock is released.
 	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: broker.Addrs(), Group: group, Topics: topics,
 		Handlers: map[event.Type]kafka.Handler{event.ArticleViewed: func(context.Context, event.Envelope) error { return nil }},
-		Logger: logger})
+		Logger:   logger})
 	if err != nil {
 		t.Fatal(err)
 	}
