@@ -17,7 +17,6 @@ import (
 const (
 	MaxTitleChars   = 100
 	MaxContentChars = 3000
-	MaxPageSize     = 100
 	// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
 	pageLinks = 10
 )

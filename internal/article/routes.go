@@ -2,7 +2,6 @@ package article
 
 import (
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 
@@ -134,20 +133,12 @@ func (h handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// defaultPageSize is used when a list request names none.
-const defaultPageSize = 30
-
 func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	boardID, err := httpio.QueryID(r, "boardId")
 	if err != nil {
 		return err
 	}
-	// Pages past ~10^9 would make offsets that no engine scans in reasonable time; refuse them as input errors.
-	page, err := httpio.QueryInt(r, "page", 1, 1, math.MaxInt32)
-	if err != nil {
-		return err
-	}
-	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	page, pageSize, err := httpio.PageQuery(r)
 	if err != nil {
 		return err
 	}
@@ -167,7 +158,7 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	pageSize, err := httpio.PageSizeQuery(r)
 	if err != nil {
 		return err
 	}

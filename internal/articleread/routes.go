@@ -2,16 +2,9 @@ package articleread
 
 import (
 	"log/slog"
-	"math"
 	"net/http"
 
 	"board/internal/httpio"
-)
-
-// Limits on input, as the article service's (SPEC §2).
-const (
-	maxPageSize     = 100
-	defaultPageSize = 30
 )
 
 // Routes returns the whole HTTP API of the article-read service (SPEC §3.6).
@@ -63,11 +56,7 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := httpio.QueryInt(r, "page", 1, 1, math.MaxInt32)
-	if err != nil {
-		return err
-	}
-	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, maxPageSize)
+	page, pageSize, err := httpio.PageQuery(r)
 	if err != nil {
 		return err
 	}
@@ -87,7 +76,7 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pageSize, err := httpio.QueryInt(r, "pageSize", defaultPageSize, 1, maxPageSize)
+	pageSize, err := httpio.PageSizeQuery(r)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,6 @@ import (
 // Limits on input (SPEC §2).
 const (
 	MaxContentChars = 3000
-	MaxPageSize     = 100
 	// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
 	pageLinks = 10
 )

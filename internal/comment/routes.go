@@ -2,7 +2,6 @@ package comment
 
 import (
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 
@@ -191,19 +190,12 @@ func (h handlers) deleteV2(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// defaultPageSize is used when a list request names none.
-const defaultPageSize = 30
-
 // pageQuery reads the articleId, page and pageSize of an offset list request.
 func pageQuery(r *http.Request) (articleID, page, pageSize int64, err error) {
 	if articleID, err = httpio.QueryID(r, "articleId"); err != nil {
 		return
 	}
-	// Pages past ~10^9 would make offsets that no engine scans in reasonable time; refuse them as input errors.
-	if page, err = httpio.QueryInt(r, "page", 1, 1, math.MaxInt32); err != nil {
-		return
-	}
-	pageSize, err = httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	page, pageSize, err = httpio.PageQuery(r)
 	return
 }
 
@@ -244,7 +236,7 @@ func scrollQuery(r *http.Request) (articleID, pageSize int64, err error) {
 	if articleID, err = httpio.QueryID(r, "articleId"); err != nil {
 		return
 	}
-	pageSize, err = httpio.QueryInt(r, "pageSize", defaultPageSize, 1, MaxPageSize)
+	pageSize, err = httpio.PageSizeQuery(r)
 	return
 }
 

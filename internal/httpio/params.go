@@ -1,6 +1,7 @@
 package httpio
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 
@@ -85,4 +86,26 @@ func codeName(name string) string {
 		out = append(out, c)
 	}
 	return string(out)
+}
+
+// Paging limits every list endpoint shares (SPEC §2).
+const (
+	DefaultPageSize = 30
+	MaxPageSize     = 100
+	// maxPage refuses, as input errors, pages past ~10^9: their offsets no engine scans in reasonable time.
+	maxPage = math.MaxInt32
+)
+
+// PageQuery reads the page (default 1) and pageSize (default DefaultPageSize) of an offset list request.
+func PageQuery(r *http.Request) (page, pageSize int64, err error) {
+	if page, err = QueryInt(r, "page", 1, 1, maxPage); err != nil {
+		return 0, 0, err
+	}
+	pageSize, err = PageSizeQuery(r)
+	return page, pageSize, err
+}
+
+// PageSizeQuery reads the pageSize (default DefaultPageSize) of a list or infinite-scroll request.
+func PageSizeQuery(r *http.Request) (int64, error) {
+	return QueryInt(r, "pageSize", DefaultPageSize, 1, MaxPageSize)
 }
