@@ -53,6 +53,7 @@ import (
 	"board/internal/fault"
 	"board/internal/kafka"
 	"board/internal/snowflake"
+	"board/internal/wire"
 )
 
 // Defaults (SPEC §5.2).
@@ -151,6 +152,31 @@ func memberScoreAt(t time.Time) int64 { return t.UnixMilli() }
 
 // keepUntil is when the model of an article built from events expires: a day after its creation.
 func keepUntil(articleID int64) time.Time { return snowflake.Timestamp(articleID).Add(ModelTTL) }
+
+// storedArticle is an article as its model stores it: numbers where the wire has strings, so that the warm read,
+// which decodes it, parses no times and no quoted ids. The id is the key's.
+type storedArticle struct {
+	Title    string `json:"t"`
+	Content  string `json:"c"`
+	BoardID  int64  `json:"b"`
+	WriterID int64  `json:"w"`
+	Created  int64  `json:"ca"` // Unix ms
+	Modified int64  `json:"ma"`
+}
+
+func encodeArticle(a Article) ([]byte, error) {
+	return json.Marshal(storedArticle{a.Title, a.Content, int64(a.BoardID), int64(a.WriterID),
+		time.Time(a.CreatedAt).UnixMilli(), time.Time(a.ModifiedAt).UnixMilli()})
+}
+
+func decodeArticle(id int64, raw string) (Article, error) {
+	var st storedArticle
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return Article{}, err
+	}
+	return Article{wire.ID(id), st.Title, st.Content, wire.ID(st.BoardID), wire.ID(st.WriterID),
+		wire.Time(time.UnixMilli(st.Created).UTC()), wire.Time(time.UnixMilli(st.Modified).UTC())}, nil
+}
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the
 // key at least until a given instant without ever moving its expiry earlier (compared in Redis, so the clocks of
@@ -330,7 +356,7 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 			p.ArticleVersion).Int64()
 	} else {
 		var article []byte
-		article, err = json.Marshal(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
+		article, err = encodeArticle(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package articleread
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -29,8 +28,9 @@ func (m model) complete() bool {
 
 var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted", "article?", "comments?", "likes?"}
 
-// parseModel reads the values of modelFields. A group marked unverified counts as not held.
-func parseModel(vals []any) (model, error) {
+// parseModel reads the values of modelFields of article id. A group marked unverified, or one that does not
+// decode (written by another version), counts as not held.
+func parseModel(id int64, vals []any) (model, error) {
 	var m model
 	str := func(i int) (string, bool) { v, ok := vals[i].(string); return v, ok }
 	if _, ok := str(6); ok {
@@ -50,9 +50,8 @@ func parseModel(vals []any) (model, error) {
 		if err != nil {
 			return m, err
 		}
-		m.article = &versioned[Article]{Version: av}
-		if err := json.Unmarshal([]byte(raw), &m.article.Value); err != nil {
-			return m, err
+		if a, err := decodeArticle(id, raw); err == nil {
+			m.article = &versioned[Article]{a, av}
 		}
 	}
 	for _, part := range []struct {
@@ -94,7 +93,7 @@ func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []func(
 		if err := cmd.Err(); err != nil {
 			return nil, nil, redisFault(err)
 		}
-		m, err := parseModel(cmd.Val())
+		m, err := parseModel(ids[i], cmd.Val())
 		if err != nil {
 			return nil, nil, fmt.Errorf("model of article %d: %w", ids[i], err)
 		}
@@ -230,7 +229,7 @@ func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *A
 			return nil, asNotFound(err)
 		}
 		m.article = &a
-		raw, err := json.Marshal(a.Value)
+		raw, err := encodeArticle(a.Value)
 		if err != nil {
 			return nil, err
 		}
