@@ -131,6 +131,9 @@ func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMu
 	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
 		return nil, nil, err
 	}
+	if err := svc.Prepare(ctx); err != nil {
+		return nil, nil, err
+	}
 	return articleread.Routes(svc, e.logger), consumerChecks(e), nil
 }
 

@@ -238,6 +238,13 @@ func (s *Service) epoch(ctx context.Context) (int64, error) {
 	return ms, nil
 }
 
+// Prepare starts the read model's epoch if this Redis has none, so that the margin it starts with passes while
+// the service starts rather than over its first events.
+func (s *Service) Prepare(ctx context.Context) error {
+	_, err := s.epoch(ctx)
+	return err
+}
+
 // trusted reports, as modelScript's flag, whether an event was committed after the read model's epoch.
 func (s *Service) trusted(ctx context.Context, eventID int64) (string, error) {
 	epoch, err := s.epoch(ctx)
@@ -360,8 +367,14 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 		if err != nil {
 			return err
 		}
-		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, trusted, "article", "av",
-			p.ArticleVersion, article).Int64()
+		args := []any{keep, now, trusted, "article", "av", p.ArticleVersion, article}
+		if env.Type == event.ArticleCreated && trusted == "1" {
+			// An article created since the epoch has its whole history after it, none of it lost: the counts it
+			// was created with (none, version 0) stand until its count events arrive. Reads of a new article
+			// then need no origin.
+			args = append(args, "comments", "cv", 0, 0, "likes", "lv", 0, 0)
+		}
+		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, args...).Int64()
 	}
 	if err != nil {
 		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))

@@ -111,6 +111,30 @@ func TestModelEventsNeedNoOrigin(t *testing.T) {
 	})
 }
 
+// TestNewArticleNeedsNoOrigin: an ARTICLE_CREATED committed since the epoch stands for counts of zero until count
+// events arrive, so the first read of a new article calls no origin but the view count's; one from before the
+// epoch does not (its counts may have been lost), and the read asks the comment and like services.
+func TestNewArticleNeedsNoOrigin(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.truth.create(1)
+		e.applyNew(t, 0)
+		e.checkGet(t, id)
+		if got := e.origin.allCalls(); len(got) != 1 || got[epViewCount] != 1 {
+			t.Errorf("origin calls = %v, want only one view count", got)
+		}
+
+		e.flush(t) // a new epoch: the next create was committed before it
+		old := e.truth.create(1)
+		e.applyNew(t, len(e.truth.eventsSince(0))-1)
+		e.origin.resetCalls()
+		e.checkGet(t, old)
+		if got := e.origin.allCalls(); got[epCommentCount] != 1 || got[epLikeCount] != 1 {
+			t.Errorf("origin calls = %v, want the counts of an article from before the epoch read from their origins", got)
+		}
+	})
+}
+
 // TestModelFlushedMidway: Redis loses everything while events are being applied; reads rebuild from the origins
 // with their versions, so late (older) events do not overwrite what was rebuilt, and later changes apply on top.
 func TestModelFlushedMidway(t *testing.T) {
