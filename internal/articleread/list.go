@@ -21,31 +21,64 @@ type Page struct {
 	Count    int64
 }
 
-// boardState is what a board's keys say about its list.
+// boardState is what a board's keys say about its list, read in one script with the ids a request asks for.
 type boardState struct {
 	synced     bool
 	wholeBoard bool // no floor: the list holds every article of the board
 	size       int64
 	count      int64
 	countKnown bool
+	found      bool    // the scroll's last id is in the list (always true for a page)
+	from       int64   // the rank the ids start at
+	ids        []int64 // up to n ids from that rank
 }
 
 // covers reports whether the list can answer the ranks [from, from+n).
-func (b boardState) covers(from, n int64) bool {
-	return b.synced && b.countKnown && (from+n <= b.size || b.wholeBoard)
+func (b boardState) covers(n int64) bool {
+	return b.found && b.synced && b.countKnown && (b.from+n <= b.size || b.wholeBoard)
 }
 
-func parseBoard(size *redis.IntCmd, meta *redis.SliceCmd) boardState {
-	vals := meta.Val() // synced, floor, count
-	b := boardState{size: size.Val()}
-	b.synced = vals[0] == "1"
-	floor, _ := vals[1].(string)
-	b.wholeBoard = floor == ""
-	if c, ok := vals[2].(string); ok {
-		n, err := strconv.ParseInt(c, 10, 64)
-		b.count, b.countKnown = n, err == nil
+// listReadScript reads a board's list state and a run of its ids at once, so that the ids and the size and floor
+// that say whether they answer the request are one snapshot. KEYS: list, meta. ARGV: the member after which the run
+// starts (” for a page), the rank it starts at otherwise, how many. Returns {size, synced, floor, count, found,
+// from, ids}.
+var listReadScript = redis.NewScript(`
+local list, meta = KEYS[1], KEYS[2]
+local m = redis.call('HMGET', meta, 'synced', 'floor', 'count')
+local size = redis.call('ZCARD', list)
+local from, found = tonumber(ARGV[2]), 1
+if ARGV[1] ~= '' then
+  local rank = redis.call('ZREVRANK', list, ARGV[1])
+  if rank then from = rank + 1 else found = 0 end
+end
+local ids = {}
+if found == 1 and from < size then ids = redis.call('ZREVRANGE', list, from, from + tonumber(ARGV[3]) - 1) end
+return {size, m[1] or '', m[2] or '', m[3] or '', found, from, ids}`)
+
+// readBoard runs listReadScript: n ids from rank from, or after lastID when it is not 0.
+func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64) (boardState, error) {
+	after := ""
+	if lastID != 0 {
+		after = member(lastID)
 	}
-	return b
+	vals, err := listReadScript.Run(ctx, s.rdb, s.boardKeys(boardID)[:2], after, from, n).Slice()
+	if err != nil {
+		return boardState{}, redisFault(err)
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	num := func(v any) int64 { n, _ := v.(int64); return n }
+	b := boardState{size: num(vals[0]), synced: str(vals[1]) == "1", wholeBoard: str(vals[2]) == "",
+		found: num(vals[4]) == 1, from: num(vals[5])}
+	if c, err := strconv.ParseInt(str(vals[3]), 10, 64); err == nil {
+		b.count, b.countKnown = c, true
+	}
+	members, _ := vals[6].([]any)
+	for _, m := range members {
+		if id, err := strconv.ParseInt(str(m), 10, 64); err == nil {
+			b.ids = append(b.ids, id)
+		}
+	}
+	return b, nil
 }
 
 // List returns page (from 1) of a board, pageSize articles newest first, with the capped count of the article
@@ -65,27 +98,22 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 
 // list is one attempt of List; gone are listed articles that turned out deleted, which left the page short.
 func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, []int64, error) {
-	keys := s.boardKeys(boardID)
 	offset := (page - 1) * pageSize
-	pipe := s.rdb.Pipeline()
-	size := pipe.ZCard(ctx, keys[0])
-	meta := pipe.HMGet(ctx, keys[1], "synced", "floor", "count")
-	var ids *redis.StringSliceCmd
+	board := boardState{} // past the list's reach: not read
 	if offset < ListSize {
-		ids = pipe.ZRevRange(ctx, keys[0], offset, offset+pageSize-1)
+		var err error
+		if board, err = s.readBoard(ctx, boardID, 0, offset, pageSize); err != nil {
+			return Page{}, nil, err
+		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Page{}, nil, redisFault(err)
-	}
-	board := parseBoard(size, meta)
-	if ids == nil || !board.covers(offset, pageSize) {
+	if !board.covers(pageSize) {
 		if offset < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
 		p, err := s.originPage(ctx, boardID, page, pageSize)
 		return p, nil, err
 	}
-	articles, gone, err := s.withCounts(ctx, parseMembers(ids.Val()), nil)
+	articles, gone, err := s.withCounts(ctx, board.ids, nil)
 	if err != nil {
 		return Page{}, nil, err
 	}
@@ -121,48 +149,20 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 
 // scroll is one attempt of Scroll; gone are listed articles that turned out deleted, which left the answer short.
 func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, []int64, error) {
-	keys := s.boardKeys(boardID)
-	pipe := s.rdb.Pipeline()
-	size := pipe.ZCard(ctx, keys[0])
-	meta := pipe.HMGet(ctx, keys[1], "synced", "floor", "count")
-	var rank *redis.IntCmd
-	if lastID != 0 {
-		rank = pipe.ZRevRank(ctx, keys[0], member(lastID))
+	board, err := s.readBoard(ctx, boardID, lastID, 0, pageSize)
+	if err != nil {
+		return nil, nil, err
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, nil, redisFault(err)
-	}
-	board := parseBoard(size, meta)
-	from := int64(0)
-	if rank != nil {
-		if rank.Err() != nil { // not in the list: deleted, below the floor, or no article
-			as, err := s.originScroll(ctx, boardID, pageSize, lastID)
-			return as, nil, err
-		}
-		from = rank.Val() + 1
-	}
-	if !board.covers(from, pageSize) {
-		if from < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
+	// A last id not in the list (deleted, below the floor, no article) or a run the list does not cover is the
+	// article service's to answer.
+	if !board.covers(pageSize) {
+		if board.found && board.from < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
 		as, err := s.originScroll(ctx, boardID, pageSize, lastID)
 		return as, nil, err
 	}
-	ids, err := s.rdb.ZRevRange(ctx, keys[0], from, from+pageSize-1).Result()
-	if err != nil {
-		return nil, nil, redisFault(err)
-	}
-	return s.withCounts(ctx, parseMembers(ids), nil)
-}
-
-func parseMembers(members []string) []int64 {
-	ids := make([]int64, 0, len(members))
-	for _, m := range members {
-		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return s.withCounts(ctx, board.ids, nil)
 }
 
 func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
