@@ -17,6 +17,10 @@
 // script: a late event can then never overwrite a fresher origin value. Concurrent reads of one article collapse
 // into one origin call per service (singleflight in the process, a short Redis lock across processes).
 //
+// Versions order events among themselves, not against what Redis lost. An epoch key records when this Redis's read
+// model began; an event committed before it may update what a model holds but writes a group the model lacks only
+// as unverified, which reads fetch again from the origin (docs/article-read.md).
+//
 // View counts are not in the model: they come from the view service through optcache, which refreshes a cached
 // count at most once per second for everyone.
 //
