@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/redislock"
 )
 
 // replayPrepareTimeout bounds the reset of a group and the clearing of its service's state before a replay; it is
@@ -65,18 +65,17 @@ func replay(ctx context.Context, e *engines, lock, group string, topics []string
 	clear func(context.Context) (int, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, replayPrepareTimeout)
 	defer cancel()
-	token := rand.Text()
-	took, err := e.redis.SetNX(ctx, lock, token, replayPrepareTimeout).Result()
+	held, err := redislock.TryAcquire(ctx, e.redis, lock, replayPrepareTimeout)
 	if err != nil {
-		return fmt.Errorf("take the replay lock %s: %w", lock, err)
+		return err
 	}
-	if !took {
+	if held == nil {
 		return fmt.Errorf("another instance is replaying (lock %s); wait for it, then start this one without --replay", lock)
 	}
 	defer func() {
 		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if err := releaseScript.Run(releaseCtx, e.redis, []string{lock}, token).Err(); err != nil {
+		if err := held.Release(releaseCtx); err != nil {
 			e.logger.Warn("cannot release the replay lock; other instances wait until it expires", "lock", lock,
 				"expiresIn", replayPrepareTimeout, "err", err)
 		}
@@ -91,11 +90,6 @@ func replay(ctx context.Context, e *engines, lock, group string, topics []string
 	e.logger.Info("replaying from the oldest records", "group", group, "keysCleared", n)
 	return nil
 }
-
-// releaseScript deletes a lock only if it still holds the owner's token.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
 
 // waitForReplay returns once no replay of the service is in progress (lock absent), or when ctx ends.
 func waitForReplay(ctx context.Context, e *engines, lock string) error {

@@ -2,7 +2,6 @@ package articleread
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/redislock"
 	"board/internal/snowflake"
 )
 
@@ -145,16 +145,16 @@ func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model,
 }
 
 func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (model, error) {
-	lock, token := s.modelKey(id)+"::rebuild", rand.Text()
-	took, err := s.rdb.SetNX(ctx, lock, token, rebuildLockTTL).Result()
+	lock := s.modelKey(id) + "::rebuild"
+	held, err := redislock.TryAcquire(ctx, s.rdb, lock, rebuildLockTTL)
 	if err != nil {
 		return model{}, redisFault(err)
 	}
-	if took {
+	if held != nil {
 		defer func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 			defer cancel()
-			_ = releaseScript.Run(rctx, s.rdb, []string{lock}, token).Err() // else it expires in rebuildLockTTL
+			_ = held.Release(rctx) // else it expires in rebuildLockTTL
 		}()
 	} else if m, ok := s.awaitRebuild(ctx, id, lock); ok {
 		return m, nil
@@ -286,11 +286,6 @@ func (s *Service) writeRebuilt(ctx context.Context, id int64, groups []any) erro
 	}
 	return nil
 }
-
-// releaseScript deletes a lock only if it still holds the owner's token.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
 
 // withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
 // missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. An article that turns out

@@ -21,7 +21,6 @@ package optcache
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +31,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"board/internal/fault"
+	"board/internal/redislock"
 )
 
 // Defaults for the zero fields of Config (SPEC §3.6).
@@ -154,11 +154,11 @@ func (c *Cache[V]) Peek(ctx context.Context, pipe redis.Pipeliner, key string) f
 // refresh serves a logically expired entry: the caller that takes the lock loads and returns a fresh value, every
 // other caller returns the stale one at once, as does the refresher when its load fails.
 func (c *Cache[V]) refresh(ctx context.Context, k keys, stale entry[V], load func(context.Context) (V, error)) V {
-	token, took, err := c.lock(ctx, k)
-	if err != nil || !took {
+	held, err := c.lock(ctx, k)
+	if err != nil || held == nil {
 		return stale.Value
 	}
-	v, _ := c.loadLocked(ctx, k, token, &stale, load) // with a stale value to fall back on, it cannot fail
+	v, _ := c.loadLocked(ctx, k, held, &stale, load) // with a stale value to fall back on, it cannot fail
 	return v
 }
 
@@ -169,9 +169,9 @@ func (c *Cache[V]) fill(ctx context.Context, k keys, load func(context.Context) 
 	waitCtx, stopWaiting := context.WithTimeout(ctx, c.cfg.LockTTL)
 	defer stopWaiting()
 	for {
-		token, took, err := c.lock(waitCtx, k)
-		if err == nil && took {
-			return c.loadLocked(ctx, k, token, nil, load)
+		held, err := c.lock(waitCtx, k)
+		if err == nil && held != nil {
+			return c.loadLocked(ctx, k, held, nil, load)
 		}
 		if err == nil {
 			var e entry[V]
@@ -212,8 +212,8 @@ func (c *Cache[V]) poll(ctx context.Context, k keys) (entry[V], bool, error) {
 // caller may have stored a fresh value between this caller's read and its lock, and otherwise load and store. A
 // failed load returns the stale value when there is one, and the load's error otherwise. The lock is released in
 // any case, by its owner only.
-func (c *Cache[V]) loadLocked(ctx context.Context, k keys, token string, stale *entry[V], load func(context.Context) (V, error)) (V, error) {
-	defer c.unlock(ctx, k, token)
+func (c *Cache[V]) loadLocked(ctx context.Context, k keys, held *redislock.Lock, stale *entry[V], load func(context.Context) (V, error)) (V, error) {
+	defer c.unlock(ctx, k, held)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.LockTTL)
 	defer cancel()
 	if e, found, err := c.read(ctx, k); err == nil && found {
@@ -325,27 +325,17 @@ func (c *Cache[V]) store(ctx context.Context, k keys, v V) {
 	}
 }
 
-// lock tries to take the entry's lock for LockTTL under a fresh random token.
-func (c *Cache[V]) lock(ctx context.Context, k keys) (token string, took bool, err error) {
-	token = rand.Text()
-	took, err = c.rdb.SetNX(ctx, k.lock, token, c.cfg.LockTTL).Result()
-	if err != nil {
-		return "", false, fmt.Errorf("lock %s: %w", k.lock, err)
-	}
-	return token, took, nil
+// lock tries to take the entry's lock for LockTTL; nil when another caller holds it.
+func (c *Cache[V]) lock(ctx context.Context, k keys) (*redislock.Lock, error) {
+	return redislock.TryAcquire(ctx, c.rdb, k.lock, c.cfg.LockTTL)
 }
 
-// unlockScript deletes the lock only while it holds the owner's token, in one step: a lock that expired during a
-// slow load and was taken by another caller stays theirs.
-var unlockScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
-
-// unlock releases the lock taken with token. If that fails, the lock expires after LockTTL.
-func (c *Cache[V]) unlock(ctx context.Context, k keys, token string) {
+// unlock releases the lock, if this caller still holds it (a lock that expired during a slow load and was taken by
+// another caller stays theirs). If that fails, the lock expires after LockTTL.
+func (c *Cache[V]) unlock(ctx context.Context, k keys, held *redislock.Lock) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := unlockScript.Run(ctx, c.rdb, []string{k.lock}, token).Err(); err != nil {
+	if err := held.Release(ctx); err != nil {
 		c.cfg.Logger.WarnContext(ctx, "optcache: cannot release a lock; it expires by itself", "lock", k.lock, "err", err)
 	}
 }
