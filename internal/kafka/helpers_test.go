@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -229,8 +230,8 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// metricValue returns the value of the series of name with exactly labels, or -1 if there is none.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+// series returns the series of name with exactly labels, or nil if there is none.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -250,42 +251,34 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 					continue next
 				}
 			}
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
+			return m
 		}
 	}
-	return -1
+	return nil
+}
+
+// metricValue returns the value of the counter or gauge series of name with exactly labels, or -1 if there is none.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := series(t, reg, name, labels)
+	switch {
+	case m == nil:
+		return -1
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
 }
 
 // histogramValue returns the sample count and sum of the histogram series of name with exactly labels, and
 // whether there is one.
 func histogramValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (count uint64, sum float64, ok bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m := series(t, reg, name, labels)
+	if m == nil {
+		return 0, 0, false
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			h := m.GetHistogram()
-			return h.GetSampleCount(), h.GetSampleSum(), true
-		}
-	}
-	return 0, 0, false
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(), true
 }
 
 func header(r *kgo.Record, key string) (string, bool) {
