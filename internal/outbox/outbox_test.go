@@ -265,21 +265,7 @@ func TestRecordShape(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics("test-article"),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var rec *kgo.Record
-		for rec == nil && ctx.Err() == nil {
-			client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rec = r })
-		}
-		if rec == nil {
-			t.Fatal("no record arrived")
-		}
+		rec := firstRecord(t, h.addr, "test-article")
 		id := strconv.FormatInt(written()[0], 10)
 		headers := map[string]string{}
 		for _, hd := range rec.Headers {
@@ -348,21 +334,7 @@ func TestRecordCarriesCreatedAt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			run(t, func(t *testing.T, h *harness) {
 				createdAt := tc.publish(t, h)
-				client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics("test-article"),
-					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer client.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				var rec *kgo.Record
-				for rec == nil && ctx.Err() == nil {
-					client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rec = r })
-				}
-				if rec == nil {
-					t.Fatal("no record arrived")
-				}
+				rec := firstRecord(t, h.addr, "test-article")
 				var stamp string
 				for _, hd := range rec.Headers {
 					if hd.Key == kafka.HeaderCreatedAt {
@@ -524,4 +496,26 @@ func TestShutdownDeletesWhatWasAcknowledged(t *testing.T) {
 			t.Errorf("the broker holds %d records of %d events: a restart after a clean stop published some again", records, n)
 		}
 	})
+}
+
+// firstRecord reads topic from the start on the broker at addr and returns its first record, failing the test if
+// none arrives within ten seconds.
+func firstRecord(t *testing.T, addr, topic string) *kgo.Record {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rec *kgo.Record
+	for rec == nil && ctx.Err() == nil {
+		client.PollFetches(ctx).EachRecord(func(r *kgo.Record) { rec = r })
+	}
+	if rec == nil {
+		t.Fatal("no record arrived")
+	}
+	return rec
 }
