@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"board/internal/event"
+	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
@@ -16,9 +17,12 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the comment schema and its outbox.
+// Migrate creates or upgrades the comment schema, its outbox and its record of which articles exist.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := existence.Migrate(ctx, db); err != nil {
 		return err
 	}
 	return sqldb.Migrate(ctx, db, "comment", migrations)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"board/internal/event"
+	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
@@ -17,9 +18,12 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the like schema and its outbox.
+// Migrate creates or upgrades the like schema, its outbox and its record of which articles exist.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := existence.Migrate(ctx, db); err != nil {
 		return err
 	}
 	return sqldb.Migrate(ctx, db, "like", migrations)

@@ -298,6 +298,15 @@ func (db *DB) ForUpdate() string {
 	return ""
 }
 
+// ForShare is the dialect's shared-lock suffix for a SELECT inside Transact: the row cannot change until the
+// transaction ends, while other readers that take it too go on. SQLite needs none (see ForUpdate).
+func (db *DB) ForShare() string {
+	if db.Dialect == MySQL {
+		return " LOCK IN SHARE MODE" // MariaDB does not know FOR SHARE
+	}
+	return ""
+}
+
 // ForceIndex is the dialect's hint that a query must walk the named index. MariaDB otherwise plans
 // "board_id = ? AND article_id < ? ORDER BY article_id DESC LIMIT n" as a ref on board_id alone and reads every
 // entry newer than the cursor (docs/paging.md); SQLite's planner picks the range scan by itself.

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"board/internal/event"
+	"board/internal/existence"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 	"board/internal/wire"
@@ -15,9 +16,13 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the view schema (the article_view database) and its outbox.
+// Migrate creates or upgrades the view schema (the article_view database), its outbox and its record of which
+// articles exist.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := existence.Migrate(ctx, db); err != nil {
 		return err
 	}
 	return sqldb.Migrate(ctx, db, "view", migrations)
