@@ -8,9 +8,20 @@
 // replies is only marked deleted (it stays in the tree, without content); otherwise it is removed, and so is every
 // deleted ancestor that this leaves without replies.
 //
-// Every write to an article's comments first locks that article's count row, so writes within one article are
-// serialized on both engines while different articles proceed in parallel. This is what lets a new v2 path be
-// "the next after the largest sibling" without two concurrent replies picking the same one.
+// Comments are only written on articles that exist (internal/existence): every write transaction on an article's
+// comments starts with Require, which reads the article's existence row under a shared lock, so the article cannot
+// be recorded deleted before the write commits. A write on an article unknown here yet looks it up at the article
+// service once (Registry.Write); a write on a deleted one, a delete of its comments included, is ARTICLE_NOT_FOUND.
+//
+// Next, every write locks the article's count row, so writes within one article are serialized on both engines
+// while different articles proceed in parallel. This is what lets a new v2 path be "the next after the largest
+// sibling" without two concurrent replies picking the same one. The lock order is therefore existence row (shared),
+// count row, comment rows; a write that needs a comment's article reads it before its transaction.
+//
+// The comments of a deleted article are purged in batches (Purge), each a short transaction that locks the count
+// row first and keeps it equal to what is left, until neither comments nor count row remain. The purge writes no
+// COMMENT_DELETED events: consumers drop an article's comments on its ARTICLE_DELETED already, and an event per
+// purged comment would flood the topic.
 package comment
 
 import (
@@ -98,7 +109,7 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 	if parentID != 0 {
 		c.ParentID = parentID
 	}
-	if err := s.store.Create(ctx, c); err != nil {
+	if err := s.store.articles.Write(ctx, articleID, func() error { return s.store.Create(ctx, c) }); err != nil {
 		return Comment{}, err
 	}
 	return c, nil
@@ -113,7 +124,12 @@ func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, paren
 	if err != nil {
 		return Comment{}, err
 	}
-	return s.store.CreateV2(ctx, c, parentPath)
+	var created Comment
+	err = s.store.articles.Write(ctx, articleID, func() error {
+		created, err = s.store.CreateV2(ctx, c, parentPath)
+		return err
+	})
+	return created, err
 }
 
 // Get returns a v1 comment.
@@ -125,10 +141,24 @@ func (s *Service) GetV2(ctx context.Context, id int64) (Comment, error) {
 }
 
 // Delete deletes a v1 comment by the rules in the package comment.
-func (s *Service) Delete(ctx context.Context, id int64) error { return s.store.Delete(ctx, id) }
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	return s.delete(ctx, "comment", id, s.store.Delete)
+}
 
 // DeleteV2 deletes a v2 comment by the rules in the package comment.
-func (s *Service) DeleteV2(ctx context.Context, id int64) error { return s.store.DeleteV2(ctx, id) }
+func (s *Service) DeleteV2(ctx context.Context, id int64) error {
+	return s.delete(ctx, "comment_v2", id, s.store.DeleteV2)
+}
+
+// delete runs del on comment id of table, once its article is known: a comment of a deleted article is
+// ARTICLE_NOT_FOUND until the purge has removed it, and COMMENT_NOT_FOUND after.
+func (s *Service) delete(ctx context.Context, table string, id int64, del func(ctx context.Context, articleID, id int64) error) error {
+	articleID, err := s.store.articleOf(ctx, table, id)
+	if err != nil {
+		return err
+	}
+	return s.store.articles.Write(ctx, articleID, func() error { return del(ctx, articleID, id) })
+}
 
 // List returns page (from 1) of an article's v1 comments, pageSize of them, roots each followed by their replies.
 func (s *Service) List(ctx context.Context, articleID, page, pageSize int64) (Page, error) {

@@ -21,7 +21,7 @@ import (
 func TestCreateGetV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		root, err := svc.Create(ctx, 7, 9, 0, "root")
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestCreateGetV1(t *testing.T) {
 func TestCreateV2Paths(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		parent := ""
 		for d := 1; d <= MaxDepth; d++ {
 			c, err := svc.CreateV2(ctx, 7, 9, parent, fmt.Sprintf("depth %d", d))
@@ -124,7 +124,7 @@ func TestCreateV2Paths(t *testing.T) {
 func TestCreateV2PastTheLastSegment(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		root, err := svc.CreateV2(ctx, 7, 9, "", "root")
 		if err != nil {
 			t.Fatal(err)
@@ -170,7 +170,7 @@ func countVersionsIncrease(t *testing.T, db *sqldb.DB) {
 func TestDeleteV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		root, _ := svc.Create(ctx, 7, 9, 0, "root")           // 0
 		reply1, _ := svc.Create(ctx, 7, 9, root.ID, "one")    // 1
 		reply2, _ := svc.Create(ctx, 7, 9, root.ID, "two")    // 2
@@ -239,7 +239,7 @@ func TestDeleteV1(t *testing.T) {
 func TestDeleteV2Cascades(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		// 0 ─ 1 ─ 2 ─ 3
 		//  └─ 4
 		var chain []Comment
@@ -312,7 +312,7 @@ func TestDeleteV2Cascades(t *testing.T) {
 func TestTreeOrder(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		rng := rand.New(rand.NewPCG(7, 7))
 		type treeNode struct {
 			c        Comment
@@ -385,7 +385,7 @@ func TestTreeOrder(t *testing.T) {
 func TestListAndScrollV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		// Roots and replies interleaved in time: the list still puts each root's replies right after it.
 		var roots []Comment
 		for i := range 10 {
@@ -465,7 +465,7 @@ func TestListAndScrollV1(t *testing.T) {
 func TestConcurrentReplies(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		parent, err := svc.CreateV2(ctx, 7, 9, "", "parent")
 		if err != nil {
 			t.Fatal(err)
@@ -504,7 +504,7 @@ func TestConcurrentReplies(t *testing.T) {
 func TestCountUnderConcurrency(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		rootV1, err := svc.Create(ctx, 7, 9, 0, "root v1")
 		if err != nil {
 			t.Fatal(err)
@@ -579,7 +579,7 @@ func TestCountUnderConcurrency(t *testing.T) {
 func TestConcurrentFirstComments(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, _, _ := testService(db)
+		svc, _, _ := testService(t, db)
 		const articles, rounds = 16, 3
 		for round := range rounds {
 			var wg sync.WaitGroup

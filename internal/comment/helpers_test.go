@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"board/internal/event"
+	"board/internal/existence"
+	"board/internal/existence/existencetest"
 	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
@@ -31,10 +33,16 @@ var eventIDs = func() *snowflake.Generator {
 	return g
 }()
 
-// testService returns a service over db with fake ids (from firstID) and a fake clock (at t0).
-func testService(db *sqldb.DB) (*Service, *Store, *fake.Clock) {
+// testService returns a service over db with fake ids (from firstID), a fake clock (at t0) and an article service
+// that has every article.
+func testService(t testing.TB, db *sqldb.DB) (*Service, *Store, *fake.Clock) {
+	return newTestService(db, existencetest.NewOrigin(t).Registry("comment", db))
+}
+
+// newTestService is testService with the record of which articles exist that articles keeps.
+func newTestService(db *sqldb.DB, articles *existence.Registry) (*Service, *Store, *fake.Clock) {
 	clock := fake.NewClock(t0)
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil), articles)
 	return NewService(store, fake.NewIDs(firstID), clock.Now), store, clock
 }
 

@@ -28,7 +28,7 @@ import (
 // httpHandler is the comment service's whole port over db, with fake ids (from firstID) and a fake clock (at t0).
 func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
 	t.Helper()
-	svc, _, clock := testService(db)
+	svc, _, clock := testService(t, db)
 	return httpiotest.Handler("comment", Routes(svc, httpiotest.Logger)), clock
 }
 

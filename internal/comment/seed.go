@@ -10,7 +10,7 @@ import (
 // SeedChunk inserts generated comments of an article with one multi-row insert, and counts them, in one transaction:
 // a chunk is either all there or not at all, which is what makes a bulk load resumable. v1 comments need a ParentID
 // (their own ID for a root), v2 comments a Path; the generator is trusted to keep the tree rules. Bulk loads are for
-// experiments on the comment database alone: they write no events.
+// experiments on the comment database alone: they write no events and do not ask whether the article exists.
 func (s *Store) SeedChunk(ctx context.Context, articleID int64, chunk []Comment) error {
 	table, columns, row := "comment", columnsV1, "(?, ?, ?, ?, 1, FALSE, ?)"
 	if chunk[0].Path != "" {

@@ -31,18 +31,23 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 // Store keeps both versions' comments and the per-article count in SQL, and writes an event to the outbox with every
 // change. Every query carries article_id (the shard key) or comment_id.
 type Store struct {
-	db *sqldb.DB
-	ob *outbox.Outbox
+	db       *sqldb.DB
+	ob       *outbox.Outbox
+	articles *existence.Registry
 }
 
-// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
-func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob. Its writes refuse
+// articles that articles, the service's record of which articles exist in the same database, does not hold live.
+func NewStore(db *sqldb.DB, ob *outbox.Outbox, articles *existence.Registry) *Store {
+	return &Store{db: db, ob: ob, articles: articles}
+}
 
 // commentCount is an article's comment count row as of a transaction.
 type commentCount struct{ count, version int64 }
 
 // changeCount adds delta to an article's comment count and returns the row as this transaction leaves it. The
-// upsert also takes the row's lock, which every write of the article's comments takes first (package comment).
+// upsert also takes the row's lock, which every write of the article's comments takes right after Require (package
+// comment).
 func (s *Store) changeCount(ctx context.Context, tx *sql.Tx, articleID, delta int64) (commentCount, error) {
 	if _, err := tx.ExecContext(ctx, "INSERT INTO article_comment_count (article_id, comment_count, version) VALUES (?, ?, 1)"+
 		s.db.OnConflictUpdate("article_id", "comment_count = comment_count + ?, version = version + 1"),
@@ -116,7 +121,7 @@ func payload(c Comment, count commentCount) event.Comment {
 }
 
 // articleOf returns the article a comment of table belongs to, read outside any transaction: a write transaction
-// must lock the article's count row before it reads the comment (package comment).
+// must lock the article (its existence row, then its count row) before it reads the comment (package comment).
 func (s *Store) articleOf(ctx context.Context, table string, id int64) (int64, error) {
 	var articleID int64
 	err := s.db.QueryRowContext(ctx, "SELECT article_id FROM "+table+" WHERE comment_id = ?", id).Scan(&articleID)

@@ -14,13 +14,17 @@ import (
 
 const columnsV1 = "comment_id, content, article_id, parent_comment_id, writer_id, deleted, created_at"
 
-// byParent names the index every v1 list query walks.
+// byParent names the index every v1 list query, and the purge, walks.
 const byParent = "idx_article_id_parent_comment_id_comment_id"
 
-// Create inserts a v1 comment, counts it and records COMMENT_CREATED, in one transaction. A reply's parent must be a
-// root comment of the same article that is not deleted.
+// Create inserts a v1 comment, counts it and records COMMENT_CREATED, in one transaction that starts with Require
+// (package comment), so it runs through the registry's Write. A reply's parent must be a root comment of the same
+// article that is not deleted.
 func (s *Store) Create(ctx context.Context, c Comment) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
+			return err
+		}
 		count, err := s.changeCount(ctx, tx, c.ArticleID, +1)
 		if err != nil {
 			return err
@@ -65,14 +69,14 @@ func (s *Store) Get(ctx context.Context, id int64) (Comment, error) {
 	return c, err
 }
 
-// Delete soft-deletes a v1 comment with replies, or removes it; removing the last reply of a deleted root removes
-// the root too. Deleting a comment already marked deleted changes nothing.
-func (s *Store) Delete(ctx context.Context, id int64) error {
-	articleID, err := s.articleOf(ctx, "comment", id)
-	if err != nil {
-		return err
-	}
+// Delete soft-deletes v1 comment id, with replies, or removes it; removing the last reply of a deleted root removes
+// the root too. Deleting a comment already marked deleted changes nothing. articleID is the comment's article, read
+// before the transaction (articleOf); the transaction starts with Require, so it runs through the registry's Write.
+func (s *Store) Delete(ctx context.Context, articleID, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, articleID); err != nil {
+			return err
+		}
 		count, err := s.lockCount(ctx, tx, articleID)
 		if err != nil {
 			return err

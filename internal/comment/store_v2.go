@@ -19,9 +19,13 @@ const byPath = "idx_article_id_path"
 
 // CreateV2 inserts a v2 comment under the comment at parentPath ("" for a root), counts it and records
 // COMMENT_CREATED, in one transaction, and returns it with its path: the next after its parent's largest child.
-// The parent must exist in the same article and not be deleted.
+// The transaction starts with Require (package comment), so it runs through the registry's Write. The parent must
+// exist in the same article and not be deleted.
 func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string) (Comment, error) {
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
+			return err
+		}
 		count, err := s.changeCount(ctx, tx, c.ArticleID, +1) // locks the article: no other reply can take the path
 		if err != nil {
 			return err
@@ -75,14 +79,15 @@ func (s *Store) GetV2(ctx context.Context, id int64) (Comment, error) {
 	return c, err
 }
 
-// DeleteV2 soft-deletes a v2 comment with replies, or removes it together with every deleted ancestor that this
-// leaves without replies. Deleting a comment already marked deleted changes nothing.
-func (s *Store) DeleteV2(ctx context.Context, id int64) error {
-	articleID, err := s.articleOf(ctx, "comment_v2", id)
-	if err != nil {
-		return err
-	}
+// DeleteV2 soft-deletes v2 comment id, with replies, or removes it together with every deleted ancestor that this
+// leaves without replies. Deleting a comment already marked deleted changes nothing. articleID is the comment's
+// article, read before the transaction (articleOf); the transaction starts with Require, so it runs through the
+// registry's Write.
+func (s *Store) DeleteV2(ctx context.Context, articleID, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, articleID); err != nil {
+			return err
+		}
 		count, err := s.lockCount(ctx, tx, articleID)
 		if err != nil {
 			return err

@@ -1,0 +1,84 @@
+package comment
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
+
+// purgeBatchSize bounds the comments, of both versions together, that one batch of a purge removes: the time one
+// batch holds the article's count row (and, on SQLite, the database's one writer).
+const purgeBatchSize = 500
+
+// purgeOrder is how a purge walks each version's comments of an article: along the index a list walks, backwards,
+// so that replies go before their parents and what is left of the article is always whole trees.
+var purgeOrder = []struct{ table, index, orderBy string }{
+	{"comment", byParent, "parent_comment_id DESC, comment_id DESC"},
+	{"comment_v2", byPath, "path DESC"},
+}
+
+// Purge removes one batch of the comments of a deleted article (existence.Purge), in one transaction: the count row
+// goes down by what the batch removed, with a new version, and goes too once no comment is left, which is when
+// Purge reports done. It writes no events (package comment).
+//
+// The batch locks the count row first, as every write of the article does after Require: writes of the article are
+// refused by then, and purges of it by several instances take turns.
+func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err error) {
+	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
+		if _, err := s.lockCount(ctx, tx, articleID); err != nil {
+			return err
+		}
+		var removed int64
+		done = true // unless a table has as many left as the batch asks of it
+		for _, t := range purgeOrder {
+			want := purgeBatchSize - removed
+			ids, err := s.purgeBatch(ctx, tx, t.table, t.index, t.orderBy, articleID, want)
+			if err != nil {
+				return err
+			}
+			if len(ids) > 0 {
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE comment_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", ids...)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				removed += n
+			}
+			if int64(len(ids)) == want {
+				done = false
+				break
+			}
+		}
+		if done {
+			_, err := tx.ExecContext(ctx, "DELETE FROM article_comment_count WHERE article_id = ?", articleID)
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE article_comment_count SET comment_count = comment_count - ?, version = version + 1 WHERE article_id = ?",
+			removed, articleID)
+		return err
+	})
+	return done, err
+}
+
+// purgeBatch returns the ids of up to limit comments of an article in table, walking index in order. It is a plain
+// read after the count row's lock (see rangeRead).
+func (s *Store) purgeBatch(ctx context.Context, tx *sql.Tx, table, index, orderBy string, articleID, limit int64) ([]any, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT comment_id FROM "+table+s.db.ForceIndex(index)+
+		" WHERE article_id = ? ORDER BY "+orderBy+" LIMIT ?", articleID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
