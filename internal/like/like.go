@@ -1,5 +1,10 @@
 // Package like is the like service (SPEC §3.3): one like per (article, user), and a per-article like count kept
 // exact under concurrent likes by one of three locking strategies.
+//
+// Likes and unlikes are for articles that exist: the service keeps its own record of them (internal/existence) and
+// answers 404 ARTICLE_NOT_FOUND for any other. A deleted article's likes and count row are purged afterwards, in
+// short batches (Purge), without events: consumers of the like events drop the article on ARTICLE_DELETED already,
+// and an event per removed like would flood the topic with millions of them for a popular article.
 package like
 
 import (
@@ -156,29 +161,51 @@ func (s *Service) Stats(strategy Strategy) Stats {
 }
 
 // Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
-// a conflict.
+// a conflict; a like of an article that does not exist is NotFound (ARTICLE_NOT_FOUND).
 func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID int64) (Like, error) {
-	if articleID == 0 {
-		return Like{}, fault.Invalidf("INVALID_ARTICLE_ID", "articleId must be positive")
-	}
-	if userID == 0 {
-		return Like{}, fault.Invalidf("INVALID_USER_ID", "userId must be positive")
+	if err := checkIDs(articleID, userID); err != nil {
+		return Like{}, err
 	}
 	id, err := s.ids.Next()
 	if err != nil {
 		return Like{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
 	}
 	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: wire.Millis(s.now())}
-	err = s.write(ctx, strategy, func(st Strategy) error { return s.store.Like(ctx, st, l) })
+	err = s.store.articles.Write(ctx, articleID, func() error {
+		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Like(ctx, st, l) })
+	})
 	if err != nil {
 		return Like{}, err
 	}
 	return l, nil
 }
 
-// Unlike removes userID's like of articleID, with strategy ("" for the default).
+// Unlike removes userID's like of articleID, with strategy ("" for the default). On an article that does not exist
+// (a deleted one included) it is NotFound (ARTICLE_NOT_FOUND), not LIKE_NOT_FOUND.
 func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
-	return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
+	if err := checkIDs(articleID, userID); err != nil {
+		return err
+	}
+	return s.store.articles.Write(ctx, articleID, func() error {
+		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
+	})
+}
+
+// checkIDs refuses the ids no article or user has, before they cost a lookup at the article service.
+func checkIDs(articleID, userID int64) error {
+	if articleID == 0 {
+		return fault.Invalidf("INVALID_ARTICLE_ID", "articleId must be positive")
+	}
+	if userID == 0 {
+		return fault.Invalidf("INVALID_USER_ID", "userId must be positive")
+	}
+	return nil
+}
+
+// Purge removes one batch of a deleted article's likes, and its count with the last: the existence.Purge that the
+// service's registry runs (see Store.Purge).
+func (s *Service) Purge(ctx context.Context, articleID int64) (done bool, err error) {
+	return s.store.Purge(ctx, articleID)
 }
 
 // write runs a like or unlike with strategy, retrying while the optimistic strategy loses races, up to the bound.

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
+	"board/internal/existence"
+	"board/internal/existence/existencetest"
 	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
@@ -44,9 +46,24 @@ var eventIDs = func() *snowflake.Generator {
 	return g
 }()
 
-func newTestService(db *sqldb.DB, strategy Strategy) *Service {
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
-	return NewService(store, fake.NewIDs(firstID), func() time.Time { return t0 }, strategy)
+// testEnv is a like service under test with the record of articles it checks and the stand-in article service
+// that record looks unknown articles up at, which has every article unless told otherwise.
+type testEnv struct {
+	svc      *Service
+	articles *existence.Registry
+	origin   *existencetest.Origin
+}
+
+func newTestEnv(t testing.TB, db *sqldb.DB, strategy Strategy) testEnv {
+	origin := existencetest.NewOrigin(t)
+	articles := origin.Registry("like", db)
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil), articles)
+	return testEnv{NewService(store, fake.NewIDs(firstID), func() time.Time { return t0 }, strategy), articles, origin}
+}
+
+// newTestService returns a like service over db for which every article exists.
+func newTestService(t testing.TB, db *sqldb.DB, strategy Strategy) *Service {
+	return newTestEnv(t, db, strategy).svc
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, code, what string) {
@@ -118,10 +135,10 @@ func TestParseStrategy(t *testing.T) {
 
 func TestNewServiceDefaultStrategy(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
-	if got := newTestService(db, "").DefaultStrategy(); got != PessimisticLock1 {
+	if got := newTestService(t, db, "").DefaultStrategy(); got != PessimisticLock1 {
 		t.Errorf("default strategy = %q, want %q", got, PessimisticLock1)
 	}
-	if got := newTestService(db, OptimisticLock).DefaultStrategy(); got != OptimisticLock {
+	if got := newTestService(t, db, OptimisticLock).DefaultStrategy(); got != OptimisticLock {
 		t.Errorf("default strategy = %q, want %q", got, OptimisticLock)
 	}
 	defer func() {
@@ -129,17 +146,19 @@ func TestNewServiceDefaultStrategy(t *testing.T) {
 			t.Error("NewService accepted an unknown strategy")
 		}
 	}()
-	newTestService(db, "no-lock")
+	newTestService(t, db, "no-lock")
 }
 
 // TestLikeLifecycle runs like, get, count and unlike with each strategy, and checks the events they write.
 func TestLikeLifecycle(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(db, "")
+		env := newTestEnv(t, db, "")
+		svc := env.svc
 		for i, st := range Strategies {
 			t.Run(string(st), func(t *testing.T) {
 				article, user := int64(100+i), int64(7)
+				lookups := env.origin.Calls()
 				if n, err := svc.Count(ctx, article); err != nil || n != 0 {
 					t.Fatalf("count before any like = %d, %v; want 0", n, err)
 				}
@@ -216,6 +235,10 @@ func TestLikeLifecycle(t *testing.T) {
 				if got := svc.Stats(st).Writes; got != 4 {
 					t.Errorf("Stats(%s).Writes = %d, want 4", st, got)
 				}
+				// The article's first write looked it up; it was known from then on.
+				if got := env.origin.Calls() - lookups; got != 1 {
+					t.Errorf("%d lookups of the article at the article service, want 1", got)
+				}
 			})
 		}
 	})
@@ -223,7 +246,7 @@ func TestLikeLifecycle(t *testing.T) {
 
 func TestLikeRejectsZeroIDs(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
-	svc := newTestService(db, "")
+	svc := newTestService(t, db, "")
 	_, err := svc.Like(context.Background(), "", 0, 1)
 	wantKind(t, err, fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
 	_, err = svc.Like(context.Background(), "", 1, 0)
@@ -232,7 +255,7 @@ func TestLikeRejectsZeroIDs(t *testing.T) {
 
 func TestLikeWithoutIDs(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil), existencetest.NewOrigin(t).Registry("like", db))
 	svc := NewService(store, fake.FailingIDs{}, time.Now, "")
 	_, err := svc.Like(context.Background(), "", 1, 1)
 	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
@@ -243,7 +266,7 @@ func TestLikeWithoutIDs(t *testing.T) {
 
 func TestUnknownStrategy(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
-	svc := newTestService(db, "")
+	svc := newTestService(t, db, "")
 	if _, err := svc.Like(context.Background(), "no-lock", 1, 1); err == nil || fault.KindOf(err) != 0 {
 		t.Errorf("like with an unknown strategy: %v, want an internal error", err)
 	}
@@ -276,7 +299,7 @@ func TestConcurrentLikes(t *testing.T) {
 	const likes, workers = 3000, 100
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(db, "") // one service, so that like ids stay unique across strategies
+		svc := newTestService(t, db, "") // one service, so that like ids stay unique across strategies
 		for i, st := range Strategies {
 			t.Run(string(st), func(t *testing.T) {
 				article := int64(1000 + i)
@@ -343,7 +366,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 	const tries = 20
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(db, "")
+		svc := newTestService(t, db, "")
 		for i, st := range Strategies {
 			t.Run(string(st), func(t *testing.T) {
 				article, user := int64(2000+i), int64(5)
@@ -384,7 +407,7 @@ func TestMixedStrategies(t *testing.T) {
 	const likes, workers = 600, 60
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(db, "")
+		svc := newTestService(t, db, "")
 		article := int64(3000)
 		errs := concurrently(likes, workers, func(u int) error {
 			_, err := svc.Like(ctx, Strategies[u%len(Strategies)], article, int64(u+1))
@@ -425,7 +448,7 @@ func TestOptimisticRetry(t *testing.T) {
 			wantCode: "ALREADY_LIKED", wantTries: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := newTestService(sqltest.OpenSQLite(t, Migrate), "")
+			svc := newTestService(t, sqltest.OpenSQLite(t, Migrate), "")
 			var waits []time.Duration
 			svc.retry = retryPolicy{attempts: 6, base: time.Millisecond, max: 4 * time.Millisecond,
 				sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
@@ -491,7 +514,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("sleep with a cancelled context: %v", err)
 	}
-	svc := newTestService(sqltest.OpenSQLite(t, Migrate), "")
+	svc := newTestService(t, sqltest.OpenSQLite(t, Migrate), "")
 	tries := 0
 	err := svc.write(ctx, OptimisticLock, func(Strategy) error { tries++; return errVersionConflict })
 	if !errors.Is(err, context.Canceled) || tries != 1 {
@@ -514,7 +537,7 @@ func TestOptimisticConflictOnMySQL(t *testing.T) {
 		t.Run(fmt.Sprintf("snapshot isolation %v", snapshotIsolation), func(t *testing.T) {
 			db := openMySQL(t, snapshotIsolation)
 			ctx := context.Background()
-			svc := newTestService(db, "")
+			svc := newTestService(t, db, "")
 			const article = 4000
 			if _, err := svc.Like(ctx, OptimisticLock, article, 1); err != nil {
 				t.Fatal(err)

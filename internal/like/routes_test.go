@@ -16,11 +16,12 @@ import (
 	"board/internal/sqldb/sqltest"
 )
 
-// testHandler is the like service's whole port over db, with a fixed clock, fake ids and the given default strategy.
-func testHandler(t testing.TB, db *sqldb.DB, strategy Strategy) (http.Handler, *Service) {
+// testHandler is the like service's whole port over db, with a fixed clock, fake ids and the given default strategy,
+// and the service behind it with its record of articles.
+func testHandler(t testing.TB, db *sqldb.DB, strategy Strategy) (http.Handler, testEnv) {
 	t.Helper()
-	svc := newTestService(db, strategy)
-	return httpiotest.Handler("like", Routes(svc, httpiotest.Logger)), svc
+	env := newTestEnv(t, db, strategy)
+	return httpiotest.Handler("like", Routes(env.svc, httpiotest.Logger)), env
 }
 
 // wantReply checks an answer's status and exact JSON body, naming the step that made it.
@@ -66,7 +67,8 @@ func likePath(article, user int64) string {
 func TestRoutes(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		// The default is configured, not fixed: the plain paths must use it.
-		h, svc := testHandler(t, db, PessimisticLock2)
+		h, env := testHandler(t, db, PessimisticLock2)
+		svc := env.svc
 		suffixes := map[string]Strategy{"": PessimisticLock2}
 		for _, st := range Strategies {
 			suffixes["/"+string(st)] = st
@@ -162,7 +164,7 @@ func TestRoutesCountETag(t *testing.T) {
 
 func TestRoutesRejectBadInput(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
-	h, _ := testHandler(t, db, "")
+	h, env := testHandler(t, db, "")
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -177,6 +179,8 @@ func TestRoutesRejectBadInput(t *testing.T) {
 		{"POST", "/v1/article-likes/articles/0/users/1", 400, "INVALID_ARTICLE_ID"},
 		{"POST", "/v1/article-likes/articles/1/users/0/optimistic-lock", 400, "INVALID_USER_ID"},
 		{"DELETE", "/v1/article-likes/articles/1/users/x/pessimistic-lock-2", 400, "INVALID_USER_ID"},
+		{"DELETE", "/v1/article-likes/articles/0/users/1", 400, "INVALID_ARTICLE_ID"},
+		{"DELETE", "/v1/article-likes/articles/1/users/0/optimistic-lock", 400, "INVALID_USER_ID"},
 		{"GET", "/v1/article-likes/articles/x/users/1", 400, "INVALID_ARTICLE_ID"},
 		{"GET", "/v1/article-likes/articles/x/count", 400, "INVALID_ARTICLE_ID"},
 		{"GET", "/v1/article-likes/articles/-5/count", 400, "INVALID_ARTICLE_ID"},
@@ -194,6 +198,9 @@ func TestRoutesRejectBadInput(t *testing.T) {
 	// Ids are canonical: a leading zero or a sign would give one article two addresses.
 	for _, id := range []string{"01", "+1"} {
 		wantError(t, "count of article "+id, httpiotest.Call(h, "GET", "/v1/article-likes/articles/"+id+"/count", ""), 400, "INVALID_ARTICLE_ID")
+	}
+	if n := env.origin.Calls(); n != 0 {
+		t.Errorf("bad requests made %d lookups at the article service, want none", n)
 	}
 }
 

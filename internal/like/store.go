@@ -32,21 +32,32 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 // Store keeps likes and per-article like counts in SQL and writes an event to the outbox with every change. Every
 // query carries article_id, the shard key of both tables.
 //
-// Lock order. Every like and unlike transaction, whatever its strategy, changes the article's count row before it
-// touches article_like. On MySQL that first statement takes the row lock on the count (the optimistic strategy's
-// versioned UPDATE takes it too), so the transactions of one article queue on that one lock and never hold a lock
-// another of them waits for: they cannot deadlock each other, however many run at once. (Inserting the like first
-// can: a transaction holding a like row, or a gap lock next to a deleted one, would wait for the count while the
-// count's holder waits for that like row.) The row lock also makes two concurrent likes by one user meet in order,
-// so the second reliably finds the first's row and gets a duplicate-key error. A duplicate rolls the count back
-// with the rest of the transaction.
+// Existence. Every like and unlike transaction, and the one that creates an article's count row, begins with
+// articles.Require: the article's row in article_existence, read under a shared lock, must say it is live, and
+// recording its delete waits until the transaction ends. So a like either commits before the delete, and the purge
+// that the delete queues removes it, or it sees the delete and is refused.
+//
+// Lock order. Every like and unlike transaction, whatever its strategy, takes the article's existence row (shared),
+// then changes the article's count row, then touches article_like; a purge batch takes the same locks in the same
+// order. On MySQL changing the count takes its row lock (the optimistic strategy's versioned UPDATE takes it too),
+// so the transactions of one article queue on that one lock and never hold a lock another of them waits for: they
+// cannot deadlock each other, however many run at once. (Inserting the like first can: a transaction holding a like
+// row, or a gap lock next to a deleted one, would wait for the count while the count's holder waits for that like
+// row.) The shared existence lock comes before and is shared by all of them; only recording the delete takes it
+// exclusively, and that transaction holds no other lock of this service. The row lock also makes two concurrent
+// likes by one user meet in order, so the second reliably finds the first's row and gets a duplicate-key error. A
+// duplicate rolls the count back with the rest of the transaction.
 type Store struct {
-	db *sqldb.DB
-	ob *outbox.Outbox
+	db       *sqldb.DB
+	ob       *outbox.Outbox
+	articles *existence.Registry
 }
 
-// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
-func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob and refusing writes on
+// articles that articles does not know as live.
+func NewStore(db *sqldb.DB, ob *outbox.Outbox, articles *existence.Registry) *Store {
+	return &Store{db: db, ob: ob, articles: articles}
+}
 
 var (
 	// errNoCount says the article has no count row yet: it was never liked.
@@ -59,7 +70,8 @@ var (
 type likeCount struct{ likes, version int64 }
 
 // Like stores l and counts it with strategy, recording ARTICLE_LIKED, in one transaction. It returns
-// errVersionConflict when the optimistic strategy lost a race (nothing is written; the caller may retry).
+// errVersionConflict when the optimistic strategy lost a race, and existence.ErrUnknown for an article not known
+// here yet (nothing is written either way; the caller may retry).
 func (s *Store) Like(ctx context.Context, strategy Strategy, l Like) error {
 	err := s.like(ctx, strategy, l)
 	if errors.Is(err, errNoCount) {
@@ -73,6 +85,9 @@ func (s *Store) Like(ctx context.Context, strategy Strategy, l Like) error {
 
 func (s *Store) like(ctx context.Context, strategy Strategy, l Like) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, l.ArticleID); err != nil {
+			return err
+		}
 		count, err := s.changeCount(ctx, tx, strategy, l.ArticleID, +1)
 		if err != nil {
 			return err
@@ -90,9 +105,13 @@ func (s *Store) like(ctx context.Context, strategy Strategy, l Like) error {
 
 // ensureCount creates an article's count row, at zero, unless it exists. It commits on its own, before the first
 // like's transaction, so that every like and unlike transaction finds the row there to lock: none of them inserts
-// it, so none takes the gap and insert locks that concurrent first likes of an article would deadlock on.
+// it, so none takes the gap and insert locks that concurrent first likes of an article would deadlock on. It
+// requires the article too: a count row created after the purge of a deleted article would outlive it.
 func (s *Store) ensureCount(ctx context.Context, articleID int64) error {
 	return s.db.Transact(ctx, func(tx *sql.Tx) error {
+		if err := s.articles.Require(ctx, tx, articleID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, "INSERT INTO article_like_count (article_id, like_count, version) VALUES (?, 0, 0)"+
 			s.db.OnConflictUpdate("article_id", "like_count = like_count"), articleID)
 		return err
@@ -100,9 +119,12 @@ func (s *Store) ensureCount(ctx context.Context, articleID int64) error {
 }
 
 // Unlike removes a user's like of an article and uncounts it with strategy, recording ARTICLE_UNLIKED with the
-// removed like, in one transaction.
+// removed like, in one transaction. Like Like, it may return errVersionConflict or existence.ErrUnknown.
 func (s *Store) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, articleID); err != nil {
+			return err
+		}
 		count, err := s.changeCount(ctx, tx, strategy, articleID, -1)
 		if err != nil {
 			return err
@@ -127,7 +149,7 @@ func (s *Store) Unlike(ctx context.Context, strategy Strategy, articleID, userID
 }
 
 // changeCount adds delta to an article's like count the way strategy does, and returns the row as this transaction
-// leaves it. It is the first statement of every like and unlike transaction (see Store).
+// leaves it. It comes right after Require in every like and unlike transaction (see Store).
 func (s *Store) changeCount(ctx context.Context, tx *sql.Tx, strategy Strategy, articleID, delta int64) (likeCount, error) {
 	switch strategy {
 	case PessimisticLock1:
