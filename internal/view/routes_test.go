@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/existence/existencetest"
 	"board/internal/httpio/httpiotest"
 	"board/internal/redistest"
 	"board/internal/sqldb/sqltest"
@@ -54,7 +55,8 @@ func TestRoutes(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	b := redistest.Mini(t)
-	h := handler(NewService(testStore(sqltest.OpenSQLite(t, Migrate)), b.Client, Config{KeyPrefix: b.Prefix}))
+	origin := existencetest.NewOrigin(t)
+	h := handler(NewService(testStore(sqltest.OpenSQLite(t, Migrate), origin), b.Client, Config{KeyPrefix: b.Prefix}))
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -82,12 +84,16 @@ func TestBadRequests(t *testing.T) {
 	if n := len(b.Mini.Keys()); n != 0 {
 		t.Errorf("bad requests wrote %d keys", n)
 	}
+	if n := origin.Calls(); n != 0 {
+		t.Errorf("bad requests made %d article lookups", n)
+	}
 }
 
 // TestRedisDown checks that the API answers 503 with a clear code when Redis cannot serve, and does not hang when
 // Redis accepts connections but never answers: the client's timeouts end the request.
 func TestRedisDown(t *testing.T) {
 	db := sqltest.OpenSQLite(t, Migrate)
+	origin := existencetest.NewOrigin(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +124,7 @@ func TestRedisDown(t *testing.T) {
 		{"not answering", func(t *testing.T) redis.UniversalClient { return quickClient(t, silent.Addr().String()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := handler(NewService(testStore(db), tc.client(t), Config{KeyPrefix: "test:"}))
+			h := handler(NewService(testStore(db, origin), tc.client(t), Config{KeyPrefix: "test:"}))
 			httpiotest.WantError(t, httpiotest.Call(h, "POST", "/v1/article-views/articles/1/users/2", ""), 503, "REDIS_UNAVAILABLE")
 			httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v1/article-views/articles/1/count", ""), 503, "REDIS_UNAVAILABLE")
 		})

@@ -28,30 +28,48 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	return sqldb.Migrate(ctx, db, "view", migrations)
 }
 
-// Store keeps the SQL backup of each article's view count and writes ARTICLE_VIEWED with every backup.
+// Store keeps the SQL backup of each article's view count and writes ARTICLE_VIEWED with every backup. Its
+// registry of articles refuses backups of deleted articles and answers the service's checks.
 type Store struct {
-	db *sqldb.DB
-	ob *outbox.Outbox
+	db       *sqldb.DB
+	ob       *outbox.Outbox
+	articles *existence.Registry
 }
 
-// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
-func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
+// NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob, with articles the
+// service's record of which articles exist (over the same db).
+func NewStore(db *sqldb.DB, ob *outbox.Outbox, articles *existence.Registry) *Store {
+	return &Store{db: db, ob: ob, articles: articles}
+}
 
 // Backup raises an article's backed-up count to count — inserting the row when missing, never lowering it — and
 // records ARTICLE_VIEWED with count, in one transaction. The event is written even when the row already held more
 // (another instance backed up a later count first): view counts only grow, so consumers keep the highest they saw
-// and a lower one changes nothing.
+// and a lower one changes nothing. A deleted article's backup is refused with existence.NotFound; one of an article
+// the registry has not heard of (counted before it kept its record) is written once a lookup finds it live.
 func (s *Store) Backup(ctx context.Context, articleID, count int64) error {
-	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		// One upsert rather than "update where view_count < ?, else insert": two backups of a new article would
-		// both find no row to update, and the second insert would have to be dropped, losing the higher count.
-		if _, err := tx.ExecContext(ctx, "INSERT INTO article_view_count (article_id, view_count) VALUES (?, ?)"+
-			s.db.OnConflictUpdate("article_id", "view_count = CASE WHEN view_count < ? THEN ? ELSE view_count END"),
-			articleID, count, count, count); err != nil {
-			return err
-		}
-		return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
+	return s.articles.Write(ctx, articleID, func() error {
+		return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+			// First, so that the delete cannot be recorded, and the purge run, before this commits.
+			if err := s.articles.Require(ctx, tx, articleID); err != nil {
+				return err
+			}
+			// One upsert rather than "update where view_count < ?, else insert": two backups of a new article would
+			// both find no row to update, and the second insert would have to be dropped, losing the higher count.
+			if _, err := tx.ExecContext(ctx, "INSERT INTO article_view_count (article_id, view_count) VALUES (?, ?)"+
+				s.db.OnConflictUpdate("article_id", "view_count = CASE WHEN view_count < ? THEN ? ELSE view_count END"),
+				articleID, count, count, count); err != nil {
+				return err
+			}
+			return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
+		})
 	})
+}
+
+// deleteBackup deletes a purged article's backup row.
+func (s *Store) deleteBackup(ctx context.Context, articleID int64) error {
+	_, err := s.db.ExecContext(ctx, "DELETE FROM article_view_count WHERE article_id = ?", articleID)
+	return err
 }
 
 // Count returns an article's backed-up count, 0 when it has none.

@@ -3,7 +3,8 @@
 //
 // Counting. One Lua script takes the user's dedupe lock (SET NX with the window as TTL) and, only if it got it,
 // increments the article's count, so a view is counted at most once per window however many instances serve it.
-// The count key and the lock key share the hash tag {articleId}, so the script runs on Redis Cluster.
+// The count key, the lock keys and the tombstone (below) share the hash tag {articleId}, so the scripts run on Redis
+// Cluster.
 //
 // Backups. Every BackupEvery-th count (count % 100 == 0 by default) is backed up to SQL as part of the request that
 // reached it, with its ARTICLE_VIEWED in the same transaction. A backup never lowers the SQL row, and afterwards
@@ -32,6 +33,26 @@
 //
 // A failed backup (SQL down) does not fail the view: the count is already in Redis, the user gets it, and the
 // count stays remembered for the next flush.
+//
+// Articles that do not exist. A view is counted only on a live article (docs/integrity.md): the service's
+// existence.Registry, fed by its consumer of the article topic, answers from memory for an article it checked in
+// the last minute and from its own database otherwise, so a warm view costs no SQL read and no call to the article
+// service; an article it has not heard of is looked up there once. A view of an article that never existed or was
+// deleted is refused with 404 ARTICLE_NOT_FOUND, and one the registry cannot tell about in time with its 503. Count
+// reads are not checked: a deleted article reads 0 once purged. A backup, in SQL, starts with the registry's Require (a shared
+// lock on the article's existence row), so a backup either commits before the delete is recorded, and the purge
+// that follows removes its row, or sees the delete and is dropped, along with the count the instance remembered.
+//
+// The tombstone. Counting runs in Redis, outside any SQL transaction, and the registry trusts a remembered "live"
+// for a minute, so a view checked just before the delete may reach Redis after the purge. The purge therefore
+// leaves a tombstone key next to the count (same hash tag), and every script that writes a count — counting,
+// restoring a lost count, raising it to a backup — writes nothing when the tombstone is there.
+//
+// Purge (existence.Purge, run by the registry's purge queue) removes a deleted article in one step, as it has a
+// single count: one script sets the tombstone and deletes the count key, so no view lands in between; then the SQL
+// backup row goes, and the instance forgets what it remembered of the article. It is idempotent, and it publishes
+// no event: consumers drop the article on its ARTICLE_DELETED already. The users' dedupe locks of the article are
+// left to expire with their TTL.
 package view
 
 import (
@@ -44,6 +65,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/existence"
 	"board/internal/fault"
 )
 
@@ -58,7 +80,16 @@ const (
 	backupReadTimeout = 250 * time.Millisecond
 	// maxFloored bounds the memory of which articles were raised to their backup; past it all are checked again.
 	maxFloored = 100_000
+	// tombstoneTTL is how long a purged article's tombstone refuses views in Redis. It has to outlast any view that
+	// was checked live before the delete and is still on its way to Redis: the registry trusts a remembered "live"
+	// for a minute, and a request can stall on top of that (a GC pause, a Redis failover, a retry). A day puts the
+	// margin beyond doubt for one small key per deleted article; once it expires, every instance's registry has
+	// long known the article is deleted and refuses the view before Redis.
+	tombstoneTTL = 24 * time.Hour
 )
+
+// tombstoned is what the scripts return, in place of a count, for an article whose tombstone is set.
+const tombstoned = -2
 
 // Config tunes a Service; zero fields take the defaults.
 type Config struct {
@@ -101,10 +132,12 @@ func NewService(store *Store, rdb redis.UniversalClient, cfg Config) *Service {
 		floored: floored{articles: map[int64]bool{}}}
 }
 
-// viewScript counts a view unless the user's lock is held, restoring a missing count first when given one.
-// KEYS: the count, the user's lock (one hash slot). ARGV: the lock TTL in ms; the count to restore, or "" to have
-// the script return -1 instead when the count is missing. Returns {count, 1 if this view counted else 0}.
+// viewScript counts a view unless the user's lock is held, restoring a missing count first when given one, and
+// does nothing on a tombstoned article. KEYS: the count, the user's lock, the tombstone (one hash slot). ARGV: the
+// lock TTL in ms; the count to restore, or "" to have the script return -1 instead when the count is missing.
+// Returns {count, 1 if this view counted else 0}, or {tombstoned, 0}.
 var viewScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[3]) == 1 then return {` + strconv.Itoa(tombstoned) + `, 0} end
 local count = redis.call('GET', KEYS[1])
 if not count then
   if ARGV[2] == '' then return {-1, 0} end
@@ -116,8 +149,10 @@ if redis.call('SET', KEYS[2], '', 'NX', 'PX', ARGV[1]) then
 end
 return {tonumber(count), 0}`)
 
-// atLeastScript raises the count KEYS[1] (set it when missing) to at least ARGV[1] and returns it.
+// atLeastScript raises the count KEYS[1] (set it when missing) to at least ARGV[1] and returns it, unless the
+// tombstone KEYS[2] is set: then it writes nothing and returns tombstoned.
 var atLeastScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return ` + strconv.Itoa(tombstoned) + ` end
 local count = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local floor = tonumber(ARGV[1])
 if count < floor then
@@ -126,12 +161,22 @@ if count < floor then
 end
 return count`)
 
-// View records that userID viewed articleID and returns the article's count, whether or not this view counted.
+// purgeScript sets the tombstone KEYS[2] for ARGV[1] ms and deletes the count KEYS[1], at once.
+var purgeScript = redis.NewScript(`
+redis.call('SET', KEYS[2], '', 'PX', ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1`)
+
+// View records that userID viewed articleID and returns the article's count, whether or not this view counted. A
+// view of an article that does not exist is refused with existence.NotFound.
 func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, error) {
+	if err := s.store.articles.Check(ctx, articleID); err != nil {
+		return 0, err
+	}
 	if err := s.raiseToBackup(ctx, articleID); err != nil {
 		return 0, err
 	}
-	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID)}
+	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID), s.tombstoneKey(articleID)}
 	ttl := max(s.cfg.DedupeTTL.Milliseconds(), 1)
 	res, err := viewScript.Run(ctx, s.rdb, keys, ttl, "").Int64Slice()
 	if err == nil && res[0] < 0 {
@@ -143,6 +188,9 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 	}
 	if err != nil {
 		return 0, redisFault(err)
+	}
+	if res[0] == tombstoned {
+		return 0, existence.NotFound(articleID)
 	}
 	count, counted := res[0], res[1] == 1
 	if counted {
@@ -158,6 +206,9 @@ func (s *Service) counted(ctx context.Context, articleID, count int64) {
 		return
 	}
 	if err := s.backup(ctx, articleID, count); err != nil {
+		if s.droppedAsDeleted(ctx, articleID, count, err) {
+			return
+		}
 		s.cfg.Logger.WarnContext(ctx, "view count backup failed; the next flush retries it",
 			"article_id", articleID, "count", count, "err", err)
 		return
@@ -165,7 +216,19 @@ func (s *Service) counted(ctx context.Context, articleID, count int64) {
 	s.unsaved.saved(articleID, count)
 }
 
-// Count returns an article's view count, restoring it from the backup when Redis lost it.
+// droppedAsDeleted reports whether err says the article was deleted, and then forgets its unsaved count: the purge
+// removes what is left of the article, and retrying the backup would fail forever.
+func (s *Service) droppedAsDeleted(ctx context.Context, articleID, count int64, err error) bool {
+	if fault.KindOf(err) != fault.NotFound {
+		return false
+	}
+	s.unsaved.forget(articleID)
+	s.cfg.Logger.DebugContext(ctx, "dropped the view count of a deleted article", "article_id", articleID, "count", count)
+	return true
+}
+
+// Count returns an article's view count, restoring it from the backup when Redis lost it. It does not check that
+// the article exists: a deleted article reads 0 once purged.
 func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
 	if err := s.raiseToBackup(ctx, articleID); err != nil {
 		return 0, err
@@ -181,9 +244,12 @@ func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
 	if err != nil || backup == 0 {
 		return 0, err
 	}
-	n, err = atLeastScript.Run(ctx, s.rdb, []string{s.countKey(articleID)}, backup).Int64()
+	n, err = atLeastScript.Run(ctx, s.rdb, s.atLeastKeys(articleID), backup).Int64()
 	if err != nil {
 		return 0, redisFault(err)
+	}
+	if n == tombstoned { // purged between the read and the restore
+		return 0, nil
 	}
 	return n, nil
 }
@@ -204,7 +270,7 @@ func (s *Service) raiseToBackup(ctx context.Context, articleID int64) error {
 		return nil
 	}
 	if floor > 0 {
-		if err := atLeastScript.Run(ctx, s.rdb, []string{s.countKey(articleID)}, floor).Err(); err != nil {
+		if err := atLeastScript.Run(ctx, s.rdb, s.atLeastKeys(articleID), floor).Err(); err != nil {
 			return redisFault(err)
 		}
 	}
@@ -220,23 +286,24 @@ func (s *Service) restoreFrom(ctx context.Context, articleID int64) (int64, erro
 	return max(backup, s.unsaved.get(articleID)), err
 }
 
-// backup writes count to SQL with its event, then makes sure Redis holds no less.
+// backup writes count to SQL with its event, then makes sure Redis holds no less (nothing if the article was
+// purged in between: the tombstone keeps the count from coming back).
 func (s *Service) backup(ctx context.Context, articleID, count int64) error {
 	if err := s.store.Backup(ctx, articleID, count); err != nil {
 		return err
 	}
-	if err := atLeastScript.Run(ctx, s.rdb, []string{s.countKey(articleID)}, count).Err(); err != nil {
+	if err := atLeastScript.Run(ctx, s.rdb, s.atLeastKeys(articleID), count).Err(); err != nil {
 		return redisFault(err)
 	}
 	return nil
 }
 
 // Flush backs up every count this instance produced since its last backup. Counts it fails to back up stay
-// remembered for the next flush; the error joins the failures.
+// remembered for the next flush, except those of deleted articles, which are dropped; the error joins the failures.
 func (s *Service) Flush(ctx context.Context) error {
 	var errs []error
 	for articleID, count := range s.unsaved.takeAll() {
-		if err := s.backup(ctx, articleID, count); err != nil {
+		if err := s.backup(ctx, articleID, count); err != nil && !s.droppedAsDeleted(ctx, articleID, count, err) {
 			s.unsaved.note(articleID, count)
 			errs = append(errs, err)
 		}
@@ -265,6 +332,22 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
+// Purge removes what is left of a deleted article here (an existence.Purge, for the registry's purge queue): it
+// tombstones the article and deletes its count in one script, then deletes the SQL backup and forgets the article.
+// It finishes in one step, as an article has one count, and running it again does no harm.
+func (s *Service) Purge(ctx context.Context, articleID int64) (done bool, err error) {
+	keys := []string{s.countKey(articleID), s.tombstoneKey(articleID)}
+	if err := purgeScript.Run(ctx, s.rdb, keys, tombstoneTTL.Milliseconds()).Err(); err != nil {
+		return false, redisFault(err)
+	}
+	if err := s.store.deleteBackup(ctx, articleID); err != nil {
+		return false, err
+	}
+	s.unsaved.forget(articleID)
+	s.floored.forget(articleID)
+	return true, nil
+}
+
 func (s *Service) countKey(articleID int64) string {
 	return s.cfg.KeyPrefix + "view::article::{" + strconv.FormatInt(articleID, 10) + "}::view_count"
 }
@@ -272,6 +355,15 @@ func (s *Service) countKey(articleID int64) string {
 func (s *Service) lockKey(articleID, userID int64) string {
 	return s.cfg.KeyPrefix + "view::article::{" + strconv.FormatInt(articleID, 10) + "}::user::" +
 		strconv.FormatInt(userID, 10) + "::lock"
+}
+
+func (s *Service) tombstoneKey(articleID int64) string {
+	return s.cfg.KeyPrefix + "view::article::{" + strconv.FormatInt(articleID, 10) + "}::deleted"
+}
+
+// atLeastKeys are atLeastScript's keys for an article.
+func (s *Service) atLeastKeys(articleID int64) []string {
+	return []string{s.countKey(articleID), s.tombstoneKey(articleID)}
 }
 
 // redisFault is the view service's 503 for a Redis that cannot serve (fault.FromRedis).
@@ -302,6 +394,12 @@ func (u *unsaved) saved(articleID, count int64) {
 	}
 }
 
+func (u *unsaved) forget(articleID int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.counts, articleID)
+}
+
 func (u *unsaved) get(articleID int64) int64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -326,6 +424,12 @@ func (f *floored) has(articleID int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.articles[articleID]
+}
+
+func (f *floored) forget(articleID int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.articles, articleID)
 }
 
 func (f *floored) add(articleID int64) {
