@@ -152,6 +152,31 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 	})
 }
 
+// TestRoutesWhileTheArticleServiceIsDown: a like of an article the service does not know yet cannot be decided and
+// is 503 ARTICLE_SERVICE_UNAVAILABLE, writing nothing; likes and unlikes of a known article go on without it.
+func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, env := testHandler(t, db, "")
+		const known, unknown = int64(40), int64(41)
+		if r := httpiotest.Call(h, "POST", likePath(known, 1), ""); r.Status != 201 {
+			t.Fatalf("like while the article service is up: status %d; body %s", r.Status, r.Body)
+		}
+		env.origin.SetDown(true)
+		wantError(t, "like of an unknown article", httpiotest.Call(h, "POST", likePath(unknown, 1), ""), 503, "ARTICLE_SERVICE_UNAVAILABLE")
+		if _, _, ok := countRow(t, db, unknown); ok || likeRows(t, db, unknown) != 0 {
+			t.Errorf("a like that could not be decided left a count row (%v) or %d like rows", ok, likeRows(t, db, unknown))
+		}
+		for _, suffix := range strategyPaths {
+			if r := httpiotest.Call(h, "POST", likePath(known, 2)+suffix, ""); r.Status != 201 {
+				t.Errorf("like of a known article through %q: status %d, want 201; body %s", suffix, r.Status, r.Body)
+			}
+			if r := httpiotest.Call(h, "DELETE", likePath(known, 2)+suffix, ""); r.Status != 204 {
+				t.Errorf("unlike of a known article through %q: status %d, want 204; body %s", suffix, r.Status, r.Body)
+			}
+		}
+	})
+}
+
 // TestRoutesRefuseDeletedArticles: once ARTICLE_DELETED is applied, likes and unlikes of the article are 404
 // ARTICLE_NOT_FOUND through every path, with no lookup and no event, whether the service knew the article before or
 // heard of it first from its delete; an ARTICLE_CREATED or ARTICLE_UPDATED arriving after the delete changes nothing.

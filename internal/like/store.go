@@ -44,8 +44,8 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 // cannot deadlock each other, however many run at once. (Inserting the like first can: a transaction holding a like
 // row, or a gap lock next to a deleted one, would wait for the count while the count's holder waits for that like
 // row.) The shared existence lock comes before and is shared by all of them; only recording the delete takes it
-// exclusively, and that transaction holds no other lock of this service. The row lock also makes two concurrent
-// likes by one user meet in order, so the second reliably finds the first's row and gets a duplicate-key error. A
+// exclusively, and that transaction holds no other lock of this service. The count's row lock also makes two
+// concurrent likes by one user meet in order, so the second reliably finds the first's row and gets a duplicate-key error. A
 // duplicate rolls the count back with the rest of the transaction.
 type Store struct {
 	db       *sqldb.DB
