@@ -182,13 +182,18 @@ func (r *Registry) Check(ctx context.Context, articleID int64) error {
 	case stateDeleted, stateMissing:
 		return NotFound(articleID)
 	}
-	var isDeleted bool
-	err := r.db.QueryRowContext(ctx, "SELECT deleted FROM article_existence WHERE article_id = ?", articleID).Scan(&isDeleted)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	isDeleted, err := r.isDeleted(ctx, articleID)
+	if errors.Is(err, sql.ErrNoRows) {
 		if err := r.lookUp(ctx, articleID); err != nil {
 			return err
 		}
+		// The lookup records the article only where it has no row: a delete recorded while it was out stays, and
+		// its 200 vouches for nothing.
+		if isDeleted, err = r.isDeleted(ctx, articleID); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("article %d: recorded live by its lookup but without a row after it", articleID)
+		}
+	}
+	switch {
 	case err != nil:
 		return err
 	case isDeleted:
@@ -199,6 +204,12 @@ func (r *Registry) Check(ctx context.Context, articleID int64) error {
 	return nil
 }
 
+// isDeleted reads the article's row; sql.ErrNoRows when it has none.
+func (r *Registry) isDeleted(ctx context.Context, articleID int64) (deleted bool, err error) {
+	err = r.db.QueryRowContext(ctx, "SELECT deleted FROM article_existence WHERE article_id = ?", articleID).Scan(&deleted)
+	return deleted, err
+}
+
 // Lookups returns how many lookups this registry has made at the article service.
 func (r *Registry) Lookups() int64 {
 	return r.calls.Load()
@@ -207,8 +218,12 @@ func (r *Registry) Lookups() int64 {
 // lookUp asks the article service whether an article exists and records a live one. Concurrent lookups of one id
 // share one call, which runs to its own deadline whichever caller gives up first.
 func (r *Registry) lookUp(ctx context.Context, articleID int64) error {
-	if r.memo.get(articleID, r.cfg.Now()) == stateMissing {
+	switch r.memo.get(articleID, r.cfg.Now()) {
+	case stateMissing:
 		return NotFound(articleID)
+	case stateLive, stateRecorded:
+		// It has a row: a lookup recorded it after the caller found it unknown, too late for the caller to join.
+		return nil
 	}
 	done := r.flight.DoChan(strconv.FormatInt(articleID, 10), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LookupTimeout)
@@ -265,9 +280,12 @@ func (r *Registry) fetch(ctx context.Context, articleID int64) error {
 		}
 	}
 	// Insert if absent: a delete recorded meanwhile stays.
-	_, err = r.db.ExecContext(ctx, "INSERT INTO article_existence (article_id, deleted, article_version) VALUES (?, FALSE, ?)"+
-		r.db.OnConflictUpdate("article_id", "article_id = article_id"), articleID, version)
-	return err
+	if _, err = r.db.ExecContext(ctx, "INSERT INTO article_existence (article_id, deleted, article_version) VALUES (?, FALSE, ?)"+
+		r.db.OnConflictUpdate("article_id", "article_id = article_id"), articleID, version); err != nil {
+		return err
+	}
+	r.memo.put(articleID, stateRecorded, r.cfg.Now().Add(liveTTL))
+	return nil
 }
 
 // state is what the memo remembers of an article.
@@ -278,6 +296,9 @@ const (
 	stateLive
 	stateDeleted
 	stateMissing // the article service answered 404
+	// stateRecorded: a lookup answered 200 and the article has a row now, live or, if its delete was recorded
+	// meanwhile (perhaps by another instance), deleted. Only lookUp trusts it: there is no need to ask again.
+	stateRecorded
 )
 
 type memoEntry struct {
@@ -304,6 +325,9 @@ func (m *memo) get(id int64, now time.Time) state {
 func (m *memo) put(id int64, s state, expires time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if s != stateDeleted && m.entries[id].state == stateDeleted {
+		return // deleted is final: an answer read before the delete was recorded must not hide it
+	}
 	if len(m.entries) >= maxRemembered {
 		clear(m.entries)
 	}
