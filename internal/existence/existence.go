@@ -84,7 +84,8 @@ type Config struct {
 	NotFoundTTL time.Duration
 	// PurgeEvery is how often RunPurges looks for queued purges besides those this instance queues itself.
 	PurgeEvery time.Duration
-	// PurgeBatchSeconds, when set, observes how long each purge batch took: the longest a batch held its locks.
+	// PurgeBatchSeconds, when set, observes how long each purge batch took, from its start (waiting for a connection
+	// and locks included) to its commit: an upper bound of how long it held its locks.
 	PurgeBatchSeconds interface{ Observe(float64) }
 	Logger            *slog.Logger
 	// Now is the clock; nil is time.Now.
@@ -279,7 +280,10 @@ func (r *Registry) fetch(ctx context.Context, articleID int64) error {
 			return unavailable(fmt.Errorf("GET %s: ETag %q is not a version", url, etag))
 		}
 	}
-	// Insert if absent: a delete recorded meanwhile stays.
+	// Insert if absent: a delete recorded meanwhile stays. The insert gets a deadline of its own: on SQLite it
+	// queues for the single writer behind the writes in flight, which the answer's time should not be charged.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LookupTimeout)
+	defer cancel()
 	if _, err = r.db.ExecContext(ctx, "INSERT INTO article_existence (article_id, deleted, article_version) VALUES (?, FALSE, ?)"+
 		r.db.OnConflictUpdate("article_id", "article_id = article_id"), articleID, version); err != nil {
 		return err

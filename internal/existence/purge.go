@@ -18,7 +18,7 @@ const purgeQueueBatch = 100
 // PurgeStats is what the purges of a registry have done since it was made.
 type PurgeStats struct {
 	Articles, Batches int64
-	// LongestBatch is the longest one batch took: the longest its transaction held the locks it took.
+	// LongestBatch is the longest one batch took, waits included: an upper bound of how long a batch held its locks.
 	LongestBatch time.Duration
 }
 
