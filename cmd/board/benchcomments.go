@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"board/internal/comment"
+	"board/internal/existence"
 )
 
 func benchComments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -35,7 +36,7 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 	if err != nil {
 		return err
 	}
-	store := comment.NewStore(db, ob)
+	store := comment.NewStore(db, ob, existence.New(db, existence.Config{Service: "comment"})) // reads only
 	svc := comment.NewService(store, ids, time.Now)
 	count, err := svc.ArticleCount(ctx, *articleID)
 	if err != nil {

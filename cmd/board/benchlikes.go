@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/event"
+	"board/internal/existence"
 	"board/internal/like"
+	"board/internal/wire"
 )
 
 func benchLikes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -22,7 +26,9 @@ func benchLikes(ctx context.Context, args []string, getenv func(string) string, 
 For each like strategy, sends --likes likes of one new article, each by a different user, from --workers concurrent
 clients, through the HTTP API of a like service started in this process on a loopback port, over a scratch database
 (like_bench, on the configured SQL engine; emptied first). Checks that the article's count is exact, and prints the
-time, the rate, and for the optimistic strategy the retries after version conflicts.`, stderr)
+time, the rate, and for the optimistic strategy the retries after version conflicts. The article is known to the like
+service as a live one, as after its ARTICLE_CREATED was consumed: each like checks that inside its transaction and
+asks the article service nothing.`, stderr)
 	cfg.engineFlags(fs)
 	likes := fs.Int("likes", 3000, "likes per strategy, each by a distinct user")
 	workers := fs.Int("workers", 100, "concurrent clients")
@@ -51,12 +57,13 @@ time, the rate, and for the optimistic strategy the retries after version confli
 		return err
 	}
 	// Nobody relays this database's events, and old likes would make each run's tables bigger than the last.
-	for _, table := range []string{"outbox", "article_like", "article_like_count"} {
+	for _, table := range []string{"outbox", "article_like", "article_like_count", "article_existence", "article_purge"} {
 		if _, err := db.ExecContext(ctx, "DELETE FROM "+table); err != nil {
 			return fmt.Errorf("empty %s: %w", table, err)
 		}
 	}
-	svc := like.NewService(like.NewStore(db, ob), ids, time.Now, like.DefaultStrategy)
+	articles := existence.New(db, existence.Config{Service: "like"}) // no article service: every article is made known
+	svc := like.NewService(like.NewStore(db, ob, articles), ids, time.Now, like.DefaultStrategy)
 
 	base, stop, err := serveLoopback("like", like.Routes(svc, e.logger), e)
 	if err != nil {
@@ -73,6 +80,9 @@ time, the rate, and for the optimistic strategy the retries after version confli
 	for _, st := range strategies {
 		articleID, err := ids.Next()
 		if err != nil {
+			return err
+		}
+		if err := recordCreated(ctx, articles, articleID); err != nil {
 			return err
 		}
 		before := svc.Stats(st)
@@ -165,4 +175,14 @@ func readCount(resp *http.Response, err error) (int64, error) {
 		return 0, fmt.Errorf("%s %s: %s %s", resp.Request.Method, resp.Request.URL, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
+
+// recordCreated has articles apply the ARTICLE_CREATED of articleID, as the service's consumer would.
+func recordCreated(ctx context.Context, articles *existence.Registry, articleID int64) error {
+	payload, err := json.Marshal(event.Article{ArticleID: wire.ID(articleID), ArticleVersion: 1})
+	if err != nil {
+		return err
+	}
+	return articles.Handlers()[event.ArticleCreated](ctx, event.Envelope{EventID: wire.ID(articleID), Type: event.ArticleCreated,
+		Payload: payload})
 }

@@ -59,7 +59,7 @@ type config struct {
 	Replay             []string
 
 	ArticleReadAddr string
-	Origins         map[string]string // service name -> base URL article-read rebuilds from; "" for the default
+	Origins         map[string]string // service name -> base URL that other services call it at; "" for the default
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -135,16 +135,18 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 		func(v string) error {
 			c.Replay = splitList(v)
 			for _, name := range c.Replay {
-				if !slices.Contains(consumerNames(), name) {
-					return fmt.Errorf("%q is not a consumer service (consumers: %s)", name, strings.Join(consumerNames(), ", "))
+				if !slices.Contains(replayableNames(), name) {
+					return fmt.Errorf("%q cannot be replayed (only %s)", name, strings.Join(replayableNames(), ", "))
 				}
 			}
 			return nil
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", ":9005", "listen address of the article-read service")
 	c.Origins = map[string]string{}
+	originUsers := map[string]string{"article": "article-read rebuilds its model from and comment, like and view look unknown articles up at",
+		"comment": "article-read rebuilds its model from", "like": "article-read rebuilds its model from", "view": "article-read rebuilds its model from"}
 	for _, name := range []string{"article", "comment", "like", "view"} {
-		fs.Func(name+"-origin", "base URL of the "+name+" service that article-read rebuilds its model from (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
+		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

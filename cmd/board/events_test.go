@@ -105,15 +105,16 @@ func readTopic(t *testing.T, p *program, topic string, n int) []*kgo.Record {
 func TestCommentEventsReachKafka(t *testing.T) {
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	api := p.urls["comment"]
+	article := newArticle(t, p)
 	var root, reply struct{ CommentID, Path string }
-	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": "77", "content": "root", "writerId": 1},
+	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": article, "content": "root", "writerId": 1},
 		http.StatusCreated, &root)
-	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": 77, "content": "reply", "writerId": 2,
+	call(t, "POST", api+"/v2/comments", map[string]any{"articleId": article, "content": "reply", "writerId": 2,
 		"parentPath": root.Path}, http.StatusCreated, &reply)
 	call(t, "DELETE", api+"/v2/comments/"+root.CommentID, nil, http.StatusNoContent, nil)  // soft: it has a reply
 	call(t, "DELETE", api+"/v2/comments/"+reply.CommentID, nil, http.StatusNoContent, nil) // takes the root along
 	var count int64
-	call(t, "GET", api+"/v2/comments/articles/77/count", nil, http.StatusOK, &count)
+	call(t, "GET", api+"/v2/comments/articles/"+article+"/count", nil, http.StatusOK, &count)
 	if count != 0 {
 		t.Errorf("count = %d, want 0", count)
 	}
@@ -141,7 +142,7 @@ func TestCommentEventsReachKafka(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := want[i]
-		if string(rec.Key) != "77" || env.Type != w.typ || pl.CommentID.String() != w.id || pl.Deleted != w.deleted ||
+		if string(rec.Key) != article || env.Type != w.typ || pl.CommentID.String() != w.id || pl.Deleted != w.deleted ||
 			pl.ArticleCommentCount != w.count || pl.ArticleCommentCountVersion != w.countVersion {
 			t.Errorf("record %d: key %s %s %+v; want %+v", i, rec.Key, env.Type, pl, w)
 		}
@@ -154,18 +155,19 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 	flags := testFlags(t, t.TempDir())
 	p := startProgram(t, flags)
 	api := p.urls["view"]
+	article := newArticle(t, p)
 	var count int64
 	for user := 1; user <= 103; user++ {
-		call(t, "POST", fmt.Sprintf("%s/v1/article-views/articles/5/users/%d", api, user), nil, http.StatusOK, &count)
+		call(t, "POST", fmt.Sprintf("%s/v1/article-views/articles/%s/users/%d", api, article, user), nil, http.StatusOK, &count)
 	}
-	call(t, "POST", api+"/v1/article-views/articles/5/users/1", nil, http.StatusOK, &count) // within 10 min: not counted
+	call(t, "POST", api+"/v1/article-views/articles/"+article+"/users/1", nil, http.StatusOK, &count) // within 10 min: not counted
 	if count != 103 {
 		t.Fatalf("count = %d, want 103", count)
 	}
 	p.shutdown()
 
 	p = startProgram(t, flags)
-	call(t, "GET", p.urls["view"]+"/v1/article-views/articles/5/count", nil, http.StatusOK, &count)
+	call(t, "GET", p.urls["view"]+"/v1/article-views/articles/"+article+"/count", nil, http.StatusOK, &count)
 	if count != 103 {
 		t.Errorf("count after restart = %d, want 103", count)
 	}
@@ -179,7 +181,7 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(rec.Key) != "5" || env.Type != event.ArticleViewed || pl.ArticleID != 5 {
+		if string(rec.Key) != article || env.Type != event.ArticleViewed || pl.ArticleID.String() != article {
 			t.Errorf("record: key %s, %s %+v", rec.Key, env.Type, pl)
 		}
 		got = append(got, pl.ArticleViewCount)
@@ -193,7 +195,8 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 // article id, the count as of each transaction and its version.
 func TestLikeEventsReachKafka(t *testing.T) {
 	p := startProgram(t, testFlags(t, t.TempDir()))
-	api := p.urls["like"] + "/v1/article-likes/articles/9/users/"
+	article := newArticle(t, p)
+	api := p.urls["like"] + "/v1/article-likes/articles/" + article + "/users/"
 	for user, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
 		call(t, "POST", fmt.Sprintf("%s%d%s", api, user+1, suffix), nil, http.StatusCreated, nil)
 		call(t, "POST", fmt.Sprintf("%s%d%s", api, user+1, suffix), nil, http.StatusConflict, nil)
@@ -201,7 +204,7 @@ func TestLikeEventsReachKafka(t *testing.T) {
 	call(t, "DELETE", api+"2/optimistic-lock", nil, http.StatusNoContent, nil)
 	call(t, "DELETE", api+"2", nil, http.StatusNotFound, nil)
 	var count int64
-	call(t, "GET", p.urls["like"]+"/v1/article-likes/articles/9/count", nil, http.StatusOK, &count)
+	call(t, "GET", p.urls["like"]+"/v1/article-likes/articles/"+article+"/count", nil, http.StatusOK, &count)
 	if count != 3 {
 		t.Errorf("count = %d, want 3", count)
 	}
@@ -222,7 +225,7 @@ func TestLikeEventsReachKafka(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := want[i]
-		if string(rec.Key) != "9" || env.Type != w.typ || int64(pl.UserID) != w.user || pl.ArticleLikeCount != w.count ||
+		if string(rec.Key) != article || env.Type != w.typ || int64(pl.UserID) != w.user || pl.ArticleLikeCount != w.count ||
 			pl.ArticleLikeCountVersion <= lastVersion {
 			t.Errorf("record %d: key %s %s %+v; want %+v with a version above %d", i, rec.Key, env.Type, pl, w, lastVersion)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,8 +62,15 @@ func (p *process) wait() error {
 	return p.err
 }
 
+// startProcess runs `board serve` with args and waits until every service given a --<service>-addr listens.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	listening := 0
+	for _, s := range services {
+		if slices.Contains(args, "--"+s.name+"-addr") {
+			listening++
+		}
+	}
 	bin, err := buildBoard()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +91,7 @@ func startProcess(t *testing.T, args ...string) *process {
 		waitGone(t, p.redisPid) // before the data directory is removed
 	})
 	select {
-	case p.urls = <-p.logs.ready(1):
+	case p.urls = <-p.logs.ready(max(listening, 1)):
 	case <-p.exited:
 		t.Fatalf("board serve exited early: %v\n%s", p.err, p.logs)
 	case <-time.After(time.Minute):
@@ -107,10 +115,13 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"view", "--view-addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-redis", engine,
+			args := []string{"article", "view", "--article-addr", "127.0.0.1:0", "--view-addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-redis", engine,
 				"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}
 			p := startProcess(t, args...)
-			api := p.urls["view"] + "/v1/article-views/articles/1"
+			var a articleOut
+			call(t, "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1,
+				"boardId": 1}, http.StatusCreated, &a)
+			api := p.urls["view"] + "/v1/article-views/articles/" + a.ArticleID
 
 			// 20 viewers, each user viewing once, until the process dies under them.
 			var next, acked, maxAcked, viewing atomic.Int64
@@ -145,9 +156,9 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 			attempted := next.Load() // users 1..attempted sent a view; some were in flight at the kill
 			waitGone(t, p.redisPid)
 
-			backup := viewBackup(t, filepath.Join(dir, "sqlite", "article_view.db"))
+			backup := viewBackup(t, filepath.Join(dir, "sqlite", "article_view.db"), a.ArticleID)
 			p = startProcess(t, args...)
-			api = p.urls["view"] + "/v1/article-views/articles/1"
+			api = p.urls["view"] + "/v1/article-views/articles/" + a.ArticleID
 			var afterRestart int64
 			call(t, "GET", api+"/count", nil, http.StatusOK, &afterRestart)
 			t.Logf("%s: %d views acknowledged (highest count %d), %d attempted, SQL backup %d, count after restart %d",
@@ -187,8 +198,8 @@ func postView(url string, user int64) (int64, error) {
 	return readCount(http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil))
 }
 
-// viewBackup reads article 1's backed-up view count from the view service's SQLite file.
-func viewBackup(t *testing.T, path string) int64 {
+// viewBackup reads an article's backed-up view count from the view service's SQLite file.
+func viewBackup(t *testing.T, path, articleID string) int64 {
 	t.Helper()
 	db, err := sqldb.OpenSQLite(path)
 	if err != nil {
@@ -196,7 +207,7 @@ func viewBackup(t *testing.T, path string) int64 {
 	}
 	defer db.Close()
 	var n int64
-	err = db.QueryRowContext(context.Background(), "SELECT view_count FROM article_view_count WHERE article_id = 1").Scan(&n)
+	err = db.QueryRowContext(context.Background(), "SELECT view_count FROM article_view_count WHERE article_id = ?", articleID).Scan(&n)
 	if err != nil {
 		t.Fatalf("read the view backup: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"board/internal/article"
 	"board/internal/comment"
+	"board/internal/existence"
 	"board/internal/snowflake"
 )
 
@@ -138,7 +139,8 @@ by running the same command again.`, stderr)
 	if err != nil {
 		return err
 	}
-	store := comment.NewStore(db, ob)
+	// The seed writes rows directly and never asks whether the article exists.
+	store := comment.NewStore(db, ob, existence.New(db, existence.Config{Service: "comment"}))
 	for _, v := range which {
 		part := 0
 		if v == "v2" {

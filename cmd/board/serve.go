@@ -18,6 +18,7 @@ import (
 	"board/internal/article"
 	"board/internal/articleread"
 	"board/internal/comment"
+	"board/internal/existence"
 	"board/internal/hotarticle"
 	"board/internal/httpio"
 	"board/internal/kafka"
@@ -37,8 +38,10 @@ type service struct {
 	database string // SQL database name; "" for a service without one
 	migrate  func(context.Context, *sqldb.DB) error
 	group    string // consumer group name under the topic prefix; "" for a service that consumes nothing
-	addr     func(*config) string
-	build    func(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
+	// replayable: the service's state is in Redis and rebuilt from the events alone, so --replay may clear it.
+	replayable bool
+	addr       func(*config) string
+	build      func(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
 }
 
 // runtime is what a service is built on besides the engines.
@@ -50,8 +53,10 @@ type runtime struct {
 	workers   *background // the service's own background work, stopped after the HTTP servers
 	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
 	metrics   *kafka.Metrics
-	failed    chan<- error      // a consumer that stops on its own reports here, which shuts the process down
-	local     map[string]string // service name -> base URL, for the services already listening in this process
+	// purgeBatchSeconds observes how long each batch of a deleted article's purge took, by service.
+	purgeBatchSeconds *prometheus.HistogramVec
+	failed            chan<- error      // a consumer that stops on its own reports here, which shuts the process down
+	local             map[string]string // service name -> base URL, for the services already listening in this process
 }
 
 // producer is what a producer service is built on: its database and its outbox.
@@ -64,16 +69,18 @@ type producer struct {
 var services = []service{
 	{name: "article", database: "article", migrate: article.Migrate, addr: func(c *config) string { return c.ArticleAddr },
 		build: buildArticle},
-	{name: "comment", database: "comment", migrate: comment.Migrate, addr: func(c *config) string { return c.CommentAddr },
-		build: buildComment},
-	{name: "like", database: "article_like", migrate: like.Migrate, addr: func(c *config) string { return c.LikeAddr },
-		build: buildLike},
-	{name: "view", database: "article_view", migrate: view.Migrate, addr: func(c *config) string { return c.ViewAddr },
-		build: buildView},
-	{name: "hot-article", group: "hot-article", addr: func(c *config) string { return c.HotArticleAddr },
+	// Comment, like and view consume the article topic for their record of which articles exist; they come after
+	// article, so that in one process they look articles up where it listens.
+	{name: "comment", database: "comment", migrate: comment.Migrate, group: "comment",
+		addr: func(c *config) string { return c.CommentAddr }, build: buildComment},
+	{name: "like", database: "article_like", migrate: like.Migrate, group: "like",
+		addr: func(c *config) string { return c.LikeAddr }, build: buildLike},
+	{name: "view", database: "article_view", migrate: view.Migrate, group: "view",
+		addr: func(c *config) string { return c.ViewAddr }, build: buildView},
+	{name: "hot-article", group: "hot-article", replayable: true, addr: func(c *config) string { return c.HotArticleAddr },
 		build: buildHotArticle},
 	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
-	{name: "article-read", group: "article-read", addr: func(c *config) string { return c.ArticleReadAddr },
+	{name: "article-read", group: "article-read", replayable: true, addr: func(c *config) string { return c.ArticleReadAddr },
 		build: buildArticleRead},
 }
 
@@ -82,20 +89,34 @@ func buildArticle(_ context.Context, e *engines, r runtime) (*http.ServeMux, []h
 	return article.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildComment(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
-	svc := comment.NewService(comment.NewStore(r.db, r.ob), r.ids, time.Now)
+func buildComment(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	store := comment.NewStore(r.db, r.ob, articles)
+	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+		return nil, nil, err
+	}
+	svc := comment.NewService(store, r.ids, time.Now)
 	return comment.Routes(svc, e.logger), r.checks(e), nil
 }
 
-func buildLike(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
-	svc := like.NewService(like.NewStore(r.db, r.ob), r.ids, time.Now, e.cfg.LikeStrategy)
+func buildLike(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	store := like.NewStore(r.db, r.ob, articles)
+	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+		return nil, nil, err
+	}
+	svc := like.NewService(store, r.ids, time.Now, e.cfg.LikeStrategy)
 	return like.Routes(svc, e.logger), r.checks(e), nil
 }
 
 // buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
 // counted after the last flush) and before the relays (which publish what it wrote).
-func buildView(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
-	svc := view.NewService(view.NewStore(r.db, r.ob), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
+func buildView(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	svc := view.NewService(view.NewStore(r.db, r.ob, articles), e.redis, view.Config{KeyPrefix: e.cfg.RedisPrefix, Logger: e.logger})
+	if err := startExistence(ctx, e, r, articles, svc.Purge); err != nil {
+		return nil, nil, err
+	}
 	r.workers.run(context.Background(), func(ctx context.Context) {
 		if err := svc.Run(ctx); err != nil {
 			e.logger.Error("last view count flush failed; views since the last backup live on in Redis only", "err", err)
@@ -114,15 +135,7 @@ func buildHotArticle(ctx context.Context, e *engines, r runtime) (*http.ServeMux
 }
 
 func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
-	origin := func(name string, listen string) string {
-		if u := e.cfg.Origins[name]; u != "" {
-			return u
-		}
-		if u := r.local[name]; u != "" {
-			return u
-		}
-		return "http://" + loopbackAddr(listen)
-	}
+	origin := func(name, listen string) string { return r.origin(e, name, listen) }
 	views := optcache.New[int64](e.redis, e.cfg.RedisPrefix+"article-read::", optcache.Config{})
 	svc := articleread.NewService(e.redis, views, articleread.Config{KeyPrefix: e.cfg.RedisPrefix,
 		Origins: articleread.Origins{Article: origin("article", e.cfg.ArticleAddr), Comment: origin("comment", e.cfg.CommentAddr),
@@ -135,6 +148,34 @@ func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMu
 		return nil, nil, err
 	}
 	return articleread.Routes(svc, e.logger), consumerChecks(e), nil
+}
+
+// articles returns the record of which articles exist of a service that writes on articles.
+func (r runtime) articles(e *engines) *existence.Registry {
+	return existence.New(r.db, existence.Config{Service: r.name, Origin: r.origin(e, "article", e.cfg.ArticleAddr),
+		PurgeBatchSeconds: r.purgeBatchSeconds.WithLabelValues(r.name), Logger: e.logger})
+}
+
+// startExistence starts what keeps a service's record of articles current: its consumer of the article topic, and
+// among the workers the purge of deleted articles' rows.
+func startExistence(ctx context.Context, e *engines, r runtime, articles *existence.Registry, purge existence.Purge) error {
+	if err := startConsumer(ctx, e, r, articles.Handlers(), ""); err != nil {
+		return err
+	}
+	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, purge) })
+	return nil
+}
+
+// origin returns the base URL of the named service, which listens on listen by default: the configured origin,
+// else where this process serves it, else its default port on the loopback address.
+func (r runtime) origin(e *engines, name, listen string) string {
+	if u := e.cfg.Origins[name]; u != "" {
+		return u
+	}
+	if u := r.local[name]; u != "" {
+		return u
+	}
+	return "http://" + loopbackAddr(listen)
 }
 
 // loopbackAddr is addr (host:port) with an unspecified host (":9000", "[::]:9000") made the loopback address, so
@@ -172,11 +213,11 @@ func serviceNames() []string {
 	return names
 }
 
-// consumerNames are the services that consume events.
-func consumerNames() []string {
+// replayableNames are the services --replay can rebuild.
+func replayableNames() []string {
 	var names []string
 	for _, s := range services {
-		if s.group != "" {
+		if s.replayable {
 			names = append(names, s.name)
 		}
 	}
@@ -231,6 +272,10 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	metrics := httpio.NewMetrics(reg)
 	outboxMetrics := outbox.NewMetricVecs(reg)
 	consumerMetrics := kafka.NewMetrics(reg)
+	purgeBatchSeconds := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "board_article_purge_batch_seconds",
+		Help:    "How long each batch of a deleted article's purge took, waits included: an upper bound of how long it held its locks.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"service"})
+	reg.MustRegister(purgeBatchSeconds)
 	relays, workers, consumers := &background{}, &background{}, &background{}
 	defer relays.stop() // also on a failed start; on the normal path they stop before the engines close
 	defer workers.stop()
@@ -247,7 +292,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
 		api, checks, err := s.build(ctx, e, runtime{producer: p, name: s.name, group: s.group, ids: ids, workers: workers, consumers: consumers,
-			metrics: consumerMetrics, failed: failed, local: local})
+			metrics: consumerMetrics, purgeBatchSeconds: purgeBatchSeconds, failed: failed, local: local})
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
