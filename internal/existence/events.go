@@ -40,7 +40,7 @@ func (r *Registry) applyLive(ctx context.Context, env event.Envelope) error {
 		id, version, version, version); err != nil {
 		return err
 	}
-	r.memo.forget(id) // a 404 remembered before the article existed
+	r.memo.forgetMissing(id) // a 404 remembered before the article existed; a deleted mark stays
 	return nil
 }
 

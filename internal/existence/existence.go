@@ -219,6 +219,9 @@ func (r *Registry) Lookups() int64 {
 // lookUp asks the article service whether an article exists and records a live one. Concurrent lookups of one id
 // share one call, which runs to its own deadline whichever caller gives up first.
 func (r *Registry) lookUp(ctx context.Context, articleID int64) error {
+	if snowflake.Timestamp(articleID).After(r.cfg.Now().Add(clockSkew)) {
+		return NotFound(articleID) // not issued yet, by any clock within the skew: nothing to ask
+	}
 	switch r.memo.get(articleID, r.cfg.Now()) {
 	case stateMissing:
 		return NotFound(articleID)
@@ -338,8 +341,11 @@ func (m *memo) put(id int64, s state, expires time.Time) {
 	m.entries[id] = memoEntry{s, expires}
 }
 
-func (m *memo) forget(id int64) {
+// forgetMissing forgets that the article service did not have id, and nothing else: a deleted mark stays.
+func (m *memo) forgetMissing(id int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.entries, id)
+	if m.entries[id].state == stateMissing {
+		delete(m.entries, id)
+	}
 }

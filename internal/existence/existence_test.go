@@ -420,6 +420,23 @@ func TestAMissingArticleIsRemembered(t *testing.T) {
 	})
 }
 
+// An id whose Snowflake time lies beyond the clock skew has not been issued: it is refused without asking, so a
+// flood of made-up ids from the future cannot take the lookup slots from new articles.
+func TestAnIDFromTheFutureIsRefusedWithoutALookup(t *testing.T) {
+	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+		origin := existencetest.NewOrigin(t)
+		reg := newRegistry(db, origin.URL, existence.Config{})
+		var runs atomic.Int64
+		future := snowflake.Compose(time.Now().Add(time.Hour), 1, 0)
+		err := reg.Write(context.Background(), future, requiring(db, reg, future, &runs))
+		wantFault(t, "a write on an id from an hour ahead", err, fault.NotFound, "ARTICLE_NOT_FOUND")
+		wantFault(t, "a view of it", reg.Check(context.Background(), future), fault.NotFound, "ARTICLE_NOT_FOUND")
+		if origin.Calls() != 0 {
+			t.Errorf("%d lookups of an id from the future, want none", origin.Calls())
+		}
+	})
+}
+
 func TestCheck(t *testing.T) {
 	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
