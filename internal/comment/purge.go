@@ -21,10 +21,14 @@ var purgeOrder = []struct{ table, index, orderBy string }{
 // goes down by what the batch removed, with a new version, and goes too once no comment is left, which is when
 // Purge reports done. It writes no events (package comment).
 //
-// The batch locks the count row first, as every write of the article does after Require: writes of the article are
-// refused by then, and purges of it by several instances take turns.
+// The batch takes the writes' locks in their order: the existence row (shared; it refuses an article not recorded
+// as deleted), then the count row, so writes of the article are refused by then and purges of it by several
+// instances take turns.
 func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err error) {
 	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
+		if err := s.articles.RequireDeleted(ctx, tx, articleID); err != nil {
+			return err
+		}
 		if _, err := s.lockCount(ctx, tx, articleID); err != nil {
 			return err
 		}

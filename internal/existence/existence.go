@@ -156,6 +156,18 @@ func (r *Registry) Require(ctx context.Context, tx *sql.Tx, articleID int64) err
 	return nil
 }
 
+// RequireDeleted, the first statement of a purge batch, checks that the article is recorded as deleted, taking its
+// row in the writes' lock order; a purge of a live or unknown article is a wiring mistake and is refused.
+func (r *Registry) RequireDeleted(ctx context.Context, tx *sql.Tx, articleID int64) error {
+	switch err := r.Require(ctx, tx, articleID); {
+	case err == nil:
+		return fmt.Errorf("article %d is live: nothing of it is purged", articleID)
+	case fault.KindOf(err) != fault.NotFound:
+		return fmt.Errorf("article %d is not recorded as deleted: %w", articleID, err)
+	}
+	return nil
+}
+
 // Write runs write, a transaction that calls Require. When the article was unknown, it looks the article up at the
 // article service (a 404 there is NotFound) and runs write once more. write must be safe to run twice: an attempt
 // that returned ErrUnknown has written nothing.

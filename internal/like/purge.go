@@ -4,10 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
-
-	"board/internal/fault"
 )
 
 // purgeBatchSize is how many likes one purge batch removes: few enough that a batch holds its locks for
@@ -23,11 +20,8 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
 		done = false
 		// The writes' lock order (see Store): the existence row, shared; the count row; the likes.
-		switch err := s.articles.Require(ctx, tx, articleID); {
-		case err == nil:
-			return fmt.Errorf("article %d is live: its likes are not purged", articleID)
-		case fault.KindOf(err) != fault.NotFound:
-			return fmt.Errorf("article %d is not recorded as deleted: %w", articleID, err)
+		if err := s.articles.RequireDeleted(ctx, tx, articleID); err != nil {
+			return err
 		}
 		_, err := readCount(ctx, tx, articleID, s.db.ForUpdate())
 		counted := err == nil
