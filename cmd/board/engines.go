@@ -135,8 +135,7 @@ func (driverLogger) Print(v ...any) {
 func (e *engines) startKafka(ctx context.Context) error {
 	e.kafkaBrokers = splitList(e.cfg.KafkaBrokers)
 	if len(e.kafkaBrokers) == 0 {
-		broker, err := embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"),
-			e.cfg.KafkaRetention, e.logger)
+		broker, err := e.startEmbeddedKafka()
 		if err != nil {
 			return fmt.Errorf("start embedded kafka: %w", err)
 		}
@@ -153,6 +152,11 @@ func (e *engines) startKafka(ctx context.Context) error {
 		return fmt.Errorf("create topics on %v: %w", e.kafkaBrokers, err)
 	}
 	return nil
+}
+
+// startEmbeddedKafka starts the embedded Kafka-protocol broker, keeping its log under the data directory.
+func (e *engines) startEmbeddedKafka() (*embedded.Kafka, error) {
+	return embedded.StartKafka(e.cfg.EmbeddedKafkaAddr, filepath.Join(e.cfg.DataDir, "kafka"), e.cfg.KafkaRetention, e.logger)
 }
 
 // openSQL opens a service's database: <prefix><name> on the MySQL server, or <data-dir>/sqlite/<name>.db.

@@ -15,6 +15,7 @@ const usage = `board — a bulletin-board backend of six event-driven services.
 
 Usage:
   board serve [service...]   run services (default: all of them)
+  board engines              run only the embedded Redis and Kafka, for several serve processes to share
   board migrate              create or upgrade every service's schema
   board seed [articles]      bulk-load articles for experiments
   board seed comments        bulk-load comments of both versions for experiments
@@ -40,6 +41,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		err = serveCommand(ctx, rest, getenv, stdout, stderr)
+	case "engines":
+		err = enginesCommand(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		err = migrateCommand(ctx, rest, getenv, stdout, stderr)
 	case "seed":
