@@ -68,7 +68,7 @@ func Real(t testing.TB) Backend {
 	b := Backend{Client: rdb, Prefix: prefix()}
 	t.Cleanup(func() {
 		defer rdb.Close()
-		deleteKeys(t, rdb, b.Prefix)
+		b.Flush(t)
 	})
 	return b
 }
@@ -91,14 +91,26 @@ func Cluster(t testing.TB) Backend {
 	b := Backend{Client: rdb, Prefix: prefix()}
 	t.Cleanup(func() {
 		defer rdb.Close()
-		if err := rdb.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			deleteKeys(t, node, b.Prefix)
-			return nil
-		}); err != nil {
-			t.Errorf("delete test keys: %v", err)
-		}
+		b.Flush(t)
 	})
 	return b
+}
+
+// Flush deletes every key with the backend's prefix from every node, as a flushed or replaced Redis would have
+// lost them.
+func (b Backend) Flush(t testing.TB) {
+	t.Helper()
+	cluster, ok := b.Client.(*redis.ClusterClient)
+	if !ok {
+		deleteKeys(t, b.Client, b.Prefix)
+		return
+	}
+	if err := cluster.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+		deleteKeys(t, node, b.Prefix)
+		return nil
+	}); err != nil {
+		t.Errorf("delete test keys: %v", err)
+	}
 }
 
 // Keys returns every key matching pattern, from every primary of a cluster. Tests use it instead of KEYS, which a
