@@ -100,16 +100,22 @@ func Cluster(t testing.TB) Backend {
 // lost them.
 func (b Backend) Flush(t testing.TB) {
 	t.Helper()
-	cluster, ok := b.Client.(*redis.ClusterClient)
+	DeletePrefix(t, b.Client, b.Prefix)
+}
+
+// DeletePrefix deletes every key that starts with prefix, from every primary of a cluster.
+func DeletePrefix(t testing.TB, rdb redis.UniversalClient, prefix string) {
+	t.Helper()
+	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		deleteKeys(t, b.Client, b.Prefix)
+		deleteKeys(t, rdb, prefix)
 		return
 	}
 	if err := cluster.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
-		deleteKeys(t, node, b.Prefix)
+		deleteKeys(t, node, prefix)
 		return nil
 	}); err != nil {
-		t.Errorf("delete test keys: %v", err)
+		t.Errorf("delete keys %s*: %v", prefix, err)
 	}
 }
 
