@@ -651,16 +651,7 @@ func (e *env) applyNew(t *testing.T, from int) int {
 // flush deletes every key of the test, as a flushed or replaced Redis would have lost them.
 func (e *env) flush(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := e.b.Client.Keys(ctx, e.b.Prefix+"*").Result()
-	if err != nil {
-		t.Fatalf("list keys: %v", err)
-	}
-	if len(keys) > 0 {
-		if err := e.b.Client.Del(ctx, keys...).Err(); err != nil {
-			t.Fatalf("flush: %v", err)
-		}
-	}
+	e.b.Flush(t)
 	// Time moves on past the flush, so that the events emitted before it are older than the new epoch.
 	if !e.clock.add(2 * time.Millisecond) {
 		time.Sleep(2 * time.Millisecond)

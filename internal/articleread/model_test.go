@@ -400,9 +400,8 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 				t.Errorf("%s: Apply = %v, want a fault of kind Invalid", tt.name, err)
 			}
 		}
-		keys, err := b.Client.Keys(context.Background(), b.Prefix+"*").Result()
-		if err != nil || len(keys) != 1 || keys[0] != b.Prefix+"article-read::epoch" {
-			t.Errorf("bad events wrote keys %v (%v); want only the epoch the test set", keys, err)
+		if keys := redistest.Keys(t, b.Client, b.Prefix+"*"); len(keys) != 1 || keys[0] != b.Prefix+"article-read::epoch" {
+			t.Errorf("bad events wrote keys %v; want only the epoch the test set", keys)
 		}
 	})
 }
