@@ -87,14 +87,9 @@ func (f *fixture) keys() []string {
 
 func keysUnder(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 	t.Helper()
-	ctx := context.Background()
 	var keys []string
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, strings.TrimPrefix(iter.Val(), prefix))
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatalf("scan %s*: %v", prefix, err)
+	for _, key := range redistest.Keys(t, rdb, prefix+"*") {
+		keys = append(keys, strings.TrimPrefix(key, prefix))
 	}
 	slices.Sort(keys)
 	return keys
@@ -781,6 +776,9 @@ func BenchmarkApply(b *testing.B) {
 	backends := map[string]func(testing.TB) redistest.Backend{"miniredis": redistest.Mini}
 	if os.Getenv(redistest.AddrEnv) != "" {
 		backends["redis"] = redistest.Real
+	}
+	if os.Getenv(redistest.ClusterAddrsEnv) != "" {
+		backends["cluster"] = redistest.Cluster
 	}
 	for name, backend := range backends {
 		b.Run(name, func(b *testing.B) {
