@@ -30,7 +30,6 @@ func wantBody(t *testing.T, r httpiotest.Reply, want string) {
 
 func TestRoutes(t *testing.T) {
 	run(t, func(t *testing.T, e env) {
-		ctx := context.Background()
 		h := handler(e.service(Config{}))
 		views := fmt.Sprintf("/v1/article-views/articles/%d", article)
 		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "0")
@@ -40,10 +39,7 @@ func TestRoutes(t *testing.T) {
 		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "2")
 
 		// The keys are named after the article and the user, under the prefix, and share the article's hash tag.
-		keys, err := e.redis.Client.Keys(ctx, e.prefix+"*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		keys := redistest.Keys(t, e.redis.Client, e.prefix+"*")
 		tag := fmt.Sprintf("%sview::article::{%d}::", e.prefix, article)
 		want := []string{tag + "user::0::lock", tag + "user::9223372036854775807::lock", tag + "view_count"}
 		slices.Sort(keys)

@@ -91,17 +91,10 @@ func handler(svc *Service) http.Handler {
 // forget deletes every key of e, as a Redis restarted without its data would have.
 func (e env) forget(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := e.redis.Client.Keys(ctx, e.prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) == 0 {
+	if len(redistest.Keys(t, e.redis.Client, e.prefix+"*")) == 0 {
 		t.Fatal("no keys to forget")
 	}
-	if err := e.redis.Client.Del(ctx, keys...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	redistest.DeletePrefix(t, e.redis.Client, e.prefix)
 }
 
 // mustView views as a user and returns the count the service answered.
