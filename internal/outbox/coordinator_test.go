@@ -46,51 +46,54 @@ func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 	}
 }
 
+// TestCoordinatorSplitsAndTakesOver runs on every Redis backend: the heartbeat's MULTI touches one key, which a
+// cluster accepts.
 func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
-	r := redistest.Real(t)
-	rdb, prefix := r.Client, r.Prefix
-	ctx := context.Background()
-	clock := fake.NewClock(time.Now())
-	coordinator := func() *Coordinator {
-		c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
-		c.now = clock.Now
-		return c
-	}
-	a, b, c := coordinator(), coordinator(), coordinator()
-	beat := func(cs ...*Coordinator) {
-		t.Helper()
-		for _, x := range cs {
-			if err := x.heartbeat(ctx); err != nil {
-				t.Fatal(err)
+	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
+		rdb, prefix := r.Client, r.Prefix
+		ctx := context.Background()
+		clock := fake.NewClock(time.Now())
+		coordinator := func() *Coordinator {
+			c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
+			c.now = clock.Now
+			return c
+		}
+		a, b, c := coordinator(), coordinator(), coordinator()
+		beat := func(cs ...*Coordinator) {
+			t.Helper()
+			for _, x := range cs {
+				if err := x.heartbeat(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	beat(a, b, c)
-	beat(a, b, c) // the first round saw fewer members
-	checkPartition(t, 8, a, b, c)
-	for _, x := range []*Coordinator{a, b, c} {
-		if n := len(x.Owned()); n < 2 || n > 3 {
-			t.Errorf("%s owns %v; 8 shards over 3 instances is 2 or 3 each", x.ID(), x.Owned())
+		beat(a, b, c)
+		beat(a, b, c) // the first round saw fewer members
+		checkPartition(t, 8, a, b, c)
+		for _, x := range []*Coordinator{a, b, c} {
+			if n := len(x.Owned()); n < 2 || n > 3 {
+				t.Errorf("%s owns %v; 8 shards over 3 instances is 2 or 3 each", x.ID(), x.Owned())
+			}
 		}
-	}
 
-	// c dies without leaving: after 9 s of silence the others split everything.
-	clock.Add(6 * time.Second)
-	beat(a, b)
-	if len(a.Owned())+len(b.Owned()) == 8 {
-		t.Error("c's shards were taken over before it had been silent for 9 s")
-	}
-	clock.Add(4 * time.Second)
-	beat(a, b)
-	checkPartition(t, 8, a, b)
+		// c dies without leaving: after 9 s of silence the others split everything.
+		clock.Add(6 * time.Second)
+		beat(a, b)
+		if len(a.Owned())+len(b.Owned()) == 8 {
+			t.Error("c's shards were taken over before it had been silent for 9 s")
+		}
+		clock.Add(4 * time.Second)
+		beat(a, b)
+		checkPartition(t, 8, a, b)
 
-	// b leaves on shutdown: a takes over at its next ping, without waiting for the dead timeout.
-	b.leave()
-	if len(b.Owned()) != 0 {
-		t.Errorf("b still owns %v after leaving", b.Owned())
-	}
-	beat(a)
-	checkPartition(t, 8, a)
+		// b leaves on shutdown: a takes over at its next ping, without waiting for the dead timeout.
+		b.leave()
+		if len(b.Owned()) != 0 {
+			t.Errorf("b still owns %v after leaving", b.Owned())
+		}
+		beat(a)
+		checkPartition(t, 8, a)
+	})
 }
 
 // killable is a relay whose process can die: its Redis connection goes with it, so it cannot leave the set.
