@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -26,32 +24,15 @@ import (
 // send sends a JSON request and returns the status and, for an error answer, its code.
 func send(t *testing.T, method, url string, body any) (status int, code string) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
+	status, raw := sendJSON(t, method, url, body)
+	if status >= 300 {
 		var e struct{ Code string }
 		if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
-			t.Fatalf("%s %s: %d with %q, not {code, message}", method, url, resp.StatusCode, raw)
+			t.Fatalf("%s %s: %d with %q, not {code, message}", method, url, status, raw)
 		}
 		code = e.Code
 	}
-	return resp.StatusCode, code
+	return status, code
 }
 
 // newArticle creates an article through p's article service and returns its id.

@@ -192,6 +192,20 @@ func (w *logWatcher) String() string {
 // call sends a JSON request and decodes a JSON answer into out (when out is not nil), checking the status.
 func call(t *testing.T, method, url string, body any, wantStatus int, out any) {
 	t.Helper()
+	status, raw := sendJSON(t, method, url, body)
+	if status != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, url, status, wantStatus, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, url, raw, err)
+		}
+	}
+}
+
+// sendJSON sends body (when not nil) as JSON and returns the answer's status and body.
+func sendJSON(t *testing.T, method, url string, body any) (status int, raw []byte) {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -209,15 +223,11 @@ func call(t *testing.T, method, url string, body any, wantStatus int, out any) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		t.Fatalf("%s %s: status %d, want %d; body %s", method, url, resp.StatusCode, wantStatus, raw)
+	raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the answer: %v", method, url, err)
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, url, raw, err)
-		}
-	}
+	return resp.StatusCode, raw
 }
 
 type articleOut struct {
