@@ -1,0 +1,616 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/redistest"
+	"board/internal/sqldb/sqltest"
+	"board/internal/view"
+	"board/internal/wire"
+)
+
+// The cluster suite (issue 13): three `board serve` processes with every service on MariaDB, a Redis Cluster and
+// one shared broker, a mixed workload through random instances, and checks, once the system is quiet, that every
+// acknowledged write is where it belongs. It needs the real engines, so it runs only when asked to.
+const (
+	clusterEnv         = "BOARD_TEST_CLUSTER"          // 1 runs the cluster suite
+	clusterDurationEnv = "BOARD_TEST_CLUSTER_DURATION" // how long the workload runs, e.g. 2m (default 20s)
+	clusterInstances   = 3
+	clusterWorkers     = 8
+	clusterBoards      = 3
+	hotArticles        = 20 // how many of the newest articles take most comments, likes and views
+	// quietBound bounds every wait for the system to settle after the workload; a healthy cluster needs seconds.
+	quietBound = 2 * time.Minute
+)
+
+// cluster is the running system under test, and what the test needs to read its state directly.
+type cluster struct {
+	instances   []*process
+	kafka       string // the shared broker's addresses
+	topicPrefix string
+	redis       *redis.ClusterClient
+	dbs         map[string]*sql.DB // service database name (article, comment, ...) -> the test's database
+}
+
+// startCluster starts one `board engines` (for its broker) and three `board serve` with every service, on the test's
+// own MariaDB databases, Redis key prefix and topic prefix, all removed at the end.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	suffix := sqltest.RandomSuffix()
+	dbPrefix := "board_cluster_" + suffix + "_"
+	redisPrefix := "test:cluster:" + suffix + ":"
+	c := &cluster{topicPrefix: "cluster-" + suffix + "-", dbs: map[string]*sql.DB{}}
+
+	addrs := strings.Split(os.Getenv(redistest.ClusterAddrsEnv), ",")
+	c.redis = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() {
+		redistest.DeletePrefix(t, c.redis, redisPrefix) // after the instances stopped: cleanups run last first
+		c.redis.Close()
+	})
+	for _, s := range services {
+		if s.database == "" {
+			continue
+		}
+		db, err := sql.Open("mysql", sqltest.DatabaseDSN(t, dbPrefix+s.database))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() }) // before DatabaseDSN's drop, registered earlier
+		c.dbs[s.database] = db
+	}
+
+	eng := startEngines(t, t.TempDir(), embeddedRedisInProcess)
+	c.kafka = eng.kafkaBrokers
+	for range clusterInstances {
+		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",
+			"--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", dbPrefix,
+			"--redis-addr", strings.Join(addrs, ","), "--redis-prefix", redisPrefix,
+			"--kafka-brokers", c.kafka, "--topic-prefix", c.topicPrefix, "--hot-article-time-zone", "UTC"}
+		for _, s := range services {
+			args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
+		}
+		c.instances = append(c.instances, startProcess(t, args...))
+	}
+	// The instances stop (SIGTERM, cleanly) before the engines they flush to; startProcess's cleanup kills
+	// whatever is left.
+	t.Cleanup(func() {
+		for i, p := range c.instances {
+			if p.cmd.ProcessState == nil {
+				stopCleanly(t, fmt.Sprintf("instance %d", i), p)
+			}
+		}
+		stopCleanly(t, "board engines", eng.process)
+	})
+	return c
+}
+
+// url returns the base URL of service on a random instance.
+func (c *cluster) url(service string) string {
+	return c.instances[rand.IntN(len(c.instances))].urls[service]
+}
+
+// clusterDuration is how long the workload runs: BOARD_TEST_CLUSTER_DURATION, or a short default for CI.
+func clusterDuration(t *testing.T) time.Duration {
+	s := os.Getenv(clusterDurationEnv)
+	if s == "" {
+		return 20 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", clusterDurationEnv, s, err)
+	}
+	return d
+}
+
+func TestCluster(t *testing.T) {
+	if os.Getenv(clusterEnv) != "1" || os.Getenv(sqltest.MySQLDSNEnv) == "" || os.Getenv(redistest.ClusterAddrsEnv) == "" {
+		t.Skipf("the cluster suite needs %s=1, %s (MariaDB) and %s (a Redis Cluster, e.g. $(scripts/redis-cluster start))",
+			clusterEnv, sqltest.MySQLDSNEnv, redistest.ClusterAddrsEnv)
+	}
+	c := startCluster(t)
+	l := newLedger()
+	duration := clusterDuration(t)
+	l.viewsWithinWindow = duration < view.DefaultDedupeTTL
+	started := time.Now()
+	runWorkload(c, l, duration)
+	workloadEnded := time.Now()
+	t.Logf("workload: %v through %d instances, %d workers", workloadEnded.Sub(started).Round(time.Millisecond),
+		clusterInstances, clusterWorkers)
+
+	logLedger(t, l, checkCluster(t, c, l, workloadEnded))
+}
+
+// ledger records what every client was told: the writes acknowledged and the answers that refused one.
+type ledger struct {
+	mu        sync.Mutex
+	acked     map[string]int // kind -> writes acknowledged
+	answers   map[string]int // "kind: status code" -> count, for every answer that acknowledged nothing
+	failed    map[string]int // kind -> requests without an answer (outcome unknown)
+	surprises []string       // answers that contradict what was acknowledged before
+	ids       []int64        // every id an acknowledged write returned
+	articles  map[int64]*articleRecord
+	comments  map[commentKey]*commentRecord
+	likes     map[likeKey]likeState
+	viewers   map[int64]map[int64]bool // article -> users whose view was acknowledged
+	maxViews  map[int64]int64          // article -> highest count a view answered
+	// viewsWithinWindow: the run is shorter than the view dedupe window, so no user's view counted twice.
+	viewsWithinWindow bool
+}
+
+type articleRecord struct {
+	owner          int // the worker that created it, the only one that updates and deletes it
+	board          int64
+	title, content string
+	deleted        bool
+}
+
+type commentKey struct {
+	version string // v1 or v2
+	id      int64
+}
+
+type commentRecord struct {
+	owner   int
+	article int64
+	parent  int64  // v1: the root's id (its own for a root)
+	path    string // v2
+	deleted bool
+}
+
+type likeKey struct{ article, user int64 }
+
+// likeState is a like as acknowledged last: liked, unliked, or unknown after a request without an answer.
+type likeState int
+
+const (
+	unliked likeState = iota
+	liked
+	likeUnknown
+)
+
+func newLedger() *ledger {
+	return &ledger{acked: map[string]int{}, answers: map[string]int{}, failed: map[string]int{},
+		articles: map[int64]*articleRecord{}, comments: map[commentKey]*commentRecord{}, likes: map[likeKey]likeState{},
+		viewers: map[int64]map[int64]bool{}, maxViews: map[int64]int64{}}
+}
+
+// answer is what one request got: a status and body, or an error when no answer came.
+type answer struct {
+	status int
+	code   string
+	body   []byte
+	err    error
+}
+
+func (a answer) ok() bool { return a.err == nil && a.status < 300 }
+
+// decode decodes a successful answer's body; a body that does not decode is recorded as a surprise.
+func (l *ledger) decode(kind string, a answer, out any) bool {
+	if err := json.Unmarshal(a.body, out); err != nil {
+		l.surprise("%s: %d answer %q does not decode: %v", kind, a.status, a.body, err)
+		return false
+	}
+	return true
+}
+
+// note records an answer that acknowledged nothing.
+func (l *ledger) note(kind string, a answer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a.err != nil {
+		l.failed[kind]++
+		return
+	}
+	l.answers[fmt.Sprintf("%s: %d %s", kind, a.status, a.code)]++
+}
+
+func (l *ledger) surprise(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.surprises = append(l.surprises, fmt.Sprintf(format, args...))
+}
+
+// ack records an acknowledged write of kind, with the id it returned (0 for none), and applies change to the
+// ledger under its lock.
+func (l *ledger) ack(kind string, id int64, change func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acked[kind]++
+	if id != 0 {
+		l.ids = append(l.ids, id)
+	}
+	if change != nil {
+		change()
+	}
+}
+
+// liveArticles returns the articles not acknowledged deleted, optionally only those of one owner.
+func (l *ledger) liveArticles(owner int) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []int64
+	for id, a := range l.articles {
+		if !a.deleted && (owner < 0 || a.owner == owner) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids) // map order is random but not uniformly so; pick from a sorted list
+	return ids
+}
+
+// ownComments returns the live comments of one version that a worker created, on live articles.
+func (l *ledger) ownComments(owner int, version string) []commentKey {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var keys []commentKey
+	for k, c := range l.comments {
+		if k.version == version && c.owner == owner && !c.deleted && !l.articles[c.article].deleted {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b commentKey) int { return int(a.id - b.id) })
+	return keys
+}
+
+// clusterClient bounds every request, so that a request to a stopped instance fails instead of hanging.
+var clusterClient = &http.Client{Timeout: 15 * time.Second}
+
+// clusterRequest sends body (when not nil) as JSON and returns the answer, or the error that came instead.
+func clusterRequest(method, url string, body any) answer {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return answer{err: err}
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		return answer{err: err}
+	}
+	resp, err := clusterClient.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{err: err}
+	}
+	a := answer{status: resp.StatusCode, body: raw}
+	if a.status >= 300 {
+		var e struct{ Code string }
+		_ = json.Unmarshal(raw, &e)
+		a.code = e.Code
+	}
+	return a
+}
+
+// runWorkload runs the workers until duration has passed.
+func runWorkload(c *cluster, l *ledger, duration time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range clusterWorkers {
+		w := &worker{id: i, c: c, l: l, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				w.step()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// worker sends one write at a time. It alone updates and deletes its articles and comments, and likes and views
+// as its own users, so the ledger knows the state each of its writes leaves; comments, likes and views go to any
+// article, so writes of different workers meet on the same rows.
+type worker struct {
+	id  int
+	c   *cluster
+	l   *ledger
+	rng *rand.Rand
+}
+
+// user returns one of the worker's n users.
+func (w *worker) user(n int) int64 { return int64(w.id+1)*1_000_000 + int64(w.rng.IntN(n)) + 1 }
+
+// step sends one write, chosen at random with weights that keep a few dozen articles alive.
+func (w *worker) step() {
+	if len(w.l.liveArticles(w.id)) < 3 {
+		w.createArticle()
+		return
+	}
+	ops := []struct {
+		weight int
+		run    func()
+	}{
+		{6, w.createArticle}, {4, w.updateArticle}, {1, w.deleteArticle},
+		{6, func() { w.createComment("v1", false) }}, {4, func() { w.createComment("v1", true) }},
+		{3, func() { w.deleteComment("v1") }},
+		{6, func() { w.createComment("v2", false) }}, {4, func() { w.createComment("v2", true) }},
+		{3, func() { w.deleteComment("v2") }},
+		{16, w.likeOrUnlike}, {20, w.view},
+	}
+	total := 0
+	for _, op := range ops {
+		total += op.weight
+	}
+	n := w.rng.IntN(total)
+	for _, op := range ops {
+		if n < op.weight {
+			op.run()
+			return
+		}
+		n -= op.weight
+	}
+}
+
+// anyArticle returns a random live article of any worker, most often one of the newest, so that writes of
+// different workers and instances meet on the same rows.
+func (w *worker) anyArticle() int64 {
+	ids := w.l.liveArticles(-1)
+	if len(ids) > hotArticles && w.rng.IntN(4) > 0 {
+		ids = ids[len(ids)-hotArticles:] // Snowflake ids grow with time: the newest are last
+	}
+	return ids[w.rng.IntN(len(ids))]
+}
+
+func (w *worker) ownArticle() int64 {
+	ids := w.l.liveArticles(w.id)
+	return ids[w.rng.IntN(len(ids))]
+}
+
+type articleAnswer struct {
+	ArticleID, BoardID wire.ID
+	Title, Content     string
+}
+
+func (w *worker) createArticle() {
+	const kind = "article create"
+	board := int64(w.rng.IntN(clusterBoards) + 1)
+	title := fmt.Sprintf("title %d", w.rng.Int64())
+	a := clusterRequest("POST", w.c.url("article")+"/v1/articles", map[string]any{"title": title, "content": "content " + title,
+		"writerId": w.user(10), "boardId": board})
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	var out articleAnswer
+	if !w.l.decode(kind, a, &out) {
+		return
+	}
+	id := int64(out.ArticleID)
+	w.l.ack(kind, id, func() {
+		w.l.articles[id] = &articleRecord{owner: w.id, board: board, title: out.Title, content: out.Content}
+	})
+}
+
+func (w *worker) updateArticle() {
+	const kind = "article update"
+	id := w.ownArticle()
+	title := fmt.Sprintf("updated %d", w.rng.Int64())
+	a := clusterRequest("PUT", fmt.Sprintf("%s/v1/articles/%d", w.c.url("article"), id), map[string]any{"title": title,
+		"content": "content " + title})
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	var out articleAnswer
+	if !w.l.decode(kind, a, &out) {
+		return
+	}
+	w.l.ack(kind, 0, func() { w.l.articles[id].title, w.l.articles[id].content = out.Title, out.Content })
+}
+
+func (w *worker) deleteArticle() {
+	const kind = "article delete"
+	id := w.ownArticle()
+	a := clusterRequest("DELETE", fmt.Sprintf("%s/v1/articles/%d", w.c.url("article"), id), nil)
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	w.l.ack(kind, 0, func() { w.l.articles[id].deleted = true })
+}
+
+type commentAnswer struct {
+	CommentID, ArticleID, ParentCommentID wire.ID
+	Path                                  string
+}
+
+// createComment creates a root on any live article or, with reply, a reply to one of the worker's live comments.
+func (w *worker) createComment(version string, reply bool) {
+	kind := "comment " + version + " root"
+	body := map[string]any{"writerId": w.user(10), "content": "a comment"}
+	var article int64
+	if reply {
+		kind = "comment " + version + " reply"
+		own := w.l.ownComments(w.id, version)
+		if len(own) == 0 {
+			return
+		}
+		w.l.mu.Lock()
+		parent := w.l.comments[own[w.rng.IntN(len(own))]]
+		article = parent.article
+		if version == "v1" {
+			body["parentCommentId"] = fmt.Sprint(parent.parent) // a reply to a reply answers its root
+		} else {
+			body["parentPath"] = parent.path
+		}
+		w.l.mu.Unlock()
+	} else {
+		article = w.anyArticle()
+	}
+	body["articleId"] = fmt.Sprint(article)
+	a := clusterRequest("POST", w.c.url("comment")+"/"+version+"/comments", body)
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	var out commentAnswer
+	if !w.l.decode(kind, a, &out) {
+		return
+	}
+	id := int64(out.CommentID)
+	if int64(out.ArticleID) != article {
+		w.l.surprise("%s %d: created on article %d, asked for %d", kind, id, out.ArticleID, article)
+	}
+	w.l.ack(kind, id, func() {
+		w.l.comments[commentKey{version, id}] = &commentRecord{owner: w.id, article: article,
+			parent: int64(out.ParentCommentID), path: out.Path}
+	})
+}
+
+func (w *worker) deleteComment(version string) {
+	kind := "comment " + version + " delete"
+	own := w.l.ownComments(w.id, version)
+	if len(own) == 0 {
+		return
+	}
+	key := own[w.rng.IntN(len(own))]
+	a := clusterRequest("DELETE", fmt.Sprintf("%s/%s/comments/%d", w.c.url("comment"), version, key.id), nil)
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	w.l.ack(kind, 0, func() { w.l.comments[key].deleted = true })
+}
+
+// likeStrategies are the like service's strategies, each named by its path segment.
+var likeStrategies = []string{"pessimistic-lock-1", "pessimistic-lock-2", "optimistic-lock"}
+
+// likeOrUnlike likes an article as one of the worker's users, or unlikes it when the ledger says the user likes
+// it, with a random strategy. An answer that contradicts the ledger (409 ALREADY_LIKED for a user whose unlike was
+// acknowledged) is a surprise.
+func (w *worker) likeOrUnlike() {
+	key := likeKey{w.anyArticle(), w.user(30)}
+	if own := w.ownLikes(); len(own) > 0 && w.rng.IntN(3) == 0 {
+		key = own[w.rng.IntN(len(own))]
+	}
+	strategy := likeStrategies[w.rng.IntN(len(likeStrategies))]
+	w.l.mu.Lock()
+	state := w.l.likes[key]
+	w.l.mu.Unlock()
+	method, kind := "POST", "like "+strategy
+	if state == liked {
+		method, kind = "DELETE", "unlike "+strategy
+	}
+	a := clusterRequest(method, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d/%s", w.c.url("like"), key.article,
+		key.user, strategy), nil)
+	if !a.ok() {
+		w.l.note(kind, a)
+		switch {
+		case a.err != nil || a.status >= 500:
+			w.l.mu.Lock()
+			w.l.likes[key] = likeUnknown // the write may or may not have committed
+			w.l.mu.Unlock()
+		case a.code == "ALREADY_LIKED" && state == unliked:
+			w.l.surprise("like of article %d by user %d: 409 ALREADY_LIKED after its unlike was acknowledged", key.article, key.user)
+		}
+		return
+	}
+	var id int64
+	if method == "POST" {
+		var out struct{ ArticleLikeID wire.ID }
+		if !w.l.decode(kind, a, &out) {
+			return
+		}
+		id = int64(out.ArticleLikeID)
+	}
+	w.l.ack(kind, id, func() { w.l.likes[key] = map[string]likeState{"POST": liked, "DELETE": unliked}[method] })
+}
+
+// ownLikes returns the likes of the worker's users on live articles, as acknowledged.
+func (w *worker) ownLikes() []likeKey {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	var keys []likeKey
+	for k, state := range w.l.likes {
+		if state == liked && k.user/1_000_000 == int64(w.id+1) && !w.l.articles[k.article].deleted {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b likeKey) int { return cmp.Or(cmp.Compare(a.article, b.article), cmp.Compare(a.user, b.user)) })
+	return keys
+}
+
+// view views an article as one of the worker's users; views by the same user within the dedupe window count once.
+func (w *worker) view() {
+	const kind = "view"
+	article, user := w.anyArticle(), w.user(100)
+	a := clusterRequest("POST", fmt.Sprintf("%s/v1/article-views/articles/%d/users/%d", w.c.url("view"), article, user), nil)
+	if !a.ok() {
+		w.l.note(kind, a)
+		return
+	}
+	var count int64
+	if !w.l.decode(kind, a, &count) {
+		return
+	}
+	w.l.ack(kind, 0, func() {
+		if w.l.viewers[article] == nil {
+			w.l.viewers[article] = map[int64]bool{}
+		}
+		w.l.viewers[article][user] = true
+		w.l.maxViews[article] = max(w.l.maxViews[article], count)
+	})
+}
+
+// logLedger prints the table of writes acknowledged, refused and without an answer, by kind.
+func logLedger(t *testing.T, l *ledger, r checkResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-32s %10s %10s\n", "kind", "acked", "no answer")
+	total := 0
+	for _, kind := range slices.Sorted(mapsKeys(l.acked, l.failed)) {
+		fmt.Fprintf(&b, "%-32s %10d %10d\n", kind, l.acked[kind], l.failed[kind])
+		total += l.acked[kind]
+	}
+	fmt.Fprintf(&b, "%-32s %10d\n", "total acknowledged", total)
+	for _, k := range slices.Sorted(mapsKeys(l.answers)) {
+		fmt.Fprintf(&b, "refused  %-40s %6d\n", k, l.answers[k])
+	}
+	fmt.Fprintf(&b, "%-32s %10d\n", "writes lost", r.lost)
+	if r.consistentAfter >= 0 {
+		fmt.Fprintf(&b, "read side consistent %v after the workload ended\n", r.consistentAfter.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "read side not consistent within %v after the workload ended\n", quietBound)
+	}
+	t.Logf("cluster run:\n%s", b.String())
+}
+
+// mapsKeys returns the keys of several maps, each once.
+func mapsKeys[V any](ms ...map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
