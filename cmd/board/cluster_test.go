@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ import (
 // acknowledged write is where it belongs. It needs the real engines, so it runs only when asked to.
 const (
 	clusterEnv         = "BOARD_TEST_CLUSTER"          // 1 runs the cluster suite
-	clusterDurationEnv = "BOARD_TEST_CLUSTER_DURATION" // how long the workload runs, e.g. 2m (default 20s)
+	clusterDurationEnv = "BOARD_TEST_CLUSTER_DURATION" // how long the workload runs, e.g. 2m (default 75s)
 	clusterInstances   = 3
 	clusterWorkers     = 8
 	clusterBoards      = 3
@@ -41,11 +42,24 @@ const (
 
 // cluster is the running system under test, and what the test needs to read its state directly.
 type cluster struct {
-	instances   []*process
-	kafka       string // the shared broker's addresses
-	topicPrefix string
-	redis       *redis.ClusterClient
-	dbs         map[string]*sql.DB // service database name (article, comment, ...) -> the test's database
+	mu           sync.Mutex // guards instances, incarnations and engines, which the faults replace under the workload
+	instances    []*process
+	incarnations []*incarnation
+	args         [][]string // each instance's serve flags, its addresses fixed once known, to restart it alike
+	engines      *enginesProcess
+	enginesDir   string
+	kafka        string // the shared broker's addresses
+	topicPrefix  string
+	redisAddrs   []string // the Redis Cluster's seeds
+	redis        *redis.ClusterClient
+	dbs          map[string]*sql.DB // service database name (article, comment, ...) -> the test's database
+}
+
+// incarnation is one process that ran as an instance, from its start to its kill (or until now).
+type incarnation struct {
+	instance       int
+	p              *process
+	started, ended time.Time
 }
 
 // startCluster starts one `board engines` (for its broker) and three `board serve` with every service, on the test's
@@ -58,6 +72,7 @@ func startCluster(t *testing.T) *cluster {
 	c := &cluster{topicPrefix: "cluster-" + suffix + "-", dbs: map[string]*sql.DB{}}
 
 	addrs := strings.Split(os.Getenv(redistest.ClusterAddrsEnv), ",")
+	c.redisAddrs = addrs
 	c.redis = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() {
 		redistest.DeletePrefix(t, c.redis, redisPrefix) // after the instances stopped: cleanups run last first
@@ -75,9 +90,10 @@ func startCluster(t *testing.T) *cluster {
 		c.dbs[s.database] = db
 	}
 
-	eng := startEngines(t, t.TempDir(), embeddedRedisInProcess)
-	c.kafka = eng.kafkaBrokers
-	for range clusterInstances {
+	c.enginesDir = t.TempDir()
+	c.engines = startEngines(t, c.enginesDir, embeddedRedisInProcess)
+	c.kafka = c.engines.kafkaBrokers
+	for i := range clusterInstances {
 		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",
 			"--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", dbPrefix,
 			"--redis-addr", strings.Join(addrs, ","), "--redis-prefix", redisPrefix,
@@ -85,31 +101,51 @@ func startCluster(t *testing.T) *cluster {
 		for _, s := range services {
 			args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
 		}
-		c.instances = append(c.instances, startProcess(t, args...))
+		p := startProcess(t, args...)
+		for _, s := range services { // a restart listens where this one does, so the workload's URLs stay valid
+			args[slices.Index(args, "--"+s.name+"-addr")+1] = strings.TrimPrefix(p.urls[s.name], "http://")
+		}
+		c.args = append(c.args, args)
+		c.instances = append(c.instances, p)
+		c.incarnations = append(c.incarnations, &incarnation{instance: i, p: p, started: time.Now()})
 	}
 	// The instances stop (SIGTERM, cleanly) before the engines they flush to; startProcess's cleanup kills
 	// whatever is left.
 	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		for i, p := range c.instances {
-			if p.cmd.ProcessState == nil {
+			if !p.hasExited() {
+				_ = p.cmd.Process.Signal(syscall.SIGCONT) // a test that failed amid a SIGSTOP left it stopped
 				stopCleanly(t, fmt.Sprintf("instance %d", i), p)
 			}
 		}
-		stopCleanly(t, "board engines", eng.process)
+		if !c.engines.hasExited() { // a failed broker restart left none running
+			stopCleanly(t, "board engines", c.engines.process)
+		}
 	})
 	return c
 }
 
 // url returns the base URL of service on a random instance.
 func (c *cluster) url(service string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.instances[rand.IntN(len(c.instances))].urls[service]
+}
+
+// instance returns the process that runs instance i now.
+func (c *cluster) instance(i int) *process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.instances[i]
 }
 
 // clusterDuration is how long the workload runs: BOARD_TEST_CLUSTER_DURATION, or a short default for CI.
 func clusterDuration(t *testing.T) time.Duration {
 	s := os.Getenv(clusterDurationEnv)
 	if s == "" {
-		return 20 * time.Second
+		return 75 * time.Second // long enough for every fault (see injectFaults) and a quiet end
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -126,14 +162,30 @@ func TestCluster(t *testing.T) {
 	c := startCluster(t)
 	l := newLedger()
 	duration := clusterDuration(t)
-	l.viewsWithinWindow = duration < view.DefaultDedupeTTL
 	started := time.Now()
-	runWorkload(c, l, duration)
+	ctx, stopWorkload := context.WithCancel(context.Background())
+	defer stopWorkload()
+	workloadDone := runWorkload(ctx, c, l)
+	sampler := sampleViews(ctx, c, l)
+
+	// The faults run here, on the test's goroutine (they start processes, which may fail the test), while the
+	// workload runs on; it runs for the duration given, and at least a few seconds past the last fault.
+	faults := injectFaults(t, c)
+	time.Sleep(max(time.Until(started.Add(duration)), afterLastFault))
+	stopWorkload()
+	<-workloadDone
 	workloadEnded := time.Now()
+	l.viewsWithinWindow = workloadEnded.Sub(started) < view.DefaultDedupeTTL
 	t.Logf("workload: %v through %d instances, %d workers", workloadEnded.Sub(started).Round(time.Millisecond),
 		clusterInstances, clusterWorkers)
 
-	logLedger(t, l, checkCluster(t, c, l, workloadEnded))
+	viewSamples, viewsBackwards := sampler.result()
+	for _, msg := range viewsBackwards {
+		t.Errorf("view count went backwards: %s", msg)
+	}
+	r := checkCluster(t, c, l, workloadEnded, faults)
+	r.viewSamples, r.viewsBackwards = viewSamples, viewsBackwards
+	logLedger(t, l, r, faults)
 }
 
 // ledger records what every client was told: the writes acknowledged and the answers that refused one.
@@ -142,13 +194,18 @@ type ledger struct {
 	acked     map[string]int // kind -> writes acknowledged
 	answers   map[string]int // "kind: status code" -> count, for every answer that acknowledged nothing
 	failed    map[string]int // kind -> requests without an answer (outcome unknown)
+	unknown   map[string]int // kind -> requests without an answer or with a 5xx one: they may or may not have committed
+	troubles  []time.Time    // when each of those came, to compare with the faults' times
 	surprises []string       // answers that contradict what was acknowledged before
 	ids       []int64        // every id an acknowledged write returned
 	articles  map[int64]*articleRecord
 	comments  map[commentKey]*commentRecord
 	likes     map[likeKey]likeState
-	viewers   map[int64]map[int64]bool // article -> users whose view was acknowledged
-	maxViews  map[int64]int64          // article -> highest count a view answered
+	// doubtfulLikes: a request on that like got no answer. A request to a stopped instance may still commit
+	// after later ones were acknowledged, so its state is unknown for good.
+	doubtfulLikes map[likeKey]bool
+	viewers       map[int64]map[int64]bool // article -> users whose view was acknowledged
+	maxViews      map[int64]int64          // article -> highest count a view answered
 	// viewsWithinWindow: the run is shorter than the view dedupe window, so no user's view counted twice.
 	viewsWithinWindow bool
 }
@@ -158,6 +215,8 @@ type articleRecord struct {
 	board          int64
 	title, content string
 	deleted        bool
+	maybeTitles    map[string]bool // titles of updates without an answer: SQL may hold any of them
+	maybeDeleted   bool            // a delete without an answer: SQL may or may not hold it; the workload leaves it
 }
 
 type commentKey struct {
@@ -166,11 +225,12 @@ type commentKey struct {
 }
 
 type commentRecord struct {
-	owner   int
-	article int64
-	parent  int64  // v1: the root's id (its own for a root)
-	path    string // v2
-	deleted bool
+	owner        int
+	article      int64
+	parent       int64  // v1: the root's id (its own for a root)
+	path         string // v2
+	deleted      bool
+	maybeDeleted bool // a delete without an answer
 }
 
 type likeKey struct{ article, user int64 }
@@ -185,9 +245,9 @@ const (
 )
 
 func newLedger() *ledger {
-	return &ledger{acked: map[string]int{}, answers: map[string]int{}, failed: map[string]int{},
+	return &ledger{acked: map[string]int{}, answers: map[string]int{}, failed: map[string]int{}, unknown: map[string]int{},
 		articles: map[int64]*articleRecord{}, comments: map[commentKey]*commentRecord{}, likes: map[likeKey]likeState{},
-		viewers: map[int64]map[int64]bool{}, maxViews: map[int64]int64{}}
+		doubtfulLikes: map[likeKey]bool{}, viewers: map[int64]map[int64]bool{}, maxViews: map[int64]int64{}}
 }
 
 // answer is what one request got: a status and body, or an error when no answer came.
@@ -199,6 +259,10 @@ type answer struct {
 }
 
 func (a answer) ok() bool { return a.err == nil && a.status < 300 }
+
+// unknownOutcome says whether the request may have committed although nothing acknowledged it: no answer came, or
+// a 5xx one (a write can commit and its answer fail).
+func (a answer) unknownOutcome() bool { return a.err != nil || a.status >= 500 }
 
 // decode decodes a successful answer's body; a body that does not decode is recorded as a surprise.
 func (l *ledger) decode(kind string, a answer, out any) bool {
@@ -213,6 +277,10 @@ func (l *ledger) decode(kind string, a answer, out any) bool {
 func (l *ledger) note(kind string, a answer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if a.unknownOutcome() {
+		l.unknown[kind]++
+		l.troubles = append(l.troubles, time.Now())
+	}
 	if a.err != nil {
 		l.failed[kind]++
 		return
@@ -246,7 +314,7 @@ func (l *ledger) liveArticles(owner int) []int64 {
 	defer l.mu.Unlock()
 	var ids []int64
 	for id, a := range l.articles {
-		if !a.deleted && (owner < 0 || a.owner == owner) {
+		if !a.deleted && !a.maybeDeleted && (owner < 0 || a.owner == owner) {
 			ids = append(ids, id)
 		}
 	}
@@ -260,7 +328,8 @@ func (l *ledger) ownComments(owner int, version string) []commentKey {
 	defer l.mu.Unlock()
 	var keys []commentKey
 	for k, c := range l.comments {
-		if k.version == version && c.owner == owner && !c.deleted && !l.articles[c.article].deleted {
+		a := l.articles[c.article]
+		if k.version == version && c.owner == owner && !c.deleted && !c.maybeDeleted && !a.deleted && !a.maybeDeleted {
 			keys = append(keys, k)
 		}
 	}
@@ -268,8 +337,9 @@ func (l *ledger) ownComments(owner int, version string) []commentKey {
 	return keys
 }
 
-// clusterClient bounds every request, so that a request to a stopped instance fails instead of hanging.
-var clusterClient = &http.Client{Timeout: 15 * time.Second}
+// clusterClient bounds every request, so that a request to a stopped instance fails instead of hanging: well
+// below the SIGSTOP fault, so the workers go on through the other instances.
+var clusterClient = &http.Client{Timeout: 5 * time.Second}
 
 // clusterRequest sends body (when not nil) as JSON and returns the answer, or the error that came instead.
 func clusterRequest(method, url string, body any) answer {
@@ -303,20 +373,27 @@ func clusterRequest(method, url string, body any) answer {
 	return a
 }
 
-// runWorkload runs the workers until duration has passed.
-func runWorkload(c *cluster, l *ledger, duration time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), duration)
-	defer cancel()
+// runWorkload runs the workers until ctx is done, and closes the channel it returns once they all stopped.
+func runWorkload(ctx context.Context, c *cluster, l *ledger) <-chan struct{} {
 	var wg sync.WaitGroup
 	for i := range clusterWorkers {
-		w := &worker{id: i, c: c, l: l, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		w := newWorker(i, c, l)
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				w.step()
 			}
 		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+func newWorker(id int, c *cluster, l *ledger) *worker {
+	return &worker{id: id, c: c, l: l, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))}
 }
 
 // worker sends one write at a time. It alone updates and deletes its articles and comments, and likes and views
@@ -411,6 +488,15 @@ func (w *worker) updateArticle() {
 		"content": "content " + title})
 	if !a.ok() {
 		w.l.note(kind, a)
+		if a.unknownOutcome() {
+			w.l.mu.Lock()
+			r := w.l.articles[id]
+			if r.maybeTitles == nil {
+				r.maybeTitles = map[string]bool{}
+			}
+			r.maybeTitles[title] = true
+			w.l.mu.Unlock()
+		}
 		return
 	}
 	var out articleAnswer
@@ -426,6 +512,11 @@ func (w *worker) deleteArticle() {
 	a := clusterRequest("DELETE", fmt.Sprintf("%s/v1/articles/%d", w.c.url("article"), id), nil)
 	if !a.ok() {
 		w.l.note(kind, a)
+		if a.unknownOutcome() {
+			w.l.mu.Lock()
+			w.l.articles[id].maybeDeleted = true
+			w.l.mu.Unlock()
+		}
 		return
 	}
 	w.l.ack(kind, 0, func() { w.l.articles[id].deleted = true })
@@ -489,6 +580,11 @@ func (w *worker) deleteComment(version string) {
 	a := clusterRequest("DELETE", fmt.Sprintf("%s/%s/comments/%d", w.c.url("comment"), version, key.id), nil)
 	if !a.ok() {
 		w.l.note(kind, a)
+		if a.unknownOutcome() {
+			w.l.mu.Lock()
+			w.l.comments[key].maybeDeleted = true
+			w.l.mu.Unlock()
+		}
 		return
 	}
 	w.l.ack(kind, 0, func() { w.l.comments[key].deleted = true })
@@ -507,7 +603,7 @@ func (w *worker) likeOrUnlike() {
 	}
 	strategy := likeStrategies[w.rng.IntN(len(likeStrategies))]
 	w.l.mu.Lock()
-	state := w.l.likes[key]
+	state, doubtful := w.l.likes[key], w.l.doubtfulLikes[key]
 	w.l.mu.Unlock()
 	method, kind := "POST", "like "+strategy
 	if state == liked {
@@ -518,11 +614,14 @@ func (w *worker) likeOrUnlike() {
 	if !a.ok() {
 		w.l.note(kind, a)
 		switch {
-		case a.err != nil || a.status >= 500:
+		case a.unknownOutcome():
 			w.l.mu.Lock()
 			w.l.likes[key] = likeUnknown // the write may or may not have committed
+			if a.err != nil {
+				w.l.doubtfulLikes[key] = true // and may still commit later
+			}
 			w.l.mu.Unlock()
-		case a.code == "ALREADY_LIKED" && state == unliked:
+		case a.code == "ALREADY_LIKED" && state == unliked && !doubtful:
 			w.l.surprise("like of article %d by user %d: 409 ALREADY_LIKED after its unlike was acknowledged", key.article, key.user)
 		}
 		return
@@ -544,7 +643,8 @@ func (w *worker) ownLikes() []likeKey {
 	defer w.l.mu.Unlock()
 	var keys []likeKey
 	for k, state := range w.l.likes {
-		if state == liked && k.user/1_000_000 == int64(w.id+1) && !w.l.articles[k.article].deleted {
+		a := w.l.articles[k.article]
+		if state == liked && k.user/1_000_000 == int64(w.id+1) && !a.deleted && !a.maybeDeleted {
 			keys = append(keys, k)
 		}
 	}
@@ -554,16 +654,20 @@ func (w *worker) ownLikes() []likeKey {
 
 // view views an article as one of the worker's users; views by the same user within the dedupe window count once.
 func (w *worker) view() {
+	w.viewAs(w.anyArticle(), w.user(100))
+}
+
+// viewAs views article as user and returns the count answered, or false without one.
+func (w *worker) viewAs(article, user int64) (int64, bool) {
 	const kind = "view"
-	article, user := w.anyArticle(), w.user(100)
 	a := clusterRequest("POST", fmt.Sprintf("%s/v1/article-views/articles/%d/users/%d", w.c.url("view"), article, user), nil)
 	if !a.ok() {
 		w.l.note(kind, a)
-		return
+		return 0, false
 	}
 	var count int64
 	if !w.l.decode(kind, a, &count) {
-		return
+		return 0, false
 	}
 	w.l.ack(kind, 0, func() {
 		if w.l.viewers[article] == nil {
@@ -572,29 +676,46 @@ func (w *worker) view() {
 		w.l.viewers[article][user] = true
 		w.l.maxViews[article] = max(w.l.maxViews[article], count)
 	})
+	return count, true
 }
 
-// logLedger prints the table of writes acknowledged, refused and without an answer, by kind.
-func logLedger(t *testing.T, l *ledger, r checkResult) {
+// logLedger prints the table of writes acknowledged, refused and without an answer, by kind, and what the faults
+// and the checks measured.
+func logLedger(t *testing.T, l *ledger, r checkResult, f *faultRun) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %10s %10s\n", "kind", "acked", "no answer")
+	fmt.Fprintf(&b, "%-32s %10s %10s %10s\n", "kind", "acked", "no answer", "unknown")
 	total := 0
-	for _, kind := range slices.Sorted(mapsKeys(l.acked, l.failed)) {
-		fmt.Fprintf(&b, "%-32s %10d %10d\n", kind, l.acked[kind], l.failed[kind])
+	for _, kind := range slices.Sorted(mapsKeys(l.acked, l.failed, l.unknown)) {
+		fmt.Fprintf(&b, "%-32s %10d %10d %10d\n", kind, l.acked[kind], l.failed[kind], l.unknown[kind])
 		total += l.acked[kind]
 	}
-	fmt.Fprintf(&b, "%-32s %10d\n", "total acknowledged", total)
+	fmt.Fprintf(&b, "%-32s %10d\n", "writes acknowledged", total)
 	for _, k := range slices.Sorted(mapsKeys(l.answers)) {
 		fmt.Fprintf(&b, "refused  %-40s %6d\n", k, l.answers[k])
 	}
-	fmt.Fprintf(&b, "%-32s %10d\n", "writes lost", r.lost)
+	fmt.Fprintf(&b, "faults injected (time from the start of the workload):\n")
+	for _, x := range f.faults {
+		fmt.Fprintf(&b, "  %6.1fs-%6.1fs  %-24s %s\n", x.start.Sub(f.started).Seconds(), x.end.Sub(f.started).Seconds(),
+			x.name, x.detail)
+	}
+	outside := f.outsideFaults(l.troubles)
+	fmt.Fprintf(&b, "%-44s %d of %d\n", "unknown outcomes outside the faults (+10 s)", outside, len(l.troubles))
+	fmt.Fprintf(&b, "%-44s %d\n", "writes lost", r.lost)
+	fmt.Fprintf(&b, "%-44s %s\n", "events published twice", r.duplicates)
+	if f.takeover >= 0 {
+		fmt.Fprintf(&b, "%-44s %v (aim <= 10s)\n", "outbox takeover time after the kill", f.takeover.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "%-44s not observed\n", "outbox takeover time after the kill")
+	}
 	if r.consistentAfter >= 0 {
-		fmt.Fprintf(&b, "read side consistent %v after the workload ended\n", r.consistentAfter.Round(time.Millisecond))
+		fmt.Fprintf(&b, "%-44s %v (%v after the workload ended)\n", "last fault to a consistent read side",
+			r.consistentAfterFault.Round(time.Millisecond), r.consistentAfter.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "read side not consistent within %v after the workload ended\n", quietBound)
 	}
+	fmt.Fprintf(&b, "%-44s %d samples, %d went backwards\n", "view counts sampled", r.viewSamples, len(r.viewsBackwards))
 	t.Logf("cluster run:\n%s", b.String())
 }
 
