@@ -185,6 +185,7 @@ func TestCluster(t *testing.T) {
 	}
 	r := checkCluster(t, c, l, workloadEnded, faults)
 	r.viewSamples, r.viewsBackwards = viewSamples, viewsBackwards
+	logInstanceErrors(t, c)
 	logLedger(t, l, r, faults)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -451,4 +452,35 @@ func (s *viewSampler) result() (int, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.samples, s.backwards
+}
+
+// logInstanceErrors logs how many error lines each process that ran as an instance logged, and the first few
+// distinct ones, to tell what a 500 answer or a lost write came from.
+func logInstanceErrors(t *testing.T, c *cluster) {
+	t.Helper()
+	c.mu.Lock()
+	incarnations := slices.Clone(c.incarnations)
+	c.mu.Unlock()
+	for _, inc := range incarnations {
+		sc := bufio.NewScanner(strings.NewReader(inc.p.logs.String()))
+		sc.Buffer(nil, 1<<20)
+		seen := map[string]bool{}
+		var first []string
+		errors := 0
+		for sc.Scan() {
+			var line struct{ Level, Msg, Err string }
+			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Level != "ERROR" {
+				continue
+			}
+			errors++
+			if key := line.Msg + ": " + line.Err; !seen[key] && len(first) < 5 {
+				seen[key] = true
+				first = append(first, key)
+			}
+		}
+		if errors > 0 {
+			t.Logf("instance %d (started %s) logged %d errors, e.g.:\n%s", inc.instance, inc.started.Format("15:04:05"),
+				errors, strings.Join(first, "\n"))
+		}
+	}
 }
