@@ -3,7 +3,8 @@ package comment
 import (
 	"context"
 	"database/sql"
-	"strings"
+
+	"board/internal/sqldb"
 )
 
 // purgeBatchSize bounds the comments, of both versions together, that one batch of a purge removes: the time one
@@ -41,7 +42,8 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 				return err
 			}
 			if len(ids) > 0 {
-				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE comment_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", ids...)
+				in, args := sqldb.In("comment_id", ids)
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+in, args...)
 				if err != nil {
 					return err
 				}
@@ -69,20 +71,7 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 
 // purgeBatch returns the ids of up to limit comments of an article in table, walking index in order. It is a plain
 // read after the count row's lock (see rangeRead).
-func (s *Store) purgeBatch(ctx context.Context, tx *sql.Tx, table, index, orderBy string, articleID, limit int64) ([]any, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT comment_id FROM "+table+s.db.ForceIndex(index)+
-		" WHERE article_id = ? ORDER BY "+orderBy+" LIMIT ?", articleID, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []any
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+func (s *Store) purgeBatch(ctx context.Context, tx *sql.Tx, table, index, orderBy string, articleID, limit int64) ([]int64, error) {
+	return sqldb.IDs(tx.QueryContext(ctx, "SELECT comment_id FROM "+table+s.db.ForceIndex(index)+
+		" WHERE article_id = ? ORDER BY "+orderBy+" LIMIT ?", articleID, limit))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"board/internal/sqldb"
 )
 
 // Purge removes one bounded batch of a deleted article's rows from the service, in one short transaction, and
@@ -83,20 +85,8 @@ func (r *Registry) PurgeQueued(ctx context.Context, purge Purge) error {
 }
 
 func (r *Registry) queued(ctx context.Context) ([]int64, error) {
-	rows, err := r.db.QueryContext(ctx, "SELECT article_id FROM article_purge ORDER BY queued_at, article_id LIMIT ?", purgeQueueBatch)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return sqldb.IDs(r.db.QueryContext(ctx, "SELECT article_id FROM article_purge ORDER BY queued_at, article_id LIMIT ?",
+		purgeQueueBatch))
 }
 
 // purgeArticle runs purge on one article until nothing is left, then takes it off the queue.

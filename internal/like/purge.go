@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
+
+	"board/internal/sqldb"
 )
 
 // purgeBatchSize is how many likes one purge batch removes: few enough that a batch holds its locks for
@@ -35,7 +36,8 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 		var removed int64
 		if len(ids) > 0 {
 			// By primary key: the delete locks these rows and no gap, whatever the planner thinks of the index.
-			res, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE article_like_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", ids...)
+			in, args := sqldb.In("article_like_id", ids)
+			res, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE "+in, args...)
 			if err != nil {
 				return err
 			}
@@ -60,20 +62,7 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 
 // batchOfLikes returns the ids of the first purgeBatchSize likes of an article, in the order of the (article_id,
 // user_id) index, which holds them: the read walks that index alone.
-func batchOfLikes(ctx context.Context, tx *sql.Tx, articleID int64) ([]any, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT article_like_id FROM article_like WHERE article_id = ? ORDER BY user_id LIMIT ?",
-		articleID, purgeBatchSize)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := make([]any, 0, purgeBatchSize)
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+func batchOfLikes(ctx context.Context, tx *sql.Tx, articleID int64) ([]int64, error) {
+	return sqldb.IDs(tx.QueryContext(ctx, "SELECT article_like_id FROM article_like WHERE article_id = ? ORDER BY user_id LIMIT ?",
+		articleID, purgeBatchSize))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -326,4 +327,31 @@ func (db *DB) After(a, b string, x, y any) (string, []any) {
 		return "(" + a + " > ? OR (" + a + " = ? AND " + b + " > ?))", []any{x, x, y}
 	}
 	return "(" + a + ", " + b + ") > (?, ?)", []any{x, y}
+}
+
+// IDs returns the one int64 column of every row of a query's result (pass the query's two results straight in), and
+// closes the rows.
+func IDs(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// In is the condition "column IN (ids...)" with its arguments; ids must not be empty.
+func In(column string, ids []int64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return column + " IN (?" + strings.Repeat(", ?", len(ids)-1) + ")", args
 }
