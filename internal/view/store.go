@@ -81,3 +81,22 @@ func (s *Store) Count(ctx context.Context, articleID int64) (int64, error) {
 	}
 	return n, err
 }
+
+// counts returns the backed-up counts of articleIDs; an article without a backup is missing from the map.
+func (s *Store) counts(ctx context.Context, articleIDs []int64) (map[int64]int64, error) {
+	in, args := sqldb.In("article_id", articleIDs)
+	rows, err := s.db.QueryContext(ctx, "SELECT article_id, view_count FROM article_view_count WHERE "+in, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	counts := make(map[int64]int64, len(articleIDs))
+	for rows.Next() {
+		var id, n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		counts[id] = n
+	}
+	return counts, rows.Err()
+}

@@ -28,8 +28,18 @@
 // read per article per instance, and counts never fall below what SQL holds.
 //
 // With several instances, the others' remembered counts reach SQL at their next flush and then raise Redis; views
-// counted in between on top of the older backup are the part that is lost. A crashed process loses nothing as long
-// as Redis keeps its data: the count lives there, and the next backup carries it.
+// counted in between on top of the older backup are the part that is lost.
+//
+// A crashed instance. What a process remembers dies with it, while its counts live on in Redis; a count that no
+// later view moves would then stay ahead of its backup for good. So before counting, a view makes sure its article
+// is marked in the unsaved index, a sorted set in Redis scored by the server's clock: a mark made by this instance
+// less than FlushEvery ago covers it, or it makes a new one. Every instance's Run settles the marks older than
+// SettleAfter: it backs up each article's Redis count when SQL holds less, then removes the mark unless it was
+// marked again meanwhile. A view must reach Redis within 2×FlushEvery of the mark covering it (its deadline is cut
+// to that), and SettleAfter is at least 3×FlushEvery, so a settled mark covers no view still on its way: whatever
+// instance counted a view, its count reaches SQL within about SettleAfter + FlushEvery, crash or not. A mark costs
+// one Redis call per article per instance per FlushEvery; settling costs one Redis and one SQL read per article
+// marked, and the index holds only the articles viewed in the last SettleAfter or so.
 //
 // A failed backup (SQL down) does not fail the view: the count is already in Redis, the user gets it, and the
 // count stays remembered for the next flush.
@@ -58,7 +68,9 @@ package view
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -80,6 +92,8 @@ const (
 	backupReadTimeout = 250 * time.Millisecond
 	// maxFloored bounds the memory of which articles were raised to their backup; past it all are checked again.
 	maxFloored = 100_000
+	// settleBatch is how many marks of the unsaved index one settling step reads.
+	settleBatch = 500
 	// tombstoneTTL is how long a purged article's tombstone refuses views in Redis. It has to outlast any view that
 	// was checked live before the delete and is still on its way to Redis: the registry trusts a remembered "live"
 	// for a minute, and a request can stall on top of that (a GC pause, a Redis failover, a retry). A day puts the
@@ -101,6 +115,9 @@ type Config struct {
 	BackupEvery int64
 	// FlushEvery is how often Run backs up the counts that moved since their last backup.
 	FlushEvery time.Duration
+	// SettleAfter is how old a mark of the unsaved index must be before Run backs up its article's count from Redis;
+	// at least 3×FlushEvery (raised to that), 4×FlushEvery by default.
+	SettleAfter time.Duration
 	// Logger receives the errors of backups that no request waits for.
 	Logger *slog.Logger
 }
@@ -112,6 +129,7 @@ type Service struct {
 	cfg     Config
 	unsaved unsaved
 	floored floored
+	marked  marked
 }
 
 // NewService returns the view service over store and the Redis rdb (standalone or cluster).
@@ -125,11 +143,15 @@ func NewService(store *Store, rdb redis.UniversalClient, cfg Config) *Service {
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = DefaultFlushEvery
 	}
+	if cfg.SettleAfter <= 0 {
+		cfg.SettleAfter = 4 * cfg.FlushEvery
+	}
+	cfg.SettleAfter = max(cfg.SettleAfter, 3*cfg.FlushEvery)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: store, rdb: rdb, cfg: cfg, unsaved: unsaved{counts: map[int64]int64{}},
-		floored: floored{articles: map[int64]bool{}}}
+		floored: floored{articles: map[int64]bool{}}, marked: marked{at: map[int64]time.Time{}}}
 }
 
 // viewScript counts a view unless the user's lock is held, restoring a missing count first when given one, and
@@ -161,6 +183,31 @@ if count < floor then
 end
 return count`)
 
+// serverNowMs is a Lua line setting now to the Redis server's clock in milliseconds.
+const serverNowMs = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// markScript marks the article ARGV[1] in the unsaved index KEYS[1] at the server's time, unless it holds a later mark.
+var markScript = redis.NewScript(serverNowMs + `
+local old = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not old or tonumber(old) < now then redis.call('ZADD', KEYS[1], now, ARGV[1]) end
+return 1`)
+
+// settledScript returns up to ARGV[2] marks of the unsaved index KEYS[1] older than ARGV[1] ms by the server's
+// clock, oldest first, as article, score, article, score...
+var settledScript = redis.NewScript(serverNowMs + `
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))`)
+
+// unmarkScript removes each article of ARGV (article, score, article, score...) from the unsaved index KEYS[1]
+// unless it was marked again since it held that score.
+var unmarkScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) == tonumber(ARGV[i + 1]) then redis.call('ZREM', KEYS[1], ARGV[i]) end
+end
+return 1`)
+
 // purgeScript sets the tombstone KEYS[2] for ARGV[1] ms and deletes the count KEYS[1], at once.
 var purgeScript = redis.NewScript(`
 redis.call('SET', KEYS[2], '', 'PX', ARGV[1])
@@ -176,6 +223,12 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 	if err := s.raiseToBackup(ctx, articleID); err != nil {
 		return 0, err
 	}
+	covered, err := s.cover(ctx, articleID)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithDeadline(ctx, covered)
+	defer cancel()
 	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID), s.tombstoneKey(articleID)}
 	ttl := max(s.cfg.DedupeTTL.Milliseconds(), 1)
 	res, err := viewScript.Run(ctx, s.rdb, keys, ttl, "").Int64Slice()
@@ -197,6 +250,20 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 		s.counted(ctx, articleID, count)
 	}
 	return count, nil
+}
+
+// cover makes sure a mark of the unsaved index covers a view of articleID counted now (see "A crashed instance"),
+// and returns the deadline by which the view must reach Redis to stay covered.
+func (s *Service) cover(ctx context.Context, articleID int64) (time.Time, error) {
+	at, ok := s.marked.get(articleID)
+	if !ok || time.Since(at) >= s.cfg.FlushEvery {
+		at = time.Now() // before the mark, whose server time is then no earlier
+		if err := markScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, articleID).Err(); err != nil {
+			return time.Time{}, redisFault(err)
+		}
+		s.marked.set(articleID, at)
+	}
+	return at.Add(2 * s.cfg.FlushEvery), nil
 }
 
 // counted remembers a count this instance produced, and backs it up when it is due.
@@ -311,10 +378,79 @@ func (s *Service) Flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run calls Flush every FlushEvery until ctx is done, then flushes a last time (for up to 10 s, on a context of
-// its own) and returns that flush's error. Run it once per Service, in its own goroutine, from start to shutdown.
-// At shutdown, cancel ctx only after the HTTP server's Shutdown has returned, so that no view is counted after the
-// last flush, and wait for Run to return before flushing the outbox relay and closing Redis and the database.
+// Settle backs up the counts of the articles marked in the unsaved index more than SettleAfter ago whose backup is
+// behind Redis, whichever instance counted their views, and removes their marks unless they were marked again
+// meanwhile. A mark whose backup fails stays for the next call; the error joins the failures.
+func (s *Service) Settle(ctx context.Context) error {
+	for {
+		marks, err := settledScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, s.cfg.SettleAfter.Milliseconds(),
+			settleBatch).StringSlice()
+		if err != nil {
+			return redisFault(err)
+		}
+		if len(marks) == 0 {
+			return nil
+		}
+		settled, err := s.settle(ctx, marks)
+		if len(settled) > 0 {
+			if err := unmarkScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, settled...).Err(); err != nil {
+				return redisFault(err)
+			}
+		}
+		if err != nil || len(marks) < 2*settleBatch {
+			return err
+		}
+	}
+}
+
+// settle backs up the counts of marks (article, score, ...) that are ahead of their backup and returns the marks
+// that are settled, as unmarkScript's ARGV.
+func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
+	ids := make([]int64, 0, len(marks)/2)
+	for i := 0; i < len(marks); i += 2 {
+		id, err := strconv.ParseInt(marks[i], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("unsaved index member %q: %w", marks[i], err)
+		}
+		ids = append(ids, id)
+	}
+	counts := make([]*redis.StringCmd, len(ids))
+	// The client splits the pipeline per node on Redis Cluster; each command's own error is checked below.
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			counts[i] = p.Get(ctx, s.countKey(id))
+		}
+		return nil
+	})
+	backups, err := s.store.counts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var settled []any
+	var errs []error
+	for i, id := range ids {
+		count, err := counts[i].Int64()
+		switch {
+		case errors.Is(err, redis.Nil): // purged, or lost with Redis: nothing is left to back up
+		case err != nil:
+			errs = append(errs, redisFault(err))
+			continue
+		case count > backups[id]:
+			if err := s.backup(ctx, id, count); err != nil && fault.KindOf(err) != fault.NotFound {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		settled = append(settled, marks[2*i], marks[2*i+1])
+	}
+	return settled, errors.Join(errs...)
+}
+
+// Run calls Flush and then Settle every FlushEvery until ctx is done, then flushes a last time (for up to 10 s, on
+// a context of its own) and returns that flush's error. Run it once per Service, in its own goroutine, from start
+// to shutdown. At shutdown, cancel ctx only after the HTTP server's Shutdown has returned, so that no view is
+// counted after the last flush, and wait for Run to return before flushing the outbox relay and closing Redis and
+// the database.
 func (s *Service) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.FlushEvery)
 	defer tick.Stop()
@@ -327,6 +463,10 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-tick.C:
 			if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.WarnContext(ctx, "view count flush failed; the next flush retries it", "err", err)
+			}
+			s.marked.forgetOlder(time.Now().Add(-s.cfg.FlushEvery))
+			if err := s.Settle(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.WarnContext(ctx, "settling the unsaved index failed; the next round retries it", "err", err)
 			}
 		}
 	}
@@ -359,6 +499,12 @@ func (s *Service) lockKey(articleID, userID int64) string {
 
 func (s *Service) tombstoneKey(articleID int64) string {
 	return s.cfg.KeyPrefix + "view::article::{" + strconv.FormatInt(articleID, 10) + "}::deleted"
+}
+
+// unsavedKey is the unsaved index: the articles whose count may be ahead of their backup, each scored by the
+// server time of its latest mark.
+func (s *Service) unsavedKey() string {
+	return s.cfg.KeyPrefix + "view::unsaved-articles"
 }
 
 // atLeastKeys are atLeastScript's keys for an article.
@@ -439,4 +585,33 @@ func (f *floored) add(articleID int64) {
 		clear(f.articles)
 	}
 	f.articles[articleID] = true
+}
+
+// marked remembers, per article, when this instance last marked it in the unsaved index (by its own clock, taken
+// before the mark).
+type marked struct {
+	mu sync.Mutex
+	at map[int64]time.Time
+}
+
+func (m *marked) get(articleID int64) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.at[articleID]
+	return at, ok
+}
+
+func (m *marked) set(articleID int64, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at.After(m.at[articleID]) {
+		m.at[articleID] = at
+	}
+}
+
+// forgetOlder forgets the marks made before t, which cover no view any more.
+func (m *marked) forgetOlder(t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	maps.DeleteFunc(m.at, func(_ int64, at time.Time) bool { return at.Before(t) })
 }

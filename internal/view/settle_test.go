@@ -1,0 +1,178 @@
+package view
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A settler settles marks 3 ms old: only once every view it could cover has landed, as in these tests, where views
+// run one after another before it settles.
+var settlerConfig = Config{FlushEvery: time.Millisecond, SettleAfter: 3 * time.Millisecond}
+
+// settleAfterAMoment lets the marks made so far pass settlerConfig's SettleAfter, then settles them with svc.
+func settleAfterAMoment(t *testing.T, svc *Service) {
+	t.Helper()
+	time.Sleep(10 * time.Millisecond)
+	if err := svc.Settle(context.Background()); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+}
+
+// markOf returns an article's score in the unsaved index, or false when it is not marked.
+func markOf(t *testing.T, svc *Service, articleID int64) (float64, bool) {
+	t.Helper()
+	score, err := svc.rdb.ZScore(context.Background(), svc.unsavedKey(), strconv.FormatInt(articleID, 10)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return score, true
+}
+
+// An instance that dies between backups leaves its counts ahead of SQL in Redis: any other instance backs them up.
+func TestSettleBacksUpTheViewsOfAnInstanceThatDied(t *testing.T) {
+	run(t, func(t *testing.T, e env) {
+		died := e.service(Config{FlushEvery: time.Hour})
+		viewUsers(t, died, article, 1, 150, 1)   // backed up at 100
+		viewUsers(t, died, article+1, 1, 100, 1) // backed up at 100: nothing to settle
+		viewUsers(t, died, article+2, 1, 7, 1)   // never backed up
+		viewUsers(t, died, article+3, 1, 3, 1)   // deleted and purged below
+		settler := e.service(settlerConfig)
+		applyDeletedAndPurge(t, settler, article+3)
+		// died is never flushed: it crashed.
+		settleAfterAMoment(t, settler)
+		for id, want := range map[int64]int64{article: 150, article + 1: 100, article + 2: 7, article + 3: 0} {
+			if got := backupOf(t, e.store, id); got != want {
+				t.Errorf("backup of article %d after settling = %d, want %d", id-article, got, want)
+			}
+			if _, marked := markOf(t, settler, id); marked {
+				t.Errorf("article %d still marked after settling", id-article)
+			}
+		}
+		wantCounts(t, "events", []int64{100, 150}, viewedEvents(t, e.db, article))
+		wantCounts(t, "events of the article backed up already", []int64{100}, viewedEvents(t, e.db, article+1))
+		wantCounts(t, "events of the article never backed up", []int64{7}, viewedEvents(t, e.db, article+2))
+		if err := settler.Settle(context.Background()); err != nil { // nothing left: no event
+			t.Fatal(err)
+		}
+		wantCounts(t, "events after settling again", []int64{100, 150}, viewedEvents(t, e.db, article))
+	})
+}
+
+// A mark younger than SettleAfter may cover a view still on its way to Redis: it is left alone.
+func TestSettleLeavesRecentMarks(t *testing.T) {
+	runRedis(t, func(t *testing.T, e env) {
+		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
+		settler := e.service(Config{}) // settles marks older than 20 s
+		if err := settler.Settle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := backupOf(t, e.store, article); got != 0 {
+			t.Errorf("backup = %d, want none yet", got)
+		}
+		if _, marked := markOf(t, settler, article); !marked {
+			t.Error("a recent mark was removed")
+		}
+	})
+}
+
+// A view marks its article once per FlushEvery per instance, at the server's time; the marked article stays in the
+// index when it is marked again while a settler backs it up, and the next round settles the new mark.
+func TestMarks(t *testing.T) {
+	runRedis(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		quiet := e.service(Config{FlushEvery: time.Hour})
+		before := time.Now()
+		mustView(t, quiet, article, 1)
+		first, marked := markOf(t, quiet, article)
+		if !marked || first < float64(before.UnixMilli()-1000) || first > float64(time.Now().UnixMilli()+1000) {
+			t.Fatalf("mark after the first view: %v, %v; want about now (%d ms)", first, marked, before.UnixMilli())
+		}
+		mustView(t, quiet, article, 2)
+		if again, _ := markOf(t, quiet, article); again != first {
+			t.Errorf("the second view within FlushEvery marked again: %v, then %v", first, again)
+		}
+
+		busy := e.service(Config{FlushEvery: time.Millisecond})
+		settler := e.service(settlerConfig)
+		time.Sleep(10 * time.Millisecond)
+		marks, err := settledScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey()}, 3, settleBatch).StringSlice()
+		if err != nil || len(marks) != 2 {
+			t.Fatalf("marks to settle: %v, %v; want one", marks, err)
+		}
+		mustView(t, busy, article, 3) // while the settler backs up 2
+		settled, err := settler.settle(ctx, marks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unmarkScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey()}, settled...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := backupOf(t, e.store, article); got != 3 {
+			t.Errorf("backup = %d, want 3: settling backs up the count Redis holds then", got)
+		}
+		if again, marked := markOf(t, settler, article); !marked || again <= first {
+			t.Errorf("mark after a view during settling: %v, %v; want one later than %v", again, marked, first)
+		}
+		mustView(t, busy, article, 4) // then busy dies
+		settleAfterAMoment(t, settler)
+		if got := backupOf(t, e.store, article); got != 4 {
+			t.Errorf("backup after the next round = %d, want 4", got)
+		}
+		if _, marked := markOf(t, settler, article); marked {
+			t.Error("still marked after the next round")
+		}
+	})
+}
+
+// A backup that fails keeps its mark, and a later round backs the count up.
+func TestSettleFailureKeepsTheMark(t *testing.T) {
+	run(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
+		settler := e.service(settlerConfig)
+		rename := func(from, to string) {
+			t.Helper()
+			if _, err := e.db.ExecContext(ctx, "ALTER TABLE "+from+" RENAME TO "+to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rename("article_view_count", "article_view_count_away")
+		time.Sleep(10 * time.Millisecond)
+		if err := settler.Settle(ctx); err == nil {
+			t.Error("Settle with the backup table gone succeeded")
+		}
+		rename("article_view_count_away", "article_view_count")
+		if _, marked := markOf(t, settler, article); !marked {
+			t.Fatal("a failed settle removed the mark")
+		}
+		settleAfterAMoment(t, settler)
+		if got := backupOf(t, e.store, article); got != 7 {
+			t.Errorf("backup after the retry = %d, want 7", got)
+		}
+	})
+}
+
+// Run settles as it flushes: what a dead instance counted reaches SQL with no further view.
+func TestRunSettles(t *testing.T) {
+	runRedis(t, func(t *testing.T, e env) {
+		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- e.service(settlerConfig).Run(ctx) }()
+		for backupOf(t, e.store, article) != 7 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+}
