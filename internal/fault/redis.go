@@ -20,9 +20,13 @@ func FromRedis(err error, code, message string) error {
 
 // redisCannotServe reports the replies of a Redis that is up but cannot serve for now: loading its data, a
 // read-only replica, a cluster that is down or resharding, too many clients, out of memory, too few replicas for
-// min-replicas-to-write, a failing snapshot that stops writes (MISCONF), or a long script (BUSY).
+// min-replicas-to-write, a failing snapshot that stops writes (MISCONF), or a long script (BUSY). A MOVED or ASK
+// that reaches the caller is the cluster's slot map in flux during a failover: the client follows redirects itself
+// and gives up only when the nodes keep sending it around.
 func redisCannotServe(err error) bool {
-	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask || redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsNoReplicasError(err) ||
 		strings.HasPrefix(err.Error(), "MISCONF ") || strings.HasPrefix(err.Error(), "BUSY ")

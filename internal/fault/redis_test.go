@@ -30,6 +30,8 @@ func TestFromRedis(t *testing.T) {
 		"NOREPLICAS Not enough good replicas to write.":                                                    Unavailable,
 		"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.": Unavailable,
 		"BUSY Redis is busy running a script.":                                                             Unavailable,
+		"MOVED 2391 127.0.0.1:7105":                                                                        Unavailable,
+		"ASK 2391 127.0.0.1:7105":                                                                          Unavailable,
 		"WRONGTYPE Operation against a key holding the wrong kind of value":                                0,
 		"ERR Error running script (call to f_x): user_script:1: oops":                                      0,
 	} {
