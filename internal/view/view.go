@@ -227,8 +227,11 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithDeadline(ctx, covered)
-	defer cancel()
+	if deadline, ok := ctx.Deadline(); !ok || deadline.After(covered) { // a request's own deadline is earlier
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, covered)
+		defer cancel()
+	}
 	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID), s.tombstoneKey(articleID)}
 	ttl := max(s.cfg.DedupeTTL.Milliseconds(), 1)
 	res, err := viewScript.Run(ctx, s.rdb, keys, ttl, "").Int64Slice()

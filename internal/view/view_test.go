@@ -17,6 +17,7 @@ import (
 	"board/internal/event"
 	"board/internal/existence/existencetest"
 	"board/internal/fault"
+	"board/internal/httpio"
 	"board/internal/httpio/httpiotest"
 	"board/internal/outbox"
 	"board/internal/redistest"
@@ -612,7 +613,7 @@ func TestRedisErrors(t *testing.T) {
 
 // BenchmarkViewWarmArticle measures counted views by distinct users of one article the service knows is live (its
 // existence checked from memory), backups included, on the Redis at BOARD_TEST_REDIS_ADDR (miniredis when unset)
-// over SQLite.
+// over SQLite. Each view has a request's deadline, as served views have.
 func BenchmarkViewWarmArticle(b *testing.B) {
 	rb := redistest.Real(b)
 	origin := existencetest.NewOrigin(b)
@@ -624,9 +625,11 @@ func BenchmarkViewWarmArticle(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := svc.View(context.Background(), article, users.Add(1)); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), httpio.DefaultRequestTimeout)
+			if _, err := svc.View(ctx, article, users.Add(1)); err != nil {
 				b.Error(err)
 			}
+			cancel()
 		}
 	})
 	b.StopTimer()
