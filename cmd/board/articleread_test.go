@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,8 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
-	"github.com/redis/go-redis/v9"
+
+	"board/internal/redistest"
 )
 
 // readOut is an article as article-read writes it.
@@ -126,19 +126,13 @@ func articleFields(as []readOut) []readOut {
 // flushReadModel deletes every article-read key of the program's Redis.
 func flushReadModel(t *testing.T, p *program) {
 	t.Helper()
-	addr, prefix := p.redisAddr(), flagValue(p.flags, "--redis-prefix")
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb := redisClient(p.redisAddr())
 	defer rdb.Close()
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+"article-read::*", 1000).Iterator()
-	n := 0
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-		n++
+	prefix := flagValue(p.flags, "--redis-prefix") + "article-read::"
+	if len(redistest.Keys(t, rdb, prefix+"*")) == 0 {
+		t.Fatal("flush the read model: no keys")
 	}
-	if err := iter.Err(); err != nil || n == 0 {
-		t.Fatalf("flush the read model: %d keys, %v", n, err)
-	}
+	redistest.DeletePrefix(t, rdb, prefix)
 }
 
 func getJSON(t *testing.T, url string, out any) {

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
+	"board/internal/redistest"
 )
 
 // TestBenchReadAgainstARunningBoard runs the read bench briefly against a board started as board serve: the table
@@ -32,10 +32,9 @@ func TestBenchReadAgainstARunningBoard(t *testing.T) {
 		t.Errorf("no count of the cold reads:\n%s", &out)
 	}
 
-	rdb := redis.NewClient(&redis.Options{Addr: p.redisAddr()})
+	rdb := redisClient(p.redisAddr())
 	defer rdb.Close()
-	keys, err := rdb.Keys(context.Background(), prefix+"bench-read::*").Result()
-	if err != nil || len(keys) > 0 {
-		t.Errorf("floor keys left behind: %q, %v", keys, err)
+	if keys := redistest.Keys(t, rdb, prefix+"bench-read::*"); len(keys) > 0 {
+		t.Errorf("floor keys left behind: %q", keys)
 	}
 }

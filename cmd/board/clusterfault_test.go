@@ -39,10 +39,10 @@ type fault struct {
 
 // faultRun is what the faults did and measured.
 type faultRun struct {
-	started  time.Time
-	faults   []fault
-	takeover time.Duration // from the kill to the survivors owning every outbox shard; -1 if not seen
-	lastEnd  time.Time
+	started   time.Time
+	faults    []fault
+	takeovers []time.Duration // per kill, from the kill to the survivors owning every outbox shard; -1 if not seen
+	lastEnd   time.Time
 }
 
 // outsideFaults counts the times that fall in no fault (nor troubleGrace after it).
@@ -56,27 +56,34 @@ func (f *faultRun) outsideFaults(times []time.Time) int {
 	return n
 }
 
-// injectFaults runs the four faults in sequence: kill -9 and restart of the instance owning the most outbox
-// shards, SIGSTOP of another beyond the coordinator's dead-after, the loss of a Redis Cluster primary, and a stop
-// and restart of the broker. It takes about a minute.
-func injectFaults(t *testing.T, c *cluster) *faultRun {
+// injectFaults runs rounds of the four faults in sequence: kill -9 and restart of the instance owning the most
+// outbox shards, SIGSTOP of another beyond the coordinator's dead-after, the loss of a Redis Cluster primary, and a
+// stop and restart of the broker. A round takes about a minute; it starts another while one more fits before
+// until, so a short run has one round and a long one many.
+func injectFaults(t *testing.T, c *cluster, until time.Time) *faultRun {
 	t.Helper()
-	f := &faultRun{started: time.Now(), takeover: -1}
+	f := &faultRun{started: time.Now()}
 	record := func(x fault) {
 		f.faults = append(f.faults, x)
 		f.lastEnd = x.end
 		t.Logf("fault %s: %v, %s", x.name, x.end.Sub(x.start).Round(time.Millisecond), x.detail)
 	}
 	time.Sleep(faultWarmup)
-	victim := outboxOwner(t, c)
-	record(killAndRestart(t, c, victim, f))
-	time.Sleep(faultGap)
-	record(stopAndContinue(t, c, (victim+1)%clusterInstances))
-	time.Sleep(faultGap)
-	record(killRedisPrimary(t, c))
-	time.Sleep(faultGap)
-	record(restartBroker(t, c))
-	return f
+	for {
+		roundStarted := time.Now()
+		victim := outboxOwner(t, c)
+		record(killAndRestart(t, c, victim, f))
+		time.Sleep(faultGap)
+		record(stopAndContinue(t, c, (victim+1)%clusterInstances))
+		time.Sleep(faultGap)
+		record(killRedisPrimary(t, c))
+		time.Sleep(faultGap)
+		record(restartBroker(t, c))
+		if time.Until(until) < time.Since(roundStarted)+faultGap+afterLastFault {
+			return f
+		}
+		time.Sleep(faultGap)
+	}
 }
 
 // metricsClient reads /metrics; short, so a poll of a dead instance does not hold up the others'.
@@ -147,6 +154,7 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 	}
 	c.mu.Unlock()
 
+	takeover := time.Duration(-1)
 	var outboxServices []string
 	for _, s := range services {
 		if s.database != "" {
@@ -168,11 +176,12 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 			}
 		}
 		if !slices.ContainsFunc(outboxServices, func(s string) bool { return sums[s] != outboxShards }) {
-			f.takeover = time.Since(x.start)
+			takeover = time.Since(x.start)
 			break
 		}
 	}
-	if f.takeover < 0 {
+	f.takeovers = append(f.takeovers, takeover)
+	if takeover < 0 {
 		t.Errorf("the survivors did not take over the outbox shards of killed instance %d within %v", i, faultBound)
 	}
 
@@ -191,7 +200,7 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 	c.mu.Unlock()
 	x.end = time.Now()
 	x.detail = fmt.Sprintf("it owned shards %v; takeover %v; restarted on the same ports", before,
-		f.takeover.Round(time.Millisecond))
+		takeover.Round(time.Millisecond))
 	return x
 }
 

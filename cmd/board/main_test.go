@@ -18,11 +18,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/redistest"
 	"board/internal/sqldb/sqltest"
 )
 
-// redisAddrEnv turns the real-Redis backend on for the end-to-end tests.
-const redisAddrEnv = "BOARD_TEST_REDIS_ADDR"
+// redisAddrEnv turns the real-Redis backend on for the end-to-end tests: one address, or a Redis Cluster's seed
+// nodes separated by commas, as --redis-addr takes them.
+const redisAddrEnv = redistest.AddrEnv
 
 // program is a running `board serve` started by the test through run, as main would.
 type program struct {
@@ -52,23 +54,19 @@ func testFlags(t *testing.T, dir string) []string {
 	}
 	if addr := os.Getenv(redisAddrEnv); addr != "" {
 		prefix := "test:e2e:" + suffix + ":"
-		t.Cleanup(func() { deleteRedisKeys(t, addr, prefix) })
+		t.Cleanup(func() {
+			rdb := redisClient(addr)
+			defer rdb.Close()
+			redistest.DeletePrefix(t, rdb, prefix)
+		})
 		flags = append(flags, "--redis-addr", addr, "--redis-prefix", prefix)
 	}
 	return flags
 }
 
-func deleteRedisKeys(t *testing.T, addr, prefix string) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("clean up redis keys %s*: %v", prefix, err)
-	}
+// redisClient returns a client of the Redis at addr, a Redis Cluster when it lists several seed nodes.
+func redisClient(addr string) redis.UniversalClient {
+	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ",")})
 }
 
 // startProgram runs `board serve` with flags and the services on port 0, and waits until every service listens.
