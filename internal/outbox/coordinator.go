@@ -74,38 +74,56 @@ func (c *Coordinator) Owned() []int {
 	return slices.Clone(c.owned)
 }
 
-// Run pings until ctx is done, then leaves the set so the others take over at once.
+// Run pings every ping until ctx is done, then leaves the set so the others take over at once. It also beats the
+// moment another member's silence passes deadAfter, so a dead instance's shards are taken over deadAfter after its
+// last ping, not up to a ping later.
 func (c *Coordinator) Run(ctx context.Context) {
-	t := time.NewTicker(c.ping)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if err := c.heartbeat(ctx); err != nil && ctx.Err() == nil {
-			// Keep the last assignment: at worst another instance polls the same shards, which only duplicates.
-			c.logger.Warn("relay coordinator heartbeat failed", "key", c.key, "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			c.leave()
 			return
 		case <-t.C:
 		}
+		wait := c.ping
+		expiry, err := c.heartbeat(ctx)
+		if err != nil && ctx.Err() == nil {
+			// Keep the last assignment: at worst another instance polls the same shards, which only duplicates.
+			c.logger.Warn("relay coordinator heartbeat failed", "key", c.key, "err", err)
+		}
+		if !expiry.IsZero() {
+			// A millisecond past it, when the member's score is strictly older than deadAfter.
+			wait = min(wait, max(expiry.Sub(c.now())+time.Millisecond, 0))
+		}
+		t.Reset(wait)
 	}
 }
 
-// heartbeat pings, expels the silent and recomputes this instance's shards.
-func (c *Coordinator) heartbeat(ctx context.Context) error {
+// heartbeat pings, expels the silent and recomputes this instance's shards. It returns when the next other member
+// will have been silent for deadAfter, or the zero time when there is none.
+func (c *Coordinator) heartbeat(ctx context.Context) (time.Time, error) {
 	now := c.now()
-	var members *redis.StringSliceCmd
+	var members *redis.ZSliceCmd
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli()), Member: c.id})
 		p.ZRemRangeByScore(ctx, c.key, "-inf", "("+strconv.FormatInt(now.Add(-c.deadAfter).UnixMilli(), 10))
-		members = p.ZRange(ctx, c.key, 0, -1)
+		members = p.ZRangeWithScores(ctx, c.key, 0, -1) // oldest ping first
 		return nil
 	})
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	live := members.Val()
+	var live []string
+	var expiry time.Time
+	for _, m := range members.Val() {
+		id := m.Member.(string)
+		if id != c.id && expiry.IsZero() {
+			expiry = time.UnixMilli(int64(m.Score)).Add(c.deadAfter)
+		}
+		live = append(live, id)
+	}
 	slices.Sort(live)
 	owned := Assign(c.shards, live, c.id)
 	c.mu.Lock()
@@ -116,7 +134,7 @@ func (c *Coordinator) heartbeat(ctx context.Context) error {
 		c.logger.Info("relay shards assigned", "key", c.key, "instance", c.id, "instances", len(live), "shards", owned)
 	}
 	c.metrics.shardsOwned(len(owned))
-	return nil
+	return expiry, nil
 }
 
 func (c *Coordinator) leave() {

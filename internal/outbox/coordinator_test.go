@@ -62,7 +62,7 @@ func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
 		beat := func(cs ...*Coordinator) {
 			t.Helper()
 			for _, x := range cs {
-				if err := x.heartbeat(ctx); err != nil {
+				if _, err := x.heartbeat(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -76,8 +76,18 @@ func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
 			}
 		}
 
+		// Each names the moment the oldest other ping turns 9 s old.
+		lastPing := clock.Now()
+		clock.Add(time.Second)
+		for _, x := range []*Coordinator{a, b} {
+			expiry, err := x.heartbeat(ctx)
+			if want := lastPing.Add(9 * time.Second).Truncate(time.Millisecond); err != nil || !expiry.Equal(want) {
+				t.Errorf("%s: next expiry %v, %v; want %v", x.ID(), expiry, err, want)
+			}
+		}
+
 		// c dies without leaving: after 9 s of silence the others split everything.
-		clock.Add(6 * time.Second)
+		clock.Add(5 * time.Second)
 		beat(a, b)
 		if len(a.Owned())+len(b.Owned()) == 8 {
 			t.Error("c's shards were taken over before it had been silent for 9 s")
@@ -147,6 +157,26 @@ func covers(shards int, cs ...*Coordinator) bool {
 	return len(all) == shards && len(slices.Compact(all)) == shards
 }
 
+// A survivor takes over when the dead member's silence passes DeadAfter, not at its own next ping.
+func TestTakeoverAtTheDeadMembersExpiry(t *testing.T) {
+	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
+		cfg := CoordinatorConfig{Ping: time.Hour, DeadAfter: 200 * time.Millisecond}
+		dead := NewCoordinator(r.Client, r.Prefix, "article", 8, cfg, quiet, nil)
+		if _, err := dead.heartbeat(context.Background()); err != nil { // its one ping
+			t.Fatal(err)
+		}
+		survivor := NewCoordinator(r.Client, r.Prefix, "article", 8, cfg, quiet, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			survivor.Run(ctx)
+		}()
+		defer func() { cancel(); <-done }()
+		waitFor(t, "the survivor to take every shard", 5*time.Second, func() bool { return len(survivor.Owned()) == 8 })
+	})
+}
+
 func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
 	run(t, func(t *testing.T, h *harness) {
 		r1, r2, r3 := h.killableRelay(testRelay, testCoordinator), h.killableRelay(testRelay, testCoordinator),
@@ -176,13 +206,14 @@ func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
 
 func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
 	run(t, func(t *testing.T, h *harness) {
-		// paused pings once, then sleeps through its dead timeout: it keeps polling the shards it last owned.
-		paused := h.killableRelay(testRelay, CoordinatorConfig{Ping: time.Hour, DeadAfter: testCoordinator.DeadAfter})
+		// paused pings once, then sleeps through the active relay's dead timeout (its own, an hour, would wake it at
+		// the active one's expiry): it keeps polling the shards it last owned.
+		paused := h.killableRelay(testRelay, CoordinatorConfig{Ping: time.Hour, DeadAfter: time.Hour})
 		active := h.killableRelay(testRelay, testCoordinator)
 		waitFor(t, "the active relay to see the paused one", 5*time.Second, func() bool {
 			return len(active.coord.Owned()) < DefaultShards && len(active.coord.Owned()) > 0
 		})
-		if err := paused.coord.heartbeat(context.Background()); err != nil {
+		if _, err := paused.coord.heartbeat(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		stale := paused.coord.Owned()
@@ -203,7 +234,7 @@ func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
 		t.Logf("two pollers on %d shards: %d of %d events published twice, none lost", len(stale), dups, len(want))
 
 		// It wakes up: its next ping rejoins the set and the shards are split again.
-		if err := paused.coord.heartbeat(context.Background()); err != nil {
+		if _, err := paused.coord.heartbeat(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the shards to be split again", 5*time.Second, func() bool {

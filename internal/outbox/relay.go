@@ -98,7 +98,7 @@ func (r *Relay) enqueue(msgs []Message) {
 func (r *Relay) Run(ctx context.Context) {
 	coordCtx, stopCoord := context.WithCancel(context.WithoutCancel(ctx))
 	coordDone := make(chan struct{})
-	if err := r.coord.heartbeat(ctx); err != nil {
+	if _, err := r.coord.heartbeat(ctx); err != nil {
 		r.logger.Warn("relay coordinator: first heartbeat failed", "err", err)
 	}
 	go func() {
