@@ -463,8 +463,8 @@ func (s *viewSampler) result() (int, []string) {
 	return s.samples, s.backwards
 }
 
-// logInstanceErrors logs how many error lines each process that ran as an instance logged, and the first few
-// distinct ones, to tell what a 500 answer or a lost write came from.
+// logInstanceErrors logs how many error lines each process that ran as an instance logged, the first few
+// distinct ones and every distinct 500, to tell what a 500 answer or a lost write came from.
 func logInstanceErrors(t *testing.T, c *cluster) {
 	t.Helper()
 	c.mu.Lock()
@@ -477,12 +477,19 @@ func logInstanceErrors(t *testing.T, c *cluster) {
 		var first []string
 		errors := 0
 		for sc.Scan() {
-			var line struct{ Level, Msg, Err string }
+			var line struct {
+				Level, Msg, Err, Method, Path string
+				Status                        int
+			}
 			if json.Unmarshal(sc.Bytes(), &line) != nil || line.Level != "ERROR" {
 				continue
 			}
 			errors++
-			if key := line.Msg + ": " + line.Err; !seen[key] && len(first) < 5 {
+			key := line.Msg + ": " + line.Err
+			if line.Status == http.StatusInternalServerError { // a bug: every one is shown
+				key = fmt.Sprintf("500 on %s %s: %s", line.Method, line.Path, line.Err)
+			}
+			if !seen[key] && (len(first) < 5 || line.Status == http.StatusInternalServerError) {
 				seen[key] = true
 				first = append(first, key)
 			}
