@@ -39,11 +39,12 @@ func TestRoutes(t *testing.T) {
 		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "2")
 
 		// The keys are named after the article and the user, under the prefix, and share the article's hash tag;
-		// the unsaved index is one key of the service.
+		// the article is marked in one shard of the unsaved index.
+		svc := e.service(Config{})
 		keys := redistest.Keys(t, e.redis.Client, e.prefix+"*")
 		tag := fmt.Sprintf("%sview::article::{%d}::", e.prefix, article)
 		want := []string{tag + "user::0::lock", tag + "user::9223372036854775807::lock", tag + "view_count",
-			e.prefix + "view::unsaved-articles"}
+			svc.unsavedKey(article)}
 		slices.Sort(keys)
 		if diff := cmp.Diff(want, keys); diff != "" {
 			t.Errorf("Redis keys (-want +got):\n%s", diff)

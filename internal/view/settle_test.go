@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/snowflake"
 )
 
 // A settler settles marks 3 ms old: only once every view it could cover has landed, as in these tests, where views
@@ -26,7 +28,7 @@ func settleAfterAMoment(t *testing.T, svc *Service) {
 // markOf returns an article's score in the unsaved index, or false when it is not marked.
 func markOf(t *testing.T, svc *Service, articleID int64) (float64, bool) {
 	t.Helper()
-	score, err := svc.rdb.ZScore(context.Background(), svc.unsavedKey(), strconv.FormatInt(articleID, 10)).Result()
+	score, err := svc.rdb.ZScore(context.Background(), svc.unsavedKey(articleID), strconv.FormatInt(articleID, 10)).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, false
 	}
@@ -100,10 +102,10 @@ func TestMarks(t *testing.T) {
 			t.Errorf("the second view within FlushEvery marked again: %v, then %v", first, again)
 		}
 
-		busy := e.service(Config{FlushEvery: time.Millisecond})
+		busy := e.service(Config{FlushEvery: time.Second}) // a fresh instance: its first view marks again
 		settler := e.service(settlerConfig)
 		time.Sleep(10 * time.Millisecond)
-		marks, err := settledScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey()}, 3, settleBatch).StringSlice()
+		marks, err := settledScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey(article)}, 3, settleBatch).StringSlice()
 		if err != nil || len(marks) != 2 {
 			t.Fatalf("marks to settle: %v, %v; want one", marks, err)
 		}
@@ -112,7 +114,7 @@ func TestMarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := unmarkScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey()}, settled...).Err(); err != nil {
+		if err := unmarkScript.Run(ctx, e.redis.Client, []string{settler.unsavedKey(article)}, settled...).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got := backupOf(t, e.store, article); got != 3 {
@@ -167,12 +169,71 @@ func TestRunSettles(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- e.service(settlerConfig).Run(ctx) }()
-		for backupOf(t, e.store, article) != 7 {
-			time.Sleep(5 * time.Millisecond)
+		for deadline := time.Now().Add(time.Minute); backupOf(t, e.store, article) != 7; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("Run did not settle within a minute")
+			}
 		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
+		}
+	})
+}
+
+// Articles created one after another land in different shards of the unsaved index, so on Redis Cluster the marks
+// spread over the primaries.
+func TestUnsavedIndexShardsSpread(t *testing.T) {
+	svc := NewService(nil, nil, Config{})
+	ids, err := snowflake.New(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := map[string]int{}
+	for range 160 {
+		id, err := ids.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[svc.unsavedKey(id)]++
+		time.Sleep(time.Millisecond) // a site creates articles milliseconds apart, not in one burst
+	}
+	if len(shards) < unsavedShards/2 {
+		t.Errorf("160 articles marked in %d shards of %d: %v", len(shards), unsavedShards, shards)
+	}
+}
+
+// A member that is no article id (not written by this package) is removed rather than left to stall its batch.
+func TestSettleRemovesAForeignMember(t *testing.T) {
+	runRedis(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		settler := e.service(settlerConfig)
+		key := settler.unsavedShardKey(0)
+		if err := e.redis.Client.ZAdd(ctx, key, redis.Z{Score: 1, Member: "not-an-id"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		settleAfterAMoment(t, settler)
+		if n := e.redis.Client.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("the foreign member is still there")
+		}
+	})
+}
+
+// A count read that restores what only this instance remembers (Redis lost the count, and the backup is behind)
+// marks the article first, so the restored count reaches SQL even if the instance then dies.
+func TestCountRestoringFromMemoryMarks(t *testing.T) {
+	runRedis(t, func(t *testing.T, e env) {
+		svc := e.service(Config{FlushEvery: time.Hour})
+		viewUsers(t, svc, article, 1, 7, 1) // never backed up: the flushes failed, say
+		e.forget(t)                         // Redis lost the count and the mark
+		svc.marked.forgetOlder(time.Now().Add(time.Hour))
+		if got := mustCount(t, svc, article); got != 7 {
+			t.Fatalf("count after Redis lost it = %d, want 7 from the instance's memory", got)
+		}
+		// svc dies; another instance settles.
+		settleAfterAMoment(t, e.service(settlerConfig))
+		if got := backupOf(t, e.store, article); got != 7 {
+			t.Errorf("backup = %d, want 7", got)
 		}
 	})
 }

@@ -32,14 +32,19 @@
 //
 // A crashed instance. What a process remembers dies with it, while its counts live on in Redis; a count that no
 // later view moves would then stay ahead of its backup for good. So before counting, a view makes sure its article
-// is marked in the unsaved index, a sorted set in Redis scored by the server's clock: a mark made by this instance
-// less than FlushEvery ago covers it, or it makes a new one. Every instance's Run settles the marks older than
-// SettleAfter: it backs up each article's Redis count when SQL holds less, then removes the mark unless it was
-// marked again meanwhile. A view must reach Redis within 2×FlushEvery of the mark covering it (its deadline is cut
-// to that), and SettleAfter is at least 3×FlushEvery, so a settled mark covers no view still on its way: whatever
-// instance counted a view, its count reaches SQL within about SettleAfter + FlushEvery, crash or not. A mark costs
-// one Redis call per article per instance per FlushEvery; settling costs one Redis and one SQL read per article
-// marked, and the index holds only the articles viewed in the last SettleAfter or so.
+// is marked in the unsaved index, sorted sets in Redis (16 shards, each in its own hash slot) scored by the
+// server's clock: a mark made by this instance less than FlushEvery ago covers it, or it makes a new one. Every
+// instance's Run settles the marks older than SettleAfter: it backs up each article's Redis count when SQL holds
+// less, then removes the mark unless it was marked again meanwhile. A view must reach Redis within 2×FlushEvery of
+// the mark covering it (its deadline is cut to that, and the Redis client must honour context deadlines), and
+// SettleAfter is at least 3×FlushEvery, so a settled mark covers no view still on its way: whatever instance
+// counted a view, its count reaches SQL within about SettleAfter + FlushEvery, crash or not. A count read that
+// restores what only this instance remembers is covered the same way. A mark costs one Redis call per article per
+// instance per FlushEvery; settling costs one Redis and one SQL read per article marked, and the index holds only
+// the articles viewed in the last SettleAfter or so. What this does not cover: a Redis clock jumping forward by
+// more than SettleAfter − 2×FlushEvery (or a failover to a node that far ahead) can settle a mark early, and a
+// failover that loses recent marks loses their cover; either costs views only if the instance that counted them
+// crashes too.
 //
 // A failed backup (SQL down) does not fail the view: the count is already in Redis, the user gets it, and the
 // count stays remembered for the next flush.
@@ -68,7 +73,6 @@ package view
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"strconv"
@@ -92,8 +96,11 @@ const (
 	backupReadTimeout = 250 * time.Millisecond
 	// maxFloored bounds the memory of which articles were raised to their backup; past it all are checked again.
 	maxFloored = 100_000
-	// settleBatch is how many marks of the unsaved index one settling step reads.
+	// settleBatch is how many marks of an unsaved index shard one settling step reads.
 	settleBatch = 500
+	// unsavedShards is how many keys the unsaved index is split over, each in a hash slot of its own: on Redis
+	// Cluster the marks spread over the primaries, and losing one stalls only the views whose shard it held.
+	unsavedShards = 16
 	// tombstoneTTL is how long a purged article's tombstone refuses views in Redis. It has to outlast any view that
 	// was checked live before the delete and is still on its way to Redis: the registry trusts a remembered "live"
 	// for a minute, and a request can stall on top of that (a GC pause, a Redis failover, a retry). A day puts the
@@ -220,17 +227,13 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 	if err := s.store.articles.Check(ctx, articleID); err != nil {
 		return 0, err
 	}
-	if err := s.raiseToBackup(ctx, articleID); err != nil {
-		return 0, err
-	}
-	covered, err := s.cover(ctx, articleID)
+	ctx, cancel, err := s.guard(ctx, articleID)
 	if err != nil {
 		return 0, err
 	}
-	if deadline, ok := ctx.Deadline(); !ok || deadline.After(covered) { // a request's own deadline is earlier
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, covered)
-		defer cancel()
+	defer cancel()
+	if err := s.raiseToBackup(ctx, articleID); err != nil {
+		return 0, err
 	}
 	keys := []string{s.countKey(articleID), s.lockKey(articleID, userID), s.tombstoneKey(articleID)}
 	ttl := max(s.cfg.DedupeTTL.Milliseconds(), 1)
@@ -255,13 +258,28 @@ func (s *Service) View(ctx context.Context, articleID, userID int64) (int64, err
 	return count, nil
 }
 
-// cover makes sure a mark of the unsaved index covers a view of articleID counted now (see "A crashed instance"),
-// and returns the deadline by which the view must reach Redis to stay covered.
+// guard makes sure a mark of the unsaved index covers a write of articleID's count made now (see "A crashed
+// instance"), and cuts ctx to the deadline by which the write must reach Redis to stay covered, unless ctx's own
+// deadline is earlier (a served request's always is).
+func (s *Service) guard(ctx context.Context, articleID int64) (context.Context, context.CancelFunc, error) {
+	covered, err := s.cover(ctx, articleID)
+	if err != nil {
+		return ctx, func() {}, err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !deadline.After(covered) {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, covered)
+	return ctx, cancel, nil
+}
+
+// cover makes sure a mark of the unsaved index covers a write of articleID's count made now, and returns the
+// deadline by which the write must reach Redis to stay covered.
 func (s *Service) cover(ctx context.Context, articleID int64) (time.Time, error) {
 	at, ok := s.marked.get(articleID)
 	if !ok || time.Since(at) >= s.cfg.FlushEvery {
 		at = time.Now() // before the mark, whose server time is then no earlier
-		if err := markScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, articleID).Err(); err != nil {
+		if err := markScript.Run(ctx, s.rdb, []string{s.unsavedKey(articleID)}, articleID).Err(); err != nil {
 			return time.Time{}, redisFault(err)
 		}
 		s.marked.set(articleID, at)
@@ -300,6 +318,14 @@ func (s *Service) droppedAsDeleted(ctx context.Context, articleID, count int64, 
 // Count returns an article's view count, restoring it from the backup when Redis lost it. It does not check that
 // the article exists: a deleted article reads 0 once purged.
 func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
+	if s.unsaved.get(articleID) > 0 { // a restore may write a count only this instance remembers
+		var cancel context.CancelFunc
+		var err error
+		if ctx, cancel, err = s.guard(ctx, articleID); err != nil {
+			return 0, err
+		}
+		defer cancel()
+	}
 	if err := s.raiseToBackup(ctx, articleID); err != nil {
 		return 0, err
 	}
@@ -383,11 +409,21 @@ func (s *Service) Flush(ctx context.Context) error {
 
 // Settle backs up the counts of the articles marked in the unsaved index more than SettleAfter ago whose backup is
 // behind Redis, whichever instance counted their views, and removes their marks unless they were marked again
-// meanwhile. A mark whose backup fails stays for the next call; the error joins the failures.
+// meanwhile. A mark whose backup fails stays for the next call; the error joins the failures of every shard.
 func (s *Service) Settle(ctx context.Context) error {
+	var errs []error
+	for shard := range unsavedShards {
+		if err := s.settleShard(ctx, s.unsavedShardKey(shard)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleShard settles the marks of one shard of the unsaved index, a batch at a time.
+func (s *Service) settleShard(ctx context.Context, key string) error {
 	for {
-		marks, err := settledScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, s.cfg.SettleAfter.Milliseconds(),
-			settleBatch).StringSlice()
+		marks, err := settledScript.Run(ctx, s.rdb, []string{key}, s.cfg.SettleAfter.Milliseconds(), settleBatch).StringSlice()
 		if err != nil {
 			return redisFault(err)
 		}
@@ -396,7 +432,7 @@ func (s *Service) Settle(ctx context.Context) error {
 		}
 		settled, err := s.settle(ctx, marks)
 		if len(settled) > 0 {
-			if err := unmarkScript.Run(ctx, s.rdb, []string{s.unsavedKey()}, settled...).Err(); err != nil {
+			if err := unmarkScript.Run(ctx, s.rdb, []string{key}, settled...).Err(); err != nil {
 				return redisFault(err)
 			}
 		}
@@ -409,13 +445,21 @@ func (s *Service) Settle(ctx context.Context) error {
 // settle backs up the counts of marks (article, score, ...) that are ahead of their backup and returns the marks
 // that are settled, as unmarkScript's ARGV.
 func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
-	ids := make([]int64, 0, len(marks)/2)
+	var settled []any
+	var ids []int64
+	var idMarks []int // where each of ids is in marks
 	for i := 0; i < len(marks); i += 2 {
 		id, err := strconv.ParseInt(marks[i], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("unsaved index member %q: %w", marks[i], err)
+		if err != nil { // not written by this package: nothing to back up, and left there it would stall its batch
+			s.cfg.Logger.WarnContext(ctx, "removing a member of the unsaved index that is no article id", "member", marks[i])
+			settled = append(settled, marks[i], marks[i+1])
+			continue
 		}
 		ids = append(ids, id)
+		idMarks = append(idMarks, i)
+	}
+	if len(ids) == 0 {
+		return settled, nil
 	}
 	counts := make([]*redis.StringCmd, len(ids))
 	// The client splits the pipeline per node on Redis Cluster; each command's own error is checked below.
@@ -427,9 +471,8 @@ func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
 	})
 	backups, err := s.store.counts(ctx, ids)
 	if err != nil {
-		return nil, err
+		return settled, err
 	}
-	var settled []any
 	var errs []error
 	for i, id := range ids {
 		count, err := counts[i].Int64()
@@ -444,7 +487,7 @@ func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
 				continue
 			}
 		}
-		settled = append(settled, marks[2*i], marks[2*i+1])
+		settled = append(settled, marks[idMarks[i]], marks[idMarks[i]+1])
 	}
 	return settled, errors.Join(errs...)
 }
@@ -504,10 +547,15 @@ func (s *Service) tombstoneKey(articleID int64) string {
 	return s.cfg.KeyPrefix + "view::article::{" + strconv.FormatInt(articleID, 10) + "}::deleted"
 }
 
-// unsavedKey is the unsaved index: the articles whose count may be ahead of their backup, each scored by the
-// server time of its latest mark.
-func (s *Service) unsavedKey() string {
-	return s.cfg.KeyPrefix + "view::unsaved-articles"
+// unsavedKey is the shard of the unsaved index that holds articleID. The index lists the articles whose count may
+// be ahead of their backup, each scored by the server time of its latest mark.
+func (s *Service) unsavedKey(articleID int64) string {
+	// Fibonacci hashing: Snowflake ids differ mostly in their high bits, which the multiplication mixes down.
+	return s.unsavedShardKey(int((uint64(articleID) * 0x9E3779B97F4A7C15 >> 32) % unsavedShards))
+}
+
+func (s *Service) unsavedShardKey(shard int) string {
+	return s.cfg.KeyPrefix + "view::unsaved-articles::{" + strconv.Itoa(shard) + "}"
 }
 
 // atLeastKeys are atLeastScript's keys for an article.
