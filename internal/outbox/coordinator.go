@@ -87,17 +87,17 @@ func (c *Coordinator) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		wait := c.ping
+		next := c.now().Add(c.ping) // from the beat's start, so a slow beat does not stretch the period
 		expiry, err := c.heartbeat(ctx)
 		if err != nil && ctx.Err() == nil {
 			// Keep the last assignment: at worst another instance polls the same shards, which only duplicates.
 			c.logger.Warn("relay coordinator heartbeat failed", "key", c.key, "err", err)
 		}
-		if !expiry.IsZero() {
-			// A millisecond past it, when the member's score is strictly older than deadAfter.
-			wait = min(wait, max(expiry.Sub(c.now())+time.Millisecond, 0))
+		// A millisecond past the expiry, when the member's score is strictly older than deadAfter.
+		if expired := expiry.Add(time.Millisecond); !expiry.IsZero() && expired.Before(next) {
+			next = expired
 		}
-		t.Reset(wait)
+		t.Reset(max(next.Sub(c.now()), 0))
 	}
 }
 
