@@ -57,7 +57,7 @@ func (s *Service) Create(ctx context.Context, title, content string, boardID, wr
 	}
 	id, err := s.ids.Next()
 	if err != nil {
-		return Article{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+		return Article{}, snowflake.Unavailable(err)
 	}
 	// An article is created at the time in its id, so that consumers know an article's day from its id alone
 	// (hot-article keys its state by it before the article's own event arrives).

@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"board/internal/fault"
+	"board/internal/snowflake"
 	"board/internal/wire"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 	}
 	id, err := s.ids.Next()
 	if err != nil {
-		return Comment{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+		return Comment{}, snowflake.Unavailable(err)
 	}
 	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: wire.Millis(s.now())}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"board/internal/fault"
+	"board/internal/snowflake"
 	"board/internal/wire"
 )
 
@@ -168,7 +169,7 @@ func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID
 	}
 	id, err := s.ids.Next()
 	if err != nil {
-		return Like{}, fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+		return Like{}, snowflake.Unavailable(err)
 	}
 	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: wire.Millis(s.now())}
 	err = s.store.articles.Write(ctx, articleID, func() error {

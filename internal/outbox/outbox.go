@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"board/internal/event"
+	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/wire"
 )
@@ -96,7 +97,7 @@ func (o *Outbox) append(ctx context.Context, tx *sql.Tx, t event.Type, key int64
 	}
 	id, err := o.ids.Next()
 	if err != nil {
-		return Message{}, fmt.Errorf("outbox: event id: %w", err)
+		return Message{}, snowflake.Unavailable(err)
 	}
 	m := Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: wire.Millis(o.now())}
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at)

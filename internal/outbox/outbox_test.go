@@ -19,6 +19,7 @@ import (
 
 	"board/internal/embedded"
 	"board/internal/event"
+	"board/internal/fault"
 	"board/internal/kafka"
 	"board/internal/redistest"
 	"board/internal/snowflake"
@@ -518,4 +519,25 @@ func firstRecord(t *testing.T, addr, topic string) *kgo.Record {
 		t.Fatal("no record arrived")
 	}
 	return rec
+}
+
+// An event id that cannot be issued (the node lease lapsed, say, while the process was stopped) fails the write
+// with 503 ID_UNAVAILABLE, not a 500, and writes nothing.
+func TestEventIDUnavailable(t *testing.T) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		lapsed, err := snowflake.New(4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lapsed.ExtendUntil(time.Now().Add(-time.Second))
+		err = New(db, DefaultShards, lapsed, time.Now, nil).Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			return emit(event.ArticleDeleted, 1, map[string]string{"articleId": "1"})
+		})
+		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "ID_UNAVAILABLE" {
+			t.Errorf("Transact = %v, want 503 ID_UNAVAILABLE", err)
+		}
+		if n := (&harness{t: t, db: db}).rowsLeft(); n != 0 {
+			t.Errorf("%d outbox rows written", n)
+		}
+	})
 }

@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"board/internal/fault"
 )
 
 // Epoch is the zero point of the ID time field.
@@ -59,6 +61,12 @@ var (
 	// node id may already belong to another instance.
 	ErrLeaseExpired = errors.New("snowflake: node lease expired")
 )
+
+// Unavailable is how a request answers an error of Next: the lease lapsed or the clock moved back, and a retry
+// soon is expected to succeed, so it is a 503 ID_UNAVAILABLE rather than a 500.
+func Unavailable(err error) error {
+	return fault.Unavailablef(err, "ID_UNAVAILABLE", "cannot issue an id right now; try again")
+}
 
 // Generator issues IDs for one node id. It is safe for concurrent use.
 // Create it with New or NewLeased.
