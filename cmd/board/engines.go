@@ -59,14 +59,30 @@ func (e *engines) startRedis(ctx context.Context) error {
 		addrs = []string{srv.Addr()}
 	}
 	// Fail fast when Redis is down, so that requests get their 503 in about a second instead of go-redis's
-	// default of several dial attempts and retries.
-	e.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, Password: e.cfg.RedisPassword,
+	// default of several dial attempts and retries. Calls end at their context's deadline too: a request's, or
+	// the one by which the view service needs a count written (internal/view, "A crashed instance").
+	opts := &redis.UniversalOptions{Addrs: addrs, Password: e.cfg.RedisPassword,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
-		MaxRetries: 1, DialerRetries: 1})
-	e.closers = append(e.closers, e.redis.Close)
+		MaxRetries: 1, DialerRetries: 1, ContextTimeoutEnabled: true}
+	e.redis = redis.NewUniversalClient(opts)
 	if err := e.redis.Ping(ctx).Err(); err != nil {
+		e.redis.Close()
 		return fmt.Errorf("connect to redis %v: %w", addrs, err)
 	}
+	// One address may be a node of a Redis Cluster: a plain client would get MOVED for most keys.
+	if _, single := e.redis.(*redis.Client); single {
+		info, err := e.redis.Info(ctx).Result() // the default sections include Cluster's (the in-process server has none)
+		if err != nil {
+			e.redis.Close()
+			return fmt.Errorf("ask redis %v whether it is a cluster: %w", addrs, err)
+		}
+		if strings.Contains(info, "cluster_enabled:1") {
+			e.redis.Close()
+			opts.IsClusterMode = true
+			e.redis = redis.NewUniversalClient(opts)
+		}
+	}
+	e.closers = append(e.closers, e.redis.Close)
 	return nil
 }
 

@@ -334,3 +334,28 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 		t.Errorf("readyz = %v, want %v", ready, want)
 	}
 }
+
+// A --redis-addr that names one node of a Redis Cluster gets a cluster client: views of articles whose keys live
+// on every primary all count, rather than most getting MOVED.
+func TestRedisAddrOfOneClusterNode(t *testing.T) {
+	seeds := os.Getenv(redistest.ClusterAddrsEnv)
+	if seeds == "" {
+		t.Skip("needs a Redis Cluster: set " + redistest.ClusterAddrsEnv)
+	}
+	prefix := "test:one-node:" + sqltest.RandomSuffix() + ":"
+	t.Cleanup(func() {
+		rdb := redisClient(seeds)
+		defer rdb.Close()
+		redistest.DeletePrefix(t, rdb, prefix)
+	})
+	p := startProgram(t, []string{"--data-dir", t.TempDir(), "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json",
+		"--redis-addr", strings.Split(seeds, ",")[0], "--redis-prefix", prefix})
+	for range 12 { // 12 articles' keys fall on all three primaries but for a chance of 3·(2/3)^12 ≈ 2 %
+		a := newArticle(t, p)
+		var count int64
+		call(t, "POST", p.urls["view"]+"/v1/article-views/articles/"+a+"/users/1", nil, http.StatusOK, &count)
+		if count != 1 {
+			t.Errorf("view of article %s answered %d, want 1", a, count)
+		}
+	}
+}
