@@ -67,7 +67,7 @@ func TestArticleReadMatchesTheSources(t *testing.T) {
 	for _, id := range []string{ids[44], ids[30], ids[3]} {
 		call(t, "DELETE", p.urls["article"]+"/v1/articles/"+id, nil, http.StatusNoContent, nil)
 	}
-	call(t, "GET", p.urls["article-read"]+"/v1/articles/"+ids[44], nil, http.StatusNotFound, nil)
+	eventuallyGone(t, p, ids[44])
 	comparePages(t, p, board)
 	call(t, "GET", p.urls["article-read"]+"/v1/articles/abc", nil, http.StatusBadRequest, nil)
 	call(t, "GET", p.urls["article-read"]+"/v1/articles?boardId=5&pageSize=101", nil, http.StatusBadRequest, nil)
@@ -153,6 +153,18 @@ func getJSON(t *testing.T, url string, out any) {
 
 // eventually retries check (which returns "" when satisfied) until it holds, failing with its last complaint
 // after a generous bound.
+// eventuallyGone waits until article-read answers 404 for a deleted article: its model learns of the delete from
+// the event, a moment after the article service answered.
+func eventuallyGone(t *testing.T, p *program, article string) {
+	t.Helper()
+	eventually(t, func() string {
+		if status, body := sendJSON(t, "GET", p.urls["article-read"]+"/v1/articles/"+article, nil); status != http.StatusNotFound {
+			return fmt.Sprintf("article-read still serves deleted article %s: %d %s", article, status, body)
+		}
+		return ""
+	})
+}
+
 func eventually(t *testing.T, check func() string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

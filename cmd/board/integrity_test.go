@@ -138,7 +138,7 @@ func TestWritesNeedAnArticle(t *testing.T) {
 		}
 	}
 	call(t, "GET", w.like(busy, 1), nil, http.StatusNotFound, nil)
-	call(t, "GET", p.urls["article-read"]+"/v1/articles/"+busy, nil, http.StatusNotFound, nil)
+	eventuallyGone(t, p, busy)
 }
 
 // countsOf compares an article's like, comment and view counts with the wanted ones; "" when they match.
