@@ -127,7 +127,7 @@ func mustCount(t *testing.T, svc *Service, articleID int64) int64 {
 	return n
 }
 
-func backupOf(t *testing.T, store *Store, articleID int64) int64 {
+func backupOf(t testing.TB, store *Store, articleID int64) int64 {
 	t.Helper()
 	n, err := store.Count(context.Background(), articleID)
 	if err != nil {
