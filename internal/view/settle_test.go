@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/existence"
 	"board/internal/existence/existencetest"
+	"board/internal/fault"
 	"board/internal/redistest"
 	"board/internal/snowflake"
 	"board/internal/sqldb/sqltest"
@@ -280,4 +282,66 @@ func BenchmarkSettle(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkFlush measures an instance's flush of the counts of b.N articles it counted a view of since its last
+// one (a busy site's every FlushEvery), on the Redis at BOARD_TEST_REDIS_ADDR (miniredis when unset) over SQLite.
+func BenchmarkFlush(b *testing.B) {
+	rb := redistest.Real(b)
+	db := sqltest.OpenSQLite(b, Migrate)
+	svc := NewService(testStore(db, existencetest.NewOrigin(b)), rb.Client, Config{KeyPrefix: rb.Prefix, FlushEvery: time.Hour})
+	ctx := context.Background()
+	for i := range int64(b.N) {
+		if _, err := svc.View(ctx, article+i, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	if err := svc.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if got := backupOf(b, svc.store, article+int64(b.N)-1); got != 1 {
+		b.Errorf("backup of the last article = %d, want 1", got)
+	}
+}
+
+// BackupMany backs up the live articles of a batch in one transaction and skips the others with their reason; a
+// flush over such a batch backs up the one the registry had not heard of after looking it up, and drops the deleted.
+func TestBackupMany(t *testing.T) {
+	run(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		live, deleted, unknown := int64(article), int64(article+1), int64(article+2)
+		existencetest.Apply(t, e.store.articles, existencetest.Created(live, 1))
+		existencetest.Apply(t, e.store.articles, existencetest.Deleted(deleted, 2))
+		skipped, err := e.store.BackupMany(ctx, map[int64]int64{live: 5, deleted: 6, unknown: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(skipped) != 2 || fault.KindOf(skipped[deleted]) != fault.NotFound || !errors.Is(skipped[unknown], existence.ErrUnknown) {
+			t.Errorf("skipped %v; want the deleted article as NotFound and the unknown one as ErrUnknown", skipped)
+		}
+		for id, want := range map[int64]int64{live: 5, deleted: 0, unknown: 0} {
+			if got := backupOf(t, e.store, id); got != want {
+				t.Errorf("backup of article %d = %d, want %d", id-article, got, want)
+			}
+		}
+		wantCounts(t, "events", []int64{5}, viewedEvents(t, e.db, live))
+
+		svc := NewService(e.store, e.redis.Client, Config{KeyPrefix: e.prefix, FlushEvery: time.Hour})
+		for id, count := range map[int64]int64{live: 8, deleted: 9, unknown: 10} {
+			svc.unsaved.note(id, count)
+		}
+		if err := svc.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[int64]int64{live: 8, deleted: 0, unknown: 10} {
+			if got := backupOf(t, e.store, id); got != want {
+				t.Errorf("backup of article %d after Flush = %d, want %d", id-article, got, want)
+			}
+		}
+		if got := svc.unsaved.get(deleted); got != 0 {
+			t.Errorf("the deleted article's count is still remembered: %d", got)
+		}
+	})
 }

@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"embed"
 	"errors"
+	"maps"
+	"slices"
 
 	"board/internal/event"
 	"board/internal/existence"
+	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 	"board/internal/wire"
@@ -54,16 +57,45 @@ func (s *Store) Backup(ctx context.Context, articleID, count int64) error {
 			if err := s.articles.Require(ctx, tx, articleID); err != nil {
 				return err
 			}
-			// One upsert rather than "update where view_count < ?, else insert": two backups of a new article would
-			// both find no row to update, and the second insert would have to be dropped, losing the higher count.
-			if _, err := tx.ExecContext(ctx, "INSERT INTO article_view_count (article_id, view_count) VALUES (?, ?)"+
-				s.db.OnConflictUpdate("article_id", "view_count = CASE WHEN view_count < ? THEN ? ELSE view_count END"),
-				articleID, count, count, count); err != nil {
-				return err
-			}
-			return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
+			return s.upsert(ctx, tx, emit, articleID, count)
 		})
 	})
+}
+
+// BackupMany is Backup for many articles in one transaction, far cheaper than one each, in ascending article order
+// (so that two of them take their locks in the same order). An article it cannot back up here is skipped and
+// returned with its reason: existence.NotFound for a deleted one, existence.ErrUnknown for one the registry has not
+// heard of (Backup looks it up). Any other error fails them all, and nothing is written.
+func (s *Store) BackupMany(ctx context.Context, counts map[int64]int64) (skipped map[int64]error, err error) {
+	ids := slices.Sorted(maps.Keys(counts))
+	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		skipped = map[int64]error{} // Transact may run this again after a deadlock
+		for _, id := range ids {
+			if err := s.articles.Require(ctx, tx, id); errors.Is(err, existence.ErrUnknown) || fault.KindOf(err) == fault.NotFound {
+				skipped[id] = err
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := s.upsert(ctx, tx, emit, id, counts[id]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return skipped, err
+}
+
+// upsert raises an article's backed-up count to count and records its ARTICLE_VIEWED, within tx (see Backup).
+func (s *Store) upsert(ctx context.Context, tx *sql.Tx, emit outbox.Emit, articleID, count int64) error {
+	// One upsert rather than "update where view_count < ?, else insert": two backups of a new article would both
+	// find no row to update, and the second insert would have to be dropped, losing the higher count.
+	if _, err := tx.ExecContext(ctx, "INSERT INTO article_view_count (article_id, view_count) VALUES (?, ?)"+
+		s.db.OnConflictUpdate("article_id", "view_count = CASE WHEN view_count < ? THEN ? ELSE view_count END"),
+		articleID, count, count, count); err != nil {
+		return err
+	}
+	return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
 }
 
 // deleteBackup deletes a purged article's backup row.

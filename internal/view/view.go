@@ -73,6 +73,7 @@ package view
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"maps"
 	"strconv"
@@ -394,17 +395,66 @@ func (s *Service) backup(ctx context.Context, articleID, count int64) error {
 	return nil
 }
 
-// Flush backs up every count this instance produced since its last backup. Counts it fails to back up stay
-// remembered for the next flush, except those of deleted articles, which are dropped; the error joins the failures.
+// backupMany is backup for many articles: their SQL backups in one transaction (Store.BackupMany), then Redis
+// raised for each. It returns the error of each article that failed; a deleted one fails with existence.NotFound.
+func (s *Service) backupMany(ctx context.Context, counts map[int64]int64) map[int64]error {
+	failed := map[int64]error{}
+	if len(counts) == 0 {
+		return failed
+	}
+	skipped, err := s.store.BackupMany(ctx, counts)
+	for articleID, count := range counts {
+		switch {
+		case err != nil:
+			failed[articleID] = err
+		case errors.Is(skipped[articleID], existence.ErrUnknown): // counted before the registry heard of it
+			if err := s.backup(ctx, articleID, count); err != nil {
+				failed[articleID] = err
+			}
+		case skipped[articleID] != nil:
+			failed[articleID] = skipped[articleID]
+		default:
+			if err := atLeastScript.Run(ctx, s.rdb, s.atLeastKeys(articleID), count).Err(); err != nil {
+				failed[articleID] = redisFault(err)
+			}
+		}
+	}
+	return failed
+}
+
+// Flush backs up every count this instance produced since its last backup, settleBatch articles a transaction.
+// Counts it fails to back up stay remembered for the next flush, except those of deleted articles, which are
+// dropped; the error joins the failures.
 func (s *Service) Flush(ctx context.Context) error {
 	var errs []error
-	for articleID, count := range s.unsaved.takeAll() {
-		if err := s.backup(ctx, articleID, count); err != nil && !s.droppedAsDeleted(ctx, articleID, count, err) {
-			s.unsaved.note(articleID, count)
-			errs = append(errs, err)
+	for batch := range batches(s.unsaved.takeAll(), settleBatch) {
+		for articleID, err := range s.backupMany(ctx, batch) {
+			if !s.droppedAsDeleted(ctx, articleID, batch[articleID], err) {
+				s.unsaved.note(articleID, batch[articleID])
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// batches splits counts into maps of at most n articles.
+func batches(counts map[int64]int64, n int) iter.Seq[map[int64]int64] {
+	return func(yield func(map[int64]int64) bool) {
+		batch := map[int64]int64{}
+		for id, count := range counts {
+			batch[id] = count
+			if len(batch) == n {
+				if !yield(batch) {
+					return
+				}
+				batch = map[int64]int64{}
+			}
+		}
+		if len(batch) > 0 {
+			yield(batch)
+		}
+	}
 }
 
 // Settle backs up the counts of the articles marked in the unsaved index more than SettleAfter ago whose backup is
@@ -474,6 +524,7 @@ func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
 		return settled, err
 	}
 	var errs []error
+	due := map[int64]int64{}
 	for i, id := range ids {
 		count, err := counts[i].Int64()
 		switch {
@@ -482,10 +533,17 @@ func (s *Service) settle(ctx context.Context, marks []string) ([]any, error) {
 			errs = append(errs, redisFault(err))
 			continue
 		case count > backups[id]:
-			if err := s.backup(ctx, id, count); err != nil && fault.KindOf(err) != fault.NotFound {
-				errs = append(errs, err)
-				continue
-			}
+			due[id] = count
+		}
+	}
+	failed := s.backupMany(ctx, due)
+	for i, id := range ids {
+		if err, ok := failed[id]; ok && fault.KindOf(err) != fault.NotFound {
+			errs = append(errs, err)
+			continue
+		}
+		if counts[i].Err() != nil && !errors.Is(counts[i].Err(), redis.Nil) {
+			continue // its GET failed: kept for the next round
 		}
 		settled = append(settled, marks[idMarks[i]], marks[idMarks[i]+1])
 	}
