@@ -346,21 +346,8 @@ func restartBroker(t *testing.T, c *cluster) fault {
 // it is ready.
 func startEnginesAt(t *testing.T, dir, kafkaAddr string) *enginesProcess {
 	t.Helper()
-	bin, err := buildBoard()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{logs: newLogWatcher(), exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "engines", "--data-dir", dir, "--embedded-redis", embeddedRedisInProcess,
+	p := launch(t, "engines", "--data-dir", dir, "--embedded-redis", embeddedRedisInProcess,
 		"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", kafkaAddr, "--log-format", "json")
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
 	// No cleanup of its own: one would run before startCluster's, which stops the instances before the broker.
 	// Until it is handed over, a failure here kills it.
 	ready := false

@@ -62,6 +62,26 @@ func (p *process) wait() error {
 	return p.err
 }
 
+// launch builds the binary and starts it with args, its log lines going to the process's watcher.
+func launch(t *testing.T, args ...string) *process {
+	t.Helper()
+	bin, err := buildBoard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{logs: newLogWatcher(), exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
 // startProcess runs `board serve` with args and waits until every service given a --<service>-addr listens.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
@@ -71,20 +91,7 @@ func startProcess(t *testing.T, args ...string) *process {
 			listening++
 		}
 	}
-	bin, err := buildBoard()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{logs: newLogWatcher(), exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
+	p := launch(t, append([]string{"serve"}, args...)...)
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill() // fails harmlessly once it has exited
 		p.wait()
