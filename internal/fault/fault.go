@@ -9,17 +9,21 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 )
 
 // Kind says what went wrong from the caller's point of view.
 type Kind int
 
 const (
-	Invalid     Kind = iota + 1 // the input is malformed or breaks a rule
-	NotFound                    // the resource does not exist
-	Conflict                    // the request clashes with the current state (e.g. a duplicate)
-	TooLarge                    // the request body is over the limit
-	Unavailable                 // a dependency is down; the caller may retry later
+	Invalid         Kind = iota + 1 // the input is malformed or breaks a rule
+	NotFound                        // the resource does not exist
+	Conflict                        // the request clashes with the current state (e.g. a duplicate)
+	TooLarge                        // the request body is over the limit
+	Unavailable                     // a dependency is down; the caller may retry later
+	Unauthenticated                 // the request carries no valid access token
+	Forbidden                       // the acting user may not do this
+	RateLimited                     // the caller is over a rate limit; RetryAfter says when to come back
 )
 
 // Error is an error a client can act on. Code is stable and machine-readable (e.g. "INVALID_TITLE");
@@ -29,6 +33,8 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // the cause, if any; never shown to clients
+	// RetryAfter is how long a RateLimited caller should wait before trying again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -58,6 +64,16 @@ func Conflictf(code, format string, args ...any) *Error {
 // Unavailablef reports a dependency that is down, keeping the cause for the logs.
 func Unavailablef(cause error, code, format string, args ...any) *Error {
 	return &Error{Kind: Unavailable, Code: code, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Unauthenticatedf reports a request without a valid access token.
+func Unauthenticatedf(code, format string, args ...any) *Error {
+	return &Error{Kind: Unauthenticated, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Forbiddenf reports an acting user who may not do what they ask.
+func Forbiddenf(format string, args ...any) *Error {
+	return &Error{Kind: Forbidden, Code: "FORBIDDEN", Message: fmt.Sprintf(format, args...)}
 }
 
 // As returns the *Error in err's chain, if any.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -102,6 +103,12 @@ type errorBody struct {
 // once, with the request; their details never reach the client.
 func Error(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
 	status, body := classify(r.Context(), err)
+	switch fe, _ := fault.As(err); status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="board"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(fe.RetryAfter.Seconds())), 10))
+	}
 	switch {
 	case status == statusClientClosedRequest:
 		logger.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -116,11 +123,14 @@ func Error(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err erro
 const statusClientClosedRequest = 499
 
 var faultStatus = map[fault.Kind]int{
-	fault.Invalid:     http.StatusBadRequest,
-	fault.NotFound:    http.StatusNotFound,
-	fault.Conflict:    http.StatusConflict,
-	fault.TooLarge:    http.StatusRequestEntityTooLarge,
-	fault.Unavailable: http.StatusServiceUnavailable,
+	fault.Invalid:         http.StatusBadRequest,
+	fault.NotFound:        http.StatusNotFound,
+	fault.Conflict:        http.StatusConflict,
+	fault.TooLarge:        http.StatusRequestEntityTooLarge,
+	fault.Unavailable:     http.StatusServiceUnavailable,
+	fault.Unauthenticated: http.StatusUnauthorized,
+	fault.Forbidden:       http.StatusForbidden,
+	fault.RateLimited:     http.StatusTooManyRequests,
 }
 
 // classify is the one table from errors to HTTP answers. A fault the client can act on keeps its answer; any other

@@ -56,6 +56,8 @@ const (
 type Server struct {
 	Service        string
 	API            *http.ServeMux // the service's routes
+	Guard          *Guard         // what writes need (a token, a rate limit); nil lets every write through
+	OpenAPI        []byte         // the service's OpenAPI document, served at /openapi.json when not nil
 	Checks         []Check        // what /readyz pings
 	Gatherer       prometheus.Gatherer
 	Metrics        *Metrics
@@ -98,7 +100,7 @@ func (s Server) HTTPServer() *http.Server {
 	}
 }
 
-// Handler returns the port's handler: /healthz, /readyz, /metrics and the instrumented API. It routes on the path
+// Handler returns the port's handler: /healthz, /readyz, /metrics, /openapi.json and the instrumented API. It routes on the path
 // as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect.
 func (s Server) Handler() http.Handler {
 	api := s.instrument(s.API)
@@ -108,6 +110,13 @@ func (s Server) Handler() http.Handler {
 		}),
 		"/readyz":  http.HandlerFunc(s.ready),
 		"/metrics": promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}),
+	}
+	if s.OpenAPI != nil {
+		operational["/openapi.json"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(s.OpenAPI)))
+			_, _ = w.Write(s.OpenAPI)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := operational[r.URL.Path]
@@ -215,8 +224,14 @@ func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux) {
 		notFound(sw, r)
 		return
 	}
-	if _, pattern := api.Handler(r); pattern == "" {
+	_, pattern := api.Handler(r)
+	if pattern == "" {
 		noRoute(sw, r, api)
+		return
+	}
+	r, err := s.admit(r, pattern)
+	if err != nil {
+		Error(sw, r, s.Logger, err)
 		return
 	}
 	api.ServeHTTP(sw, r)

@@ -1,0 +1,189 @@
+package auth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
+
+	"board/internal/fault"
+)
+
+// KeySource fetches the public keys tokens are verified with, by key id.
+type KeySource func(ctx context.Context) (map[string]ed25519.PublicKey, error)
+
+// maxJWKSBytes bounds the JWK Set read from the user service: a handful of keys is a few hundred bytes.
+const maxJWKSBytes = 1 << 20
+
+// JWKS is the KeySource that reads the JWK Set at url (the user service's /.well-known/jwks.json). Keys that are
+// not Ed25519 public signing keys are skipped: one odd key must not lock everyone out.
+func JWKS(client *http.Client, url string) KeySource {
+	return func(ctx context.Context) (map[string]ed25519.PublicKey, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		var set struct{ Keys []json.RawMessage }
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxJWKSBytes)).Decode(&set); err != nil {
+			return nil, fmt.Errorf("GET %s: %w", url, err)
+		}
+		keys := map[string]ed25519.PublicKey{}
+		for _, raw := range set.Keys {
+			var k jose.JSONWebKey
+			if json.Unmarshal(raw, &k) != nil || k.KeyID == "" || k.Algorithm != string(jose.EdDSA) || !k.IsPublic() {
+				continue
+			}
+			if pub, ok := k.Key.(ed25519.PublicKey); ok {
+				keys[k.KeyID] = pub
+			}
+		}
+		return keys, nil
+	}
+}
+
+// VerifierConfig tunes a Verifier; zero values take the defaults.
+type VerifierConfig struct {
+	// MinRefresh spaces the fetches of the keys: a stream of tokens with made-up key ids costs one fetch per
+	// MinRefresh, not one per token. Default 1 s.
+	MinRefresh time.Duration
+	// MaxAge is how long fetched keys are trusted before they are fetched again, so that a key the user service
+	// withdrew stops verifying. Default 10 min.
+	MaxAge time.Duration
+	// FetchTimeout bounds one fetch of the keys. Default 2 s.
+	FetchTimeout time.Duration
+	Now          func() time.Time
+	Logger       *slog.Logger
+}
+
+// Verifier verifies access tokens locally with cached public keys, fetching them again only when a token names a
+// key id it does not know (a rotation) or when they are older than MaxAge.
+type Verifier struct {
+	src     KeySource
+	cfg     VerifierConfig
+	fetches singleflight.Group
+
+	mu      sync.Mutex
+	keys    map[string]ed25519.PublicKey
+	fetched time.Time // when keys were fetched; zero before the first fetch
+	tried   time.Time // when the last fetch started, successful or not
+}
+
+// NewVerifier returns a Verifier of the keys src fetches.
+func NewVerifier(src KeySource, cfg VerifierConfig) *Verifier {
+	if cfg.MinRefresh <= 0 {
+		cfg.MinRefresh = time.Second
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = 10 * time.Minute
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 2 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Verifier{src: src, cfg: cfg}
+}
+
+// ErrBadToken is the answer to a token that is malformed, forged, signed by an unknown key or expired. The reason is
+// logged at debug level only: telling a forger which check failed helps only the forger.
+var ErrBadToken = fault.Unauthenticatedf("UNAUTHENTICATED", "the access token is invalid or expired")
+
+// Verify returns whom the token acts for: 401 for a bad token, 503 when the keys cannot be fetched for a key id
+// not yet known.
+func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
+	tok, kid, err := parse(raw)
+	if err != nil {
+		return Principal{}, v.reject(ctx, err)
+	}
+	pub, err := v.key(ctx, kid)
+	if err != nil {
+		return Principal{}, err
+	}
+	if pub == nil {
+		return Principal{}, v.reject(ctx, fmt.Errorf("%w: unknown key id %q", errBadToken, kid))
+	}
+	p, err := verify(tok, pub, v.cfg.Now())
+	if err != nil {
+		return Principal{}, v.reject(ctx, err)
+	}
+	return p, nil
+}
+
+func (v *Verifier) reject(ctx context.Context, err error) error {
+	v.cfg.Logger.DebugContext(ctx, "access token rejected", "err", err)
+	return ErrBadToken
+}
+
+// key returns the public key kid names, nil when the user service does not list it.
+func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
+	v.mu.Lock()
+	pub, fresh := v.keys[kid], !v.fetched.IsZero() && v.cfg.Now().Sub(v.fetched) < v.cfg.MaxAge
+	v.mu.Unlock()
+	if pub != nil && fresh {
+		return pub, nil
+	}
+	err := v.refresh(ctx)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case v.keys[kid] != nil:
+		return v.keys[kid], nil // an older copy of the keys still answers for a key it holds
+	case err != nil:
+		return nil, fault.Unavailablef(err, "KEYS_UNAVAILABLE", "the token signing keys cannot be fetched; try again later")
+	}
+	return nil, nil
+}
+
+// refresh fetches the keys once for every caller waiting on it, no sooner than MinRefresh after the last fetch began.
+func (v *Verifier) refresh(ctx context.Context) error {
+	ch := v.fetches.DoChan("", func() (any, error) {
+		v.mu.Lock()
+		wait := v.cfg.MinRefresh - v.cfg.Now().Sub(v.tried)
+		v.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		v.mu.Lock()
+		v.tried = v.cfg.Now()
+		v.mu.Unlock()
+		// The fetch is shared, so it runs on its own deadline rather than on the first caller's context.
+		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.FetchTimeout)
+		defer cancel()
+		keys, err := v.src(fetchCtx)
+		if err != nil {
+			v.cfg.Logger.WarnContext(ctx, "fetching the token signing keys failed", "err", err)
+			return nil, err
+		}
+		v.mu.Lock()
+		v.keys, v.fetched = keys, v.cfg.Now()
+		v.mu.Unlock()
+		return nil, nil
+	})
+	select {
+	case res := <-ch:
+		return res.Err
+	case <-ctx.Done():
+		return errors.Join(errors.New("waiting for the token signing keys"), ctx.Err())
+	}
+}
