@@ -101,7 +101,11 @@ func Cluster(t testing.TB) Backend {
 func (b Backend) Flush(t testing.TB) {
 	t.Helper()
 	DeletePrefix(t, b.Client, b.Prefix)
+	DeletePrefix(t, b.Client, RateLimitPrefix+b.Prefix)
 }
+
+// RateLimitPrefix is what the rate limiter (redis_rate) puts before the keys it is given, ours included.
+const RateLimitPrefix = "rate:"
 
 // DeletePrefix deletes every key that starts with prefix, from every primary of a cluster.
 func DeletePrefix(t testing.TB, rdb redis.UniversalClient, prefix string) {
