@@ -38,7 +38,8 @@ type IDGenerator interface {
 	Next() (int64, error)
 }
 
-// Service holds the article rules over a Store.
+// Service holds the article rules over a Store. Who may write is the HTTP layer's check (Routes): a Service
+// writes for whoever calls it.
 type Service struct {
 	store *Store
 	ids   IDGenerator

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
 	"board/internal/wire"
@@ -17,6 +18,13 @@ import (
 // 1 at create, +1 per update), and the board count row's version (its events' boardArticleCountVersion; "0" for a
 // board that never had an article). The value and its version are read together, so a consumer that rebuilds its
 // model from these answers can keep ignoring any event whose version is not newer (see internal/event).
+//
+// Who may write (SPEC §2.1). Every write acts for the principal that httpio.Guard put in the request's context
+// from its access token, and fails closed (401) without one. POST writes as that user: a writerId in the body may
+// be left out, and one naming anybody else is 403. PUT and DELETE are for the article's writer or a moderator (403
+// otherwise). A handler checks in this order: its input (400), the principal (401, 403 for a writerId), the
+// article (404), the ownership (403), then writes; so a bad request is a 400 whoever sends it, and a missing
+// article a 404 before anyone's rights to it are weighed. Reads are public.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -63,20 +71,31 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Title    *string  `json:"title"`
 		Content  *string  `json:"content"`
-		WriterID *wire.ID `json:"writerId"`
+		WriterID *wire.ID `json:"writerId"` // optional: the acting user
 		BoardID  *wire.ID `json:"boardId"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
 		return err
 	}
 	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil),
-		httpio.Has("writerId", in.WriterID != nil), httpio.Has("boardId", in.BoardID != nil)); err != nil {
+		httpio.Has("boardId", in.BoardID != nil)); err != nil {
 		return err
 	}
-	if *in.WriterID == 0 || *in.BoardID == 0 {
-		return fault.Invalidf("INVALID_ID", "writerId and boardId must be positive")
+	var named int64
+	if in.WriterID != nil {
+		named = int64(*in.WriterID)
 	}
-	a, err := h.svc.Create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), int64(*in.WriterID))
+	if (in.WriterID != nil && named == 0) || *in.BoardID == 0 {
+		return fault.Invalidf("INVALID_ID", "writerId and boardId must be positive (writerId may be left out)")
+	}
+	if err := validate(*in.Title, *in.Content); err != nil {
+		return err
+	}
+	writerID, err := auth.Writer(r.Context(), named)
+	if err != nil {
+		return err
+	}
+	a, err := h.svc.Create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), writerID)
 	if err != nil {
 		return err
 	}
@@ -113,6 +132,12 @@ func (h handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := httpio.Required(httpio.Has("title", in.Title != nil), httpio.Has("content", in.Content != nil)); err != nil {
 		return err
 	}
+	if err := validate(*in.Title, *in.Content); err != nil {
+		return err
+	}
+	if err := h.mayChange(r, id); err != nil {
+		return err
+	}
 	a, err := h.svc.Update(r.Context(), id, *in.Title, *in.Content)
 	if err != nil {
 		return err
@@ -126,11 +151,29 @@ func (h handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.mayChange(r, id); err != nil {
+		return err
+	}
 	if err := h.svc.Delete(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// mayChange checks that the request may update or delete article id: it has a principal (401), the article exists
+// (404), and the principal is its writer or a moderator (403). The write that follows does not hold the article
+// between the check and itself, and needs not: an article's writer never changes, and one deleted in between is the
+// write's own 404.
+func (h handlers) mayChange(r *http.Request, id int64) error {
+	if _, err := auth.Acting(r.Context()); err != nil {
+		return err
+	}
+	a, err := h.svc.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return auth.MayChange(r.Context(), a.WriterID)
 }
 
 func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
