@@ -1,0 +1,164 @@
+package httpio
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"board/internal/auth"
+	"board/internal/fault"
+)
+
+// recordingLimiter refuses keys in over and records what it was asked.
+type recordingLimiter struct {
+	mu    sync.Mutex
+	asked []string
+	over  map[string]bool
+}
+
+func (l *recordingLimiter) Allow(_ context.Context, limit, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.asked = append(l.asked, limit+" "+key)
+	if l.over[key] {
+		return &fault.Error{Kind: fault.RateLimited, Code: "RATE_LIMITED", Message: "slow down", RetryAfter: 1500 * time.Millisecond}
+	}
+	return nil
+}
+
+// guardedServer serves routes that echo the acting user, behind a Guard whose tokens are "token-<id>" for users and
+// "mod-<id>" for moderators.
+func guardedServer(t *testing.T, limiter *recordingLimiter) string {
+	api := http.NewServeMux()
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		p, ok := auth.FromContext(r.Context())
+		Write(w, http.StatusOK, map[string]any{"acting": ok, "user": p.UserID, "role": p.Role})
+	}
+	api.HandleFunc("GET /v1/things", echo)
+	api.HandleFunc("POST /v1/things", echo)
+	api.HandleFunc("DELETE /v1/things/{id}", echo)
+	api.HandleFunc("POST /v1/sign-in", echo)
+	verify := func(_ context.Context, token string) (auth.Principal, error) {
+		switch {
+		case token == "keys-down":
+			return auth.Principal{}, fault.Unavailablef(nil, "KEYS_UNAVAILABLE", "down")
+		case strings.HasPrefix(token, "token-"):
+			return auth.Principal{UserID: 7, Role: auth.RoleUser}, nil
+		case strings.HasPrefix(token, "mod-"):
+			return auth.Principal{UserID: 9, Role: auth.RoleModerator}, nil
+		}
+		return auth.Principal{}, auth.ErrBadToken
+	}
+	srv := testServer(t, func(s *Server) {
+		s.API = api
+		s.Guard = &Guard{Verify: verify, Limiter: limiter, Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
+	})
+	return srv.URL
+}
+
+type guardAnswer struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func guardRequest(t *testing.T, method, url, authorization string) guardAnswer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := guardAnswer{status: resp.StatusCode, header: resp.Header}
+	if err := json.Unmarshal(raw, &a.body); err != nil {
+		t.Fatalf("%s %s: %s", method, url, raw)
+	}
+	return a
+}
+
+func TestGuard(t *testing.T) {
+	limiter := &recordingLimiter{over: map[string]bool{}}
+	base := guardedServer(t, limiter)
+
+	// Reads are public, a token or not (a bad one is not even looked at).
+	if a := guardRequest(t, "GET", base+"/v1/things", ""); a.status != 200 || a.body["acting"] != false {
+		t.Errorf("GET without a token: %d %v", a.status, a.body)
+	}
+	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer forged"); a.status != 200 {
+		t.Errorf("GET with a bad token: %d %v", a.status, a.body)
+	}
+
+	// Writes need a valid token: the answers to a missing, malformed and rejected one are 401s that say Bearer.
+	for _, authz := range []string{"", "token-7", "Basic dG9rZW4tNw==", "Bearer ", "Bearer forged"} {
+		a := guardRequest(t, "POST", base+"/v1/things", authz)
+		if a.status != 401 || a.body["code"] != "UNAUTHENTICATED" || !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("POST with Authorization %q: %d %v %v", authz, a.status, a.body, a.header)
+		}
+	}
+	if a := guardRequest(t, "POST", base+"/v1/things", "Bearer keys-down"); a.status != 503 {
+		t.Errorf("POST while the keys are down: %d %v", a.status, a.body)
+	}
+	// A route that does not exist is 404 whatever the token.
+	if a := guardRequest(t, "POST", base+"/v1/nothing", ""); a.status != 404 {
+		t.Errorf("POST to no route: %d %v", a.status, a.body)
+	}
+
+	a := guardRequest(t, "POST", base+"/v1/things", "Bearer token-7")
+	if a.status != 200 || a.body["user"] != 7.0 || a.body["role"] != "user" {
+		t.Errorf("POST with a good token: %d %v", a.status, a.body)
+	}
+	a = guardRequest(t, "DELETE", base+"/v1/things/1", "bearer mod-9")
+	if a.status != 200 || a.body["user"] != 9.0 || a.body["role"] != "moderator" {
+		t.Errorf("DELETE with a moderator's token (lower-case scheme): %d %v", a.status, a.body)
+	}
+
+	// Over the user's write limit: 429 with a Retry-After in whole seconds, rounded up.
+	limiter.over["test:7"] = true
+	a = guardRequest(t, "POST", base+"/v1/things", "Bearer token-7")
+	if a.status != 429 || a.body["code"] != "RATE_LIMITED" || a.header.Get("Retry-After") != "2" {
+		t.Errorf("POST over the limit: %d %v Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
+	}
+
+	// An open route takes no token and is held to its own limit per client address.
+	if a := guardRequest(t, "POST", base+"/v1/sign-in", ""); a.status != 200 || a.body["acting"] != false {
+		t.Errorf("open route: %d %v", a.status, a.body)
+	}
+	limiter.over["127.0.0.1"] = true
+	if a := guardRequest(t, "POST", base+"/v1/sign-in", ""); a.status != 429 {
+		t.Errorf("open route over its limit: %d %v", a.status, a.body)
+	}
+	want := []string{"write test:7", "write test:9", "write test:7", "sign-in 127.0.0.1", "sign-in 127.0.0.1"}
+	if strings.Join(limiter.asked, ",") != strings.Join(want, ",") {
+		t.Errorf("limiter asked %v, want %v", limiter.asked, want)
+	}
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	doc := []byte(`{"openapi":"3.1.0"}`)
+	srv := testServer(t, func(s *Server) { s.OpenAPI = doc })
+	resp, err := http.Get(srv.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(raw) != string(doc) || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("GET /openapi.json: %d %q %v", resp.StatusCode, raw, resp.Header)
+	}
+	if a := guardRequest(t, "POST", srv.URL+"/openapi.json", ""); a.status != 405 {
+		t.Errorf("POST /openapi.json: %d", a.status)
+	}
+}
