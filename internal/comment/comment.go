@@ -60,7 +60,8 @@ type IDGenerator interface {
 	Next() (int64, error)
 }
 
-// Service holds the comment rules over a Store.
+// Service holds the comment rules over a Store. Who may write is the HTTP layer's check (Routes): a Service
+// writes for whoever calls it.
 type Service struct {
 	store *Store
 	ids   IDGenerator
@@ -85,13 +86,29 @@ func CountLimit(page, pageSize int64) int64 {
 	return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1
 }
 
-// newComment validates a new comment's content and gives it an id and a creation time.
-func (s *Service) newComment(articleID, writerID int64, content string) (Comment, error) {
+// validateContent checks a new comment's content.
+func validateContent(content string) error {
 	switch {
 	case strings.TrimSpace(content) == "":
-		return Comment{}, fault.Invalidf("INVALID_CONTENT", "content must not be empty")
+		return fault.Invalidf("INVALID_CONTENT", "content must not be empty")
 	case utf8.RuneCountInString(content) > MaxContentChars:
-		return Comment{}, fault.Invalidf("INVALID_CONTENT", "content must be at most %d characters", MaxContentChars)
+		return fault.Invalidf("INVALID_CONTENT", "content must be at most %d characters", MaxContentChars)
+	}
+	return nil
+}
+
+// validateParentPath checks the parentPath of a new v2 comment ("" for a root comment).
+func validateParentPath(parentPath string) error {
+	if parentPath != "" && !validPath(parentPath) {
+		return invalidPath("INVALID_PARENT_PATH", "parentPath")
+	}
+	return nil
+}
+
+// newComment validates a new comment's content and gives it an id and a creation time.
+func (s *Service) newComment(articleID, writerID int64, content string) (Comment, error) {
+	if err := validateContent(content); err != nil {
+		return Comment{}, err
 	}
 	id, err := s.ids.Next()
 	if err != nil {
@@ -118,8 +135,8 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 
 // CreateV2 adds a v2 comment under the comment at parentPath ("" for a root comment); the store picks its path.
 func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, parentPath, content string) (Comment, error) {
-	if parentPath != "" && !validPath(parentPath) {
-		return Comment{}, invalidPath("INVALID_PARENT_PATH", "parentPath")
+	if err := validateParentPath(parentPath); err != nil {
+		return Comment{}, err
 	}
 	c, err := s.newComment(articleID, writerID, content)
 	if err != nil {

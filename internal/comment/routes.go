@@ -1,10 +1,12 @@
 package comment
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
 
+	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
 	"board/internal/wire"
@@ -18,6 +20,14 @@ import (
 // article that never had a comment). A soft delete leaves count and version as they were. The count and its version
 // are read together, so a consumer that rebuilds its model from this answer can keep ignoring any event whose
 // version is not newer (see internal/event).
+//
+// Who may write (SPEC §2.1). Every write acts for the principal that httpio.Guard put in the request's context
+// from its access token, and fails closed (401) without one. POST writes as that user: a writerId in the body may
+// be left out, and one naming anybody else is 403. DELETE is for the comment's writer or a moderator (403
+// otherwise), whether it removes the comment or only marks it deleted, and also for a comment already marked
+// deleted, which keeps its writer (deleting it again changes nothing). A handler checks in this order: its input
+// (400), the principal (401, 403 for a writerId), the comment (404), the ownership (403), then writes. Reads are
+// public.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -84,28 +94,31 @@ type handlers struct {
 type newCommentJSON struct {
 	ArticleID       *wire.ID `json:"articleId"`
 	Content         *string  `json:"content"`
-	WriterID        *wire.ID `json:"writerId"`
+	WriterID        *wire.ID `json:"writerId"`        // optional: the acting user
 	ParentCommentID *wire.ID `json:"parentCommentId"` // v1
 	ParentPath      *string  `json:"parentPath"`      // v2
 }
 
-func decodeNew(w http.ResponseWriter, r *http.Request) (newCommentJSON, error) {
-	var in newCommentJSON
+// decodeNew reads and checks the fields both versions' create requests share; named is the writerId given, 0 when
+// it is left out.
+func decodeNew(w http.ResponseWriter, r *http.Request) (in newCommentJSON, named int64, err error) {
 	if err := httpio.Decode(w, r, &in); err != nil {
-		return in, err
+		return in, 0, err
 	}
-	if err := httpio.Required(httpio.Has("articleId", in.ArticleID != nil), httpio.Has("content", in.Content != nil),
-		httpio.Has("writerId", in.WriterID != nil)); err != nil {
-		return in, err
+	if err := httpio.Required(httpio.Has("articleId", in.ArticleID != nil), httpio.Has("content", in.Content != nil)); err != nil {
+		return in, 0, err
 	}
-	if *in.ArticleID == 0 || *in.WriterID == 0 {
-		return in, fault.Invalidf("INVALID_ID", "articleId and writerId must be positive")
+	if in.WriterID != nil {
+		named = int64(*in.WriterID)
 	}
-	return in, nil
+	if *in.ArticleID == 0 || (in.WriterID != nil && named == 0) {
+		return in, 0, fault.Invalidf("INVALID_ID", "articleId and writerId must be positive (writerId may be left out)")
+	}
+	return in, named, validateContent(*in.Content)
 }
 
 func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeNew(w, r)
+	in, named, err := decodeNew(w, r)
 	if err != nil {
 		return err
 	}
@@ -115,7 +128,11 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 			return fault.Invalidf("INVALID_PARENT_COMMENT_ID", "parentCommentId must be positive; leave it out for a root comment")
 		}
 	}
-	c, err := h.svc.Create(r.Context(), int64(*in.ArticleID), int64(*in.WriterID), parentID, *in.Content)
+	writerID, err := auth.Writer(r.Context(), named)
+	if err != nil {
+		return err
+	}
+	c, err := h.svc.Create(r.Context(), int64(*in.ArticleID), writerID, parentID, *in.Content)
 	if err != nil {
 		return err
 	}
@@ -124,7 +141,7 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h handlers) createV2(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeNew(w, r)
+	in, named, err := decodeNew(w, r)
 	if err != nil {
 		return err
 	}
@@ -132,7 +149,14 @@ func (h handlers) createV2(w http.ResponseWriter, r *http.Request) error {
 	if in.ParentPath != nil {
 		parentPath = *in.ParentPath
 	}
-	c, err := h.svc.CreateV2(r.Context(), int64(*in.ArticleID), int64(*in.WriterID), parentPath, *in.Content)
+	if err := validateParentPath(parentPath); err != nil {
+		return err
+	}
+	writerID, err := auth.Writer(r.Context(), named)
+	if err != nil {
+		return err
+	}
+	c, err := h.svc.CreateV2(r.Context(), int64(*in.ArticleID), writerID, parentPath, *in.Content)
 	if err != nil {
 		return err
 	}
@@ -171,6 +195,9 @@ func (h handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := mayChange(r, id, h.svc.Get); err != nil {
+		return err
+	}
 	if err := h.svc.Delete(r.Context(), id); err != nil {
 		return err
 	}
@@ -183,11 +210,29 @@ func (h handlers) deleteV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := mayChange(r, id, h.svc.GetV2); err != nil {
+		return err
+	}
 	if err := h.svc.DeleteV2(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// mayChange checks that the request may delete comment id, read by get: it has a principal (401), the comment
+// exists (404), and the principal is its writer or a moderator (403). The delete that follows does not hold the
+// comment between the check and itself, and needs not: a comment's writer never changes, and one removed in between
+// is the delete's own 404.
+func mayChange(r *http.Request, id int64, get func(context.Context, int64) (Comment, error)) error {
+	if _, err := auth.Acting(r.Context()); err != nil {
+		return err
+	}
+	c, err := get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return auth.MayChange(r.Context(), c.WriterID)
 }
 
 // pageQuery reads the articleId, page and pageSize of an offset list request.

@@ -75,7 +75,7 @@ func httpBody(articleID, writerID int64, content, parentKey, parent string) stri
 // httpPostV1 creates a v1 comment (a reply when parentID is not "") and returns it as written.
 func httpPostV1(t testing.TB, h http.Handler, articleID, writerID int64, parentID, content string) map[string]any {
 	t.Helper()
-	r := httpiotest.Call(h, "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
+	r := httpiotest.Call(as(h, writerID), "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
 	httpiotest.WantStatus(t, r, http.StatusCreated)
 	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
@@ -83,7 +83,7 @@ func httpPostV1(t testing.TB, h http.Handler, articleID, writerID int64, parentI
 // httpPostV2 creates a v2 comment (a reply when parentPath is not "") and returns it as written.
 func httpPostV2(t testing.TB, h http.Handler, articleID, writerID int64, parentPath, content string) map[string]any {
 	t.Helper()
-	r := httpiotest.Call(h, "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
+	r := httpiotest.Call(as(h, writerID), "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
 	httpiotest.WantStatus(t, r, http.StatusCreated)
 	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
@@ -205,7 +205,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 		root := int64(firstID)
 
 		// A root comment names itself as its parent; ids as a string and a number, unknown fields ignored.
-		r := httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
+		r := httpiotest.Call(as(h, 9), "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		want := httpV1(root, "first", 7, 9, root, false, httpCreatedAt)
 		httpWantJSON(t, "POST root", any(want), httpiotest.DecodeJSON(t, r.Body))
@@ -213,17 +213,17 @@ func TestHTTPCreateGetV1(t *testing.T) {
 
 		// A reply whose parent id is a JSON number above 2^53, so a float on the way would lose it.
 		clock.Add(1500 * time.Millisecond)
-		r = httpiotest.Call(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
+		r = httpiotest.Call(as(h, 10), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		reply := httpV1(root+1, "second", 7, 10, root, false, "2026-01-02T03:04:06.506Z")
 		httpWantJSON(t, "POST reply", any(reply), httpiotest.DecodeJSON(t, r.Body))
 		httpWantJSON(t, "GET reply", any(reply), httpGet(t, h, "/v1/comments/"+httpStr(root+1)))
 
 		// The parent as a string; a null parent is a root.
-		r = httpiotest.Call(h, "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
+		r = httpiotest.Call(as(h, 11), "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		httpWantJSON(t, "POST reply by string id", any(httpV1(root+2, "third", 7, 11, root, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
-		r = httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
+		r = httpiotest.Call(as(h, 11), "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		httpWantJSON(t, "POST null parent", any(httpV1(root+3, "fourth", 7, 11, root+3, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
 
@@ -243,7 +243,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 			"INSERT INTO article_existence (article_id, deleted, article_version) VALUES (9223372036854775807, FALSE, 1)"); err != nil {
 			t.Fatal(err)
 		}
-		r = httpiotest.Call(h, "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
+		r = httpiotest.Call(as(h, 9223372036854775807), "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		if got["articleId"] != "9223372036854775807" || got["writerId"] != "9223372036854775807" {
@@ -264,7 +264,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 		h, clock := httpHandler(t, db)
 		id := int64(firstID)
 
-		r := httpiotest.Call(h, "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
+		r := httpiotest.Call(as(h, 9), "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		root := httpV2(id, "root", 7, 9, "00000", false, httpCreatedAt)
 		httpWantJSON(t, "POST root", any(root), httpiotest.DecodeJSON(t, r.Body))
@@ -287,7 +287,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 			// v1's parent field means nothing to v2.
 			{"v1 parent ignored", fmt.Sprintf(`{"articleId":8,"content":"w","writerId":10,"parentCommentId":"%d"}`, id+7), httpV2(id+8, "w", 8, 10, "00001", false, later)},
 		} {
-			r := httpiotest.Call(h, "POST", "/v2/comments", tc.body)
+			r := httpiotest.Call(as(h, httpWriter(tc.want)), "POST", "/v2/comments", tc.body)
 			httpiotest.WantStatus(t, r, http.StatusCreated)
 			httpWantJSON(t, tc.name+": POST", any(tc.want), httpiotest.DecodeJSON(t, r.Body))
 			httpWantJSON(t, tc.name+": GET", any(tc.want), httpGet(t, h, "/v2/comments/"+tc.want["commentId"].(string)))
@@ -315,10 +315,10 @@ func TestHTTPRulesV1(t *testing.T) {
 		v2 := httpPostV2(t, h, 1, 1, "", "a v2 root")
 		doomed := httpPostV1(t, h, 1, 1, "", "to be deleted")
 		keep := httpPostV1(t, h, 1, 2, doomed["commentId"].(string), "keeps it in the tree")
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+doomed["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, doomed), "DELETE", "/v1/comments/"+doomed["commentId"].(string), ""), http.StatusNoContent)
 
 		post := func(parent string) httpiotest.Reply {
-			return httpiotest.Call(h, "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
+			return httpiotest.Call(as(h, 3), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
 		}
 		for _, tc := range []struct {
 			name, parent string
@@ -388,11 +388,11 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 		}
 		// A soft-deleted parent: 00002 with a reply, then deleted.
 		httpPostV2(t, h, 1, 2, "00002", "reply")
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, root), "DELETE", "/v2/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
 		httpPostV2(t, h, 2, 2, "", "article 2's only root")
 
 		post := func(articleID int64, parentPath string) httpiotest.Reply {
-			return httpiotest.Call(h, "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
+			return httpiotest.Call(as(h, 3), "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
 		}
 		for _, tc := range []struct {
 			name       string
@@ -421,7 +421,7 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) { httpiotest.WantError(t, post(tc.articleID, tc.parentPath), tc.status, tc.code) })
 		}
-		httpiotest.WantError(t, httpiotest.Call(h, "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
+		httpiotest.WantError(t, httpiotest.Call(as(h, 3), "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
 
 		// None of the refused replies was kept: 5 in the chain, 11 siblings, 2 roots, 1 reply.
 		if n := httpCount(t, h, 1); n != "19" {
@@ -472,7 +472,7 @@ func TestHTTPDeleteV1(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
-			return httpiotest.Call(h, "DELETE", "/v1/comments/"+c["commentId"].(string), "")
+			return httpiotest.Call(asWriterOf(h, c), "DELETE", "/v1/comments/"+c["commentId"].(string), "")
 		}
 		get := func(c map[string]any) httpiotest.Reply {
 			return httpiotest.Call(h, "GET", "/v1/comments/"+c["commentId"].(string), "")
@@ -536,7 +536,7 @@ func TestHTTPDeleteV1(t *testing.T) {
 		httpiotest.WantError(t, get(r), http.StatusNotFound, "COMMENT_NOT_FOUND")
 
 		// The v2 routes do not delete v1 comments.
-		httpiotest.WantError(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+live["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(asWriterOf(h, live), "DELETE", "/v2/comments/"+live["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		httpWantJSON(t, "live root after a v2 delete", any(live), httpGet(t, h, "/v1/comments/"+live["commentId"].(string)))
 	})
 }
@@ -545,7 +545,7 @@ func TestHTTPDeleteV2(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
-			return httpiotest.Call(h, "DELETE", "/v2/comments/"+c["commentId"].(string), "")
+			return httpiotest.Call(asWriterOf(h, c), "DELETE", "/v2/comments/"+c["commentId"].(string), "")
 		}
 		get := func(c map[string]any) httpiotest.Reply {
 			return httpiotest.Call(h, "GET", "/v2/comments/"+c["commentId"].(string), "")
@@ -626,7 +626,7 @@ func TestHTTPDeleteV2(t *testing.T) {
 		}
 
 		// The v1 routes do not delete v2 comments.
-		httpiotest.WantError(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+p["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(asWriterOf(h, p), "DELETE", "/v1/comments/"+p["commentId"].(string), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		count(3, "3")
 	})
 }
@@ -644,7 +644,7 @@ func TestHTTPListV1(t *testing.T) {
 		r1b := httpPostV1(t, h, 5, 3, r1["commentId"].(string), "r1b")
 		httpPostV1(t, h, 6, 1, "", "another article")
 		httpPostV2(t, h, 5, 1, "", "a v2 comment")
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+r2["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, r2), "DELETE", "/v1/comments/"+r2["commentId"].(string), ""), http.StatusNoContent)
 		all := httpList(r1, r1a, r1b, httpDeleted(r2), r2a, r3)
 		if r1a["createdAt"] != "2026-01-02T03:04:05.007Z" {
 			t.Fatalf("r1a createdAt = %v", r1a["createdAt"])
@@ -694,7 +694,7 @@ func TestHTTPListV1(t *testing.T) {
 		}
 
 		// A cursor outlives its comment: after r1a is removed, scrolling on from it goes on from r1b.
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+r1a["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, r1a), "DELETE", "/v1/comments/"+r1a["commentId"].(string), ""), http.StatusNoContent)
 		httpWantJSON(t, "scroll after a removed comment", any(all[2:4]), httpGet(t, h, "/v1/comments/infinite-scroll?articleId=5&pageSize=2"+cursor(r1a)))
 
 		// No comments: empty arrays, never null.
@@ -727,7 +727,7 @@ func TestHTTPListV2(t *testing.T) {
 		a1a1 := httpPostV2(t, h, 5, 4, "000000000000000", "a1a1")
 		httpPostV2(t, h, 6, 1, "", "another article")
 		httpPostV1(t, h, 5, 1, "", "a v1 comment")
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+b["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, b), "DELETE", "/v2/comments/"+b["commentId"].(string), ""), http.StatusNoContent)
 		all := httpList(a, a1, a1a, a1a1, a2, httpDeleted(b), b1, c)
 		wantPaths := []string{"00000", "0000000000", "000000000000000", "00000000000000000000", "0000000001", "00001", "0000100000", "00002"}
 		if diff := cmp.Diff(wantPaths, httpField(t, all, "path")); diff != "" {
@@ -776,7 +776,7 @@ func TestHTTPListV2(t *testing.T) {
 		}
 
 		// After a1a1 is removed, scrolling on from its path goes on from a2.
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+a1a1["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, a1a1), "DELETE", "/v2/comments/"+a1a1["commentId"].(string), ""), http.StatusNoContent)
 		httpWantJSON(t, "scroll after a removed comment", any(all[4:6]), httpGet(t, h, "/v2/comments/infinite-scroll?articleId=5&pageSize=2&lastPath=00000000000000000000"))
 
 		for _, tc := range []struct{ target, want string }{
@@ -882,10 +882,10 @@ func TestHTTPArticleCount(t *testing.T) {
 		count("/v2/comments/articles/4/count", "1")
 
 		// Soft-deleted comments still count; removed ones do not.
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v1/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+v2root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, root), "DELETE", "/v1/comments/"+root["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, v2root), "DELETE", "/v2/comments/"+v2root["commentId"].(string), ""), http.StatusNoContent)
 		count("/v2/comments/articles/3/count", "5")
-		httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", "/v2/comments/"+v2leaf["commentId"].(string), ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, v2leaf), "DELETE", "/v2/comments/"+v2leaf["commentId"].(string), ""), http.StatusNoContent)
 		count("/v2/comments/articles/3/count", "4")
 		count("/v2/comments/articles/4/count", "1")
 		count("/v2/comments/articles/0/count", "0")
@@ -923,7 +923,7 @@ func TestHTTPArticleCountETag(t *testing.T) {
 		}
 		del := func(target string) {
 			t.Helper()
-			httpiotest.WantStatus(t, httpiotest.Call(h, "DELETE", target, ""), http.StatusNoContent)
+			httpiotest.WantStatus(t, httpiotest.Call(as(h, 1), "DELETE", target, ""), http.StatusNoContent)
 		}
 
 		wantVersion("nothing", 3, 0)
@@ -984,7 +984,6 @@ func TestHTTPBadInput(t *testing.T) {
 				{"empty object", `{}`, 400, "MISSING_FIELD"},
 				{"missing articleId", `{"content":"c","writerId":1}`, 400, "MISSING_FIELD"},
 				{"missing content", `{"articleId":1,"writerId":1}`, 400, "MISSING_FIELD"},
-				{"missing writerId", `{"articleId":1,"content":"c"}`, 400, "MISSING_FIELD"},
 				{"null articleId", `{"articleId":null,"content":"c","writerId":1}`, 400, "MISSING_FIELD"},
 				{"null content", `{"articleId":1,"content":null,"writerId":1}`, 400, "MISSING_FIELD"},
 				{"content number", `{"articleId":1,"content":5,"writerId":1}`, 400, "INVALID_JSON"},
@@ -997,6 +996,7 @@ func TestHTTPBadInput(t *testing.T) {
 				{"articleId 0", `{"articleId":0,"content":"c","writerId":1}`, 400, "INVALID_ID"},
 				{"articleId \"0\"", `{"articleId":"0","content":"c","writerId":1}`, 400, "INVALID_ID"},
 				{"writerId 0", `{"articleId":1,"content":"c","writerId":0}`, 400, "INVALID_ID"},
+				{"writerId \"0\"", `{"articleId":1,"content":"c","writerId":"0"}`, 400, "INVALID_ID"},
 				{"articleId negative", `{"articleId":-1,"content":"c","writerId":1}`, 400, "INVALID_JSON"},
 				{"writerId negative string", `{"articleId":1,"content":"c","writerId":"-1"}`, 400, "INVALID_JSON"},
 				{"articleId non-numeric", `{"articleId":"abc","content":"c","writerId":1}`, 400, "INVALID_JSON"},
@@ -1090,7 +1090,8 @@ func TestHTTPBadInput(t *testing.T) {
 
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				r := httpiotest.Call(h, tc.method, tc.target, tc.body)
+				// As the writer of every comment here: bad input is a 400 (or a 404) whoever sends it.
+				r := httpiotest.Call(as(h, 1), tc.method, tc.target, tc.body)
 				httpiotest.WantError(t, r, tc.status, tc.code)
 				if r.Status == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
 					t.Error("405 without an Allow header")
@@ -1114,7 +1115,7 @@ func TestHTTPBadInput(t *testing.T) {
 				body(" x "),
 				`{"articleId":1,"content":"c","writerId":1,"pad":"` + strings.Repeat(" ", httpio.MaxBodyBytes-60) + `"}`,
 			} {
-				r := httpiotest.Call(h, "POST", "/"+version+"/comments", b)
+				r := httpiotest.Call(as(h, 1), "POST", "/"+version+"/comments", b)
 				httpiotest.WantStatus(t, r, http.StatusCreated)
 			}
 		}
@@ -1130,13 +1131,18 @@ func TestHTTPConcurrentCreates(t *testing.T) {
 		httpPostV2(t, h, 1, 1, "", "v2 root")
 
 		const each = 8
-		requests := []struct{ target, body string }{}
+		type request struct {
+			target, body string
+			writer       int64
+		}
+		var requests []request
 		for i := range each {
+			writer := int64(i + 1)
 			requests = append(requests,
-				struct{ target, body string }{"/v1/comments", httpBody(1, int64(i+1), "v1 reply", "parentCommentId", root["commentId"].(string))},
-				struct{ target, body string }{"/v2/comments", httpBody(1, int64(i+1), "v2 reply", "parentPath", "00000")},
-				struct{ target, body string }{"/v1/comments", httpBody(2, int64(i+1), "v1 first", "", "")},
-				struct{ target, body string }{"/v2/comments", httpBody(3, int64(i+1), "v2 first", "", "")})
+				request{"/v1/comments", httpBody(1, writer, "v1 reply", "parentCommentId", root["commentId"].(string)), writer},
+				request{"/v2/comments", httpBody(1, writer, "v2 reply", "parentPath", "00000"), writer},
+				request{"/v1/comments", httpBody(2, writer, "v1 first", "", ""), writer},
+				request{"/v2/comments", httpBody(3, writer, "v2 first", "", ""), writer})
 		}
 		replies := make([]httpiotest.Reply, len(requests))
 		start := make(chan struct{})
@@ -1144,7 +1150,7 @@ func TestHTTPConcurrentCreates(t *testing.T) {
 		for i, req := range requests {
 			wg.Go(func() {
 				<-start
-				replies[i] = httpiotest.Call(h, "POST", req.target, req.body)
+				replies[i] = httpiotest.Call(as(h, req.writer), "POST", req.target, req.body)
 			})
 		}
 		close(start)
@@ -1202,6 +1208,8 @@ func FuzzHTTPCreate(f *testing.F) {
 		`{"articleId":1e3,"content":"c","writerId":-1}`,
 		`{"articleId":9223372036854775807,"content":"c","writerId":9223372036854775807}`,
 		`{"content":"c"}`,
+		`{"articleId":1,"content":"c"}`,
+		`{"articleId":1,"content":"c","writerId":"2"}`,
 		`{`, ``, `null`, `[]`, `"x"`, `{}{}`,
 	} {
 		f.Add(false, []byte(s))
@@ -1216,7 +1224,7 @@ func FuzzHTTPCreate(f *testing.F) {
 			version = "v2"
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", "/"+version+"/comments", bytes.NewReader(body)))
+		as(h, 1).ServeHTTP(rec, httptest.NewRequest("POST", "/"+version+"/comments", bytes.NewReader(body)))
 		r := httpiotest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 		switch {
 		case r.Status >= 500:
