@@ -1,0 +1,258 @@
+// Package user is the user service (SPEC §3.7): accounts with argon2id password hashes, sign-in that mints
+// Ed25519-signed access tokens, and the signing keys every service verifies those tokens with (published as a JWK
+// Set). It owns the SQL database "user"; it publishes no events.
+package user
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"board/internal/auth"
+	"board/internal/fault"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+	"board/internal/wire"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Migrate creates or upgrades the user schema.
+func Migrate(ctx context.Context, db *sqldb.DB) error {
+	return sqldb.Migrate(ctx, db, "user", migrations)
+}
+
+// Limits on input (SPEC §3.7).
+const (
+	MinUsername = 3
+	MaxUsername = 30
+	MinPassword = 8
+	MaxPassword = 128 // characters
+)
+
+// User is an account. Its password hash never leaves the package.
+type User struct {
+	ID        int64
+	Username  string // lower-case
+	Role      auth.Role
+	CreatedAt time.Time
+}
+
+// IDGenerator issues unique ids (a Snowflake generator in production).
+type IDGenerator interface {
+	Next() (int64, error)
+}
+
+// Service holds the user rules over the database.
+type Service struct {
+	db     *sqldb.DB
+	ids    IDGenerator
+	cfg    Config
+	hasher *hasher
+	keys   *KeyRing
+}
+
+// NewService returns the user service over db, whose schema Migrate has prepared. It makes the dummy password hash
+// (one hash's time) and loads the signing keys, generating the first one when there is none.
+func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) (*Service, error) {
+	keys, err := NewKeyRing(db, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = keys.cfg
+	h, err := newHasher(cfg.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if err := keys.Load(ctx); err != nil {
+		return nil, err
+	}
+	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys}, nil
+}
+
+// Run reloads the signing keys every Reload until ctx ends (KeyRing.Run).
+func (s *Service) Run(ctx context.Context) { s.keys.Run(ctx) }
+
+// Keys returns the service's signing keys.
+func (s *Service) Keys() *KeyRing { return s.keys }
+
+// NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_]. Only ASCII letters are
+// lowered, so no other character can turn into one (as the Kelvin sign would under Unicode case folding).
+func NormalizeUsername(name string) (string, error) {
+	if len(name) < MinUsername || len(name) > MaxUsername {
+		return "", fault.Invalidf("INVALID_USERNAME", "username must be %d to %d characters of a-z, 0-9 and _", MinUsername, MaxUsername)
+	}
+	out := []byte(name)
+	for i, c := range out {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			out[i] = c + ('a' - 'A')
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
+		default:
+			return "", fault.Invalidf("INVALID_USERNAME", "username must be %d to %d characters of a-z, 0-9 and _", MinUsername, MaxUsername)
+		}
+	}
+	return string(out), nil
+}
+
+// checkPassword checks a new password's length. Its message never holds the password.
+func checkPassword(password string) error {
+	if n := utf8.RuneCountInString(password); n < MinPassword || n > MaxPassword {
+		return fault.Invalidf("INVALID_PASSWORD", "password must be %d to %d characters", MinPassword, MaxPassword)
+	}
+	return nil
+}
+
+func errTaken(name string) error {
+	return fault.Conflictf("USERNAME_TAKEN", "username %q is taken", name)
+}
+
+func notFound(id int64) error { return fault.NotFoundf("USER_NOT_FOUND", "user %d not found", id) }
+
+// SignUp creates a user with the role user.
+func (s *Service) SignUp(ctx context.Context, username, password string) (User, error) {
+	return s.Create(ctx, username, password, auth.RoleUser)
+}
+
+// Create creates a user with role: 400 for a bad username or password, 409 USERNAME_TAKEN when the name is taken in
+// any case.
+func (s *Service) Create(ctx context.Context, username, password string, role auth.Role) (User, error) {
+	name, err := NormalizeUsername(username)
+	if err != nil {
+		return User{}, err
+	}
+	if err := checkPassword(password); err != nil {
+		return User{}, err
+	}
+	if _, err := auth.ParseRole(string(role)); err != nil {
+		return User{}, fault.Invalidf("INVALID_ROLE", "%v", err)
+	}
+	// Save the hash's time and memory when the name is plainly taken; the unique index decides the close calls.
+	if _, _, err := s.byName(ctx, name); err == nil {
+		return User{}, errTaken(name)
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return User{}, err
+	}
+	hash, err := s.hasher.hash(ctx, password)
+	if err != nil {
+		return User{}, err
+	}
+	// An id can repeat another process's only if both use one node id (tools share snowflake.MaxNode): a duplicate
+	// that is not the username's gets a fresh id.
+	for attempt := 0; ; attempt++ {
+		id, err := s.ids.Next()
+		if err != nil {
+			return User{}, snowflake.Unavailable(err)
+		}
+		u := User{ID: id, Username: name, Role: role, CreatedAt: wire.Millis(snowflake.Timestamp(id))}
+		_, err = s.db.ExecContext(ctx, "INSERT INTO users (user_id, username, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?)",
+			u.ID, u.Username, hash, string(u.Role), u.CreatedAt)
+		if err == nil {
+			return u, nil
+		}
+		if !sqldb.IsDuplicate(err) {
+			return User{}, fmt.Errorf("insert user: %w", err)
+		}
+		if _, _, err := s.byName(ctx, name); err == nil || attempt == 2 {
+			return User{}, errTaken(name)
+		}
+	}
+}
+
+// errBadCredentials is the one answer to a sign-in with an unknown username or a wrong password.
+var errBadCredentials = fault.Unauthenticatedf("BAD_CREDENTIALS", "wrong username or password")
+
+// Token is an access token and when it expires.
+type Token struct {
+	AccessToken string
+	ExpiresAt   time.Time
+}
+
+// SignIn checks a username and password and mints an access token for the user. An unknown username costs the same
+// one hash as a wrong password (against the dummy hash), and both answer 401 BAD_CREDENTIALS.
+func (s *Service) SignIn(ctx context.Context, username, password string) (Token, error) {
+	var u User
+	var hash string // "" for an unknown user: verify uses the dummy hash
+	if name, err := NormalizeUsername(username); err == nil {
+		u, hash, err = s.byName(ctx, name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return Token{}, err
+		}
+	}
+	ok, err := s.hasher.verify(ctx, hash, password)
+	if err != nil {
+		return Token{}, err
+	}
+	if !ok || hash == "" {
+		return Token{}, errBadCredentials
+	}
+	token, expires, err := s.keys.Sign(auth.Principal{UserID: u.ID, Role: u.Role})
+	if err != nil {
+		return Token{}, err
+	}
+	return Token{AccessToken: token, ExpiresAt: expires}, nil
+}
+
+// Get returns a user by id.
+func (s *Service) Get(ctx context.Context, id int64) (User, error) {
+	u, _, err := scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE user_id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, notFound(id)
+	}
+	return u, err
+}
+
+// ByUsername returns a user by username, in any case.
+func (s *Service) ByUsername(ctx context.Context, username string) (User, error) {
+	name, err := NormalizeUsername(username)
+	if err != nil {
+		return User{}, err
+	}
+	u, _, err := s.byName(ctx, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, fault.NotFoundf("USER_NOT_FOUND", "user %q not found", name)
+	}
+	return u, err
+}
+
+// Grant sets a user's role. Tokens already issued keep the role they carry until they expire.
+func (s *Service) Grant(ctx context.Context, username string, role auth.Role) (User, error) {
+	if _, err := auth.ParseRole(string(role)); err != nil {
+		return User{}, fault.Invalidf("INVALID_ROLE", "%v", err)
+	}
+	u, err := s.ByUsername(ctx, username)
+	if err != nil {
+		return User{}, err
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE users SET role = ? WHERE user_id = ?", string(role), u.ID); err != nil {
+		return User{}, fmt.Errorf("grant role: %w", err)
+	}
+	u.Role = role
+	return u, nil
+}
+
+const userColumns = "user_id, username, role, created_at, password_hash"
+
+// byName returns the user named name (normalized) and its password hash; sql.ErrNoRows when there is none.
+func (s *Service) byName(ctx context.Context, name string) (User, string, error) {
+	return scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE username = ?", name))
+}
+
+func scanUser(row interface{ Scan(...any) error }) (User, string, error) {
+	var u User
+	var role, hash string
+	if err := row.Scan(&u.ID, &u.Username, &role, &u.CreatedAt, &hash); err != nil {
+		return User{}, "", err
+	}
+	r, err := auth.ParseRole(role)
+	if err != nil {
+		return User{}, "", fmt.Errorf("user %d: %w", u.ID, err)
+	}
+	u.Role, u.CreatedAt = r, u.CreatedAt.UTC()
+	return u, hash, nil
+}
