@@ -11,10 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
+
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/ratelimit"
 	"board/internal/sqldb"
+	"board/internal/user"
 )
 
 // config is everything the binary can be told, by flag or by the BOARD_* environment variable of the same name
@@ -60,6 +64,14 @@ type config struct {
 
 	ArticleReadAddr string
 	Origins         map[string]string // service name -> base URL that other services call it at; "" for the default
+
+	UserAddr       string
+	TokenTTL       time.Duration
+	PasswordHash   user.HashParams
+	KeyReload      time.Duration
+	RateLimits     bool
+	Limits         map[string]redis_rate.Limit // rate limit name (httpio.WriteLimit, sign-in, sign-up) -> limit
+	ClientIPHeader string
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -143,9 +155,9 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", ":9005", "listen address of the article-read service")
 	c.Origins = map[string]string{}
-	originUsers := map[string]string{"article": "article-read rebuilds its model from and comment, like and view look unknown articles up at",
+	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from", "article": "article-read rebuilds its model from and comment, like and view look unknown articles up at",
 		"comment": "article-read rebuilds its model from", "like": "article-read rebuilds its model from", "view": "article-read rebuilds its model from"}
-	for _, name := range []string{"article", "comment", "like", "view"} {
+	for _, name := range []string{"article", "comment", "like", "view", "user"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
@@ -156,6 +168,34 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 				return nil
 			})
 	}
+	fs.StringVar(&c.UserAddr, "user-addr", ":9006", "listen address of the user service")
+	fs.DurationVar(&c.TokenTTL, "token-ttl", time.Hour, "how long an access token the user service signs is valid")
+	fs.DurationVar(&c.KeyReload, "signing-key-reload", user.DefaultReload, "how often the user service reads the signing keys again; a rotated key signs after twice that, once every instance publishes it")
+	c.PasswordHash = user.DefaultHashParams
+	fs.Func("password-hash", fmt.Sprintf("argon2id parameters of new password hashes, as memory KiB,time,threads (default %d,%d,%d; stored hashes keep theirs)",
+		c.PasswordHash.Memory, c.PasswordHash.Time, c.PasswordHash.Threads),
+		func(v string) error {
+			var p user.HashParams
+			if n, err := fmt.Sscanf(v, "%d,%d,%d", &p.Memory, &p.Time, &p.Threads); err != nil || n != 3 {
+				return fmt.Errorf("want memory KiB,time,threads such as 19456,2,1, not %q", v)
+			}
+			c.PasswordHash = p
+			return nil
+		})
+	fs.BoolVar(&c.RateLimits, "rate-limits", true, "hold writes to the rate limits (false: no limits, for benchmarks)")
+	c.Limits = map[string]redis_rate.Limit{}
+	for _, l := range []struct{ name, flag, def, what string }{
+		{httpio.WriteLimit, "write-rate-limit", "60/1m", "writes per user to each service"},
+		{"sign-in", "sign-in-rate-limit", "10/1m", "sign-in attempts per client address"},
+		{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
+	} {
+		c.Limits[l.name], _ = ratelimit.Parse(l.def)
+		fs.Func(l.flag, l.what+", as N/period, shared by every instance (default "+l.def+")", func(v string) (err error) {
+			c.Limits[l.name], err = ratelimit.Parse(v)
+			return err
+		})
+	}
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header that names the client's address, set by a trusted proxy in front (e.g. X-Forwarded-For, whose last address is used, or X-Real-IP); empty: the connection's address")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

@@ -131,11 +131,13 @@ func TestEnginesSharedByTwoServes(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			dir := t.TempDir()
 			eng := startEngines(t, dir, engine)
-			writer := startProcess(t, append([]string{"article", "--article-addr", "127.0.0.1:0",
-				"--data-dir", t.TempDir(), "--log-format", "json"}, eng.serveFlags()...)...)
+			writerArgs := append([]string{"user", "article", "--user-addr", "127.0.0.1:0", "--article-addr", "127.0.0.1:0",
+				"--data-dir", t.TempDir(), "--log-format", "json"}, eng.serveFlags()...)
+			writer := startProcess(t, writerArgs...)
 			ranker := startProcess(t, append([]string{"like", "hot-article", "--like-addr", "127.0.0.1:0",
 				"--hot-article-addr", "127.0.0.1:0", "--hot-article-time-zone", "UTC", "--article-origin", writer.urls["article"],
-				"--data-dir", t.TempDir(), "--log-format", "json"}, eng.serveFlags()...)...)
+				"--user-origin", writer.urls["user"], "--data-dir", t.TempDir(), "--log-format", "json"}, eng.serveFlags()...)...)
+			registerMinter(t, ranker.urls, writerArgs) // its like service trusts the writer's user service
 
 			var a articleOut
 			call(t, "POST", writer.urls["article"]+"/v1/articles", map[string]any{"title": "shared", "content": "c",

@@ -24,6 +24,7 @@ import (
 var boardBinDir string
 
 func TestMain(m *testing.M) {
+	http.DefaultTransport = authorizing{http.DefaultTransport}
 	code := m.Run()
 	if boardBinDir != "" {
 		os.RemoveAll(boardBinDir)
@@ -91,7 +92,7 @@ func startProcess(t *testing.T, args ...string) *process {
 			listening++
 		}
 	}
-	p := launch(t, append([]string{"serve"}, args...)...)
+	p := launch(t, append(append([]string{"serve"}, testServeDefaults...), args...)...)
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill() // fails harmlessly once it has exited
 		p.wait()
@@ -105,6 +106,7 @@ func startProcess(t *testing.T, args ...string) *process {
 		t.Fatalf("board serve did not start in time\n%s", p.logs)
 	}
 	p.redisPid = redisServerPid(t, filepath.Join(flagValue(args, "--data-dir"), "redis"))
+	registerMinter(t, p.urls, args)
 	return p
 }
 
@@ -122,7 +124,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"article", "view", "--article-addr", "127.0.0.1:0", "--view-addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-redis", engine,
+			args := []string{"user", "article", "view", "--user-addr", "127.0.0.1:0", "--article-addr", "127.0.0.1:0", "--view-addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-redis", engine,
 				"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}
 			p := startProcess(t, args...)
 			var a articleOut

@@ -58,6 +58,7 @@ func testFlags(t *testing.T, dir string) []string {
 			rdb := redisClient(addr)
 			defer rdb.Close()
 			redistest.DeletePrefix(t, rdb, prefix)
+			redistest.DeletePrefix(t, rdb, redistest.RateLimitPrefix+prefix)
 		})
 		flags = append(flags, "--redis-addr", addr, "--redis-prefix", prefix)
 	}
@@ -75,7 +76,7 @@ func startProgram(t *testing.T, flags []string) *program {
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := newLogWatcher()
 	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags, logs: logs}
-	args := []string{"serve"}
+	args := append([]string{"serve"}, testServeDefaults...)
 	for _, s := range services {
 		args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
 	}
@@ -91,6 +92,7 @@ func startProgram(t *testing.T, flags []string) *program {
 		t.Fatalf("board serve did not start in time\n%s", logs)
 	}
 	t.Cleanup(func() { p.shutdown() })
+	registerMinter(t, p.urls, flags)
 	return p
 }
 

@@ -15,8 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"board/internal/apidoc"
 	"board/internal/article"
 	"board/internal/articleread"
+	"board/internal/auth"
 	"board/internal/comment"
 	"board/internal/existence"
 	"board/internal/hotarticle"
@@ -25,13 +27,15 @@ import (
 	"board/internal/like"
 	"board/internal/optcache"
 	"board/internal/outbox"
+	"board/internal/ratelimit"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
+	"board/internal/user"
 	"board/internal/view"
 )
 
 // service is one runnable service: its SQL database, where it listens, and how it is built on the shared engines.
-// A service with a database is a producer: its changes go through an outbox that a relay publishes. A service with
+// A service that publishes is a producer: its changes go through an outbox that a relay publishes. A service with
 // a consumer group is a consumer of the event topics.
 type service struct {
 	name     string
@@ -40,8 +44,13 @@ type service struct {
 	group    string // consumer group name under the topic prefix; "" for a service that consumes nothing
 	// replayable: the service's state is in Redis and rebuilt from the events alone, so --replay may clear it.
 	replayable bool
-	addr       func(*config) string
-	build      func(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
+	// publishes: the service writes events, through an outbox in its database that a relay publishes.
+	publishes bool
+	// open maps the route patterns of the writes it takes without an access token to the rate limit that holds
+	// each instead, per client address (see httpio.Guard).
+	open  map[string]string
+	addr  func(*config) string
+	build func(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error)
 }
 
 // runtime is what a service is built on besides the engines.
@@ -67,21 +76,36 @@ type producer struct {
 
 // services lists every service the binary can run; this is the one place that imports them all.
 var services = []service{
-	{name: "article", database: "article", migrate: article.Migrate, addr: func(c *config) string { return c.ArticleAddr },
+	// user comes first: in one process, the others fetch its signing keys where it listens.
+	{name: "user", database: "user", migrate: user.Migrate, open: user.OpenRoutes, addr: func(c *config) string { return c.UserAddr },
+		build: buildUser},
+	{name: "article", database: "article", migrate: article.Migrate, publishes: true, addr: func(c *config) string { return c.ArticleAddr },
 		build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
 	// article, so that in one process they look articles up where it listens.
-	{name: "comment", database: "comment", migrate: comment.Migrate, group: "comment",
+	{name: "comment", database: "comment", publishes: true, migrate: comment.Migrate, group: "comment",
 		addr: func(c *config) string { return c.CommentAddr }, build: buildComment},
-	{name: "like", database: "article_like", migrate: like.Migrate, group: "like",
+	{name: "like", database: "article_like", publishes: true, migrate: like.Migrate, group: "like",
 		addr: func(c *config) string { return c.LikeAddr }, build: buildLike},
-	{name: "view", database: "article_view", migrate: view.Migrate, group: "view",
+	{name: "view", database: "article_view", publishes: true, migrate: view.Migrate, group: "view",
 		addr: func(c *config) string { return c.ViewAddr }, build: buildView},
 	{name: "hot-article", group: "hot-article", replayable: true, addr: func(c *config) string { return c.HotArticleAddr },
 		build: buildHotArticle},
 	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
 	{name: "article-read", group: "article-read", replayable: true, addr: func(c *config) string { return c.ArticleReadAddr },
 		build: buildArticleRead},
+}
+
+// buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
+// `board user rotate-key` is published, and then signed with, here too.
+func buildUser(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	svc, err := user.NewService(ctx, r.db, r.ids, user.Config{TokenTTL: e.cfg.TokenTTL, Hash: e.cfg.PasswordHash, Reload: e.cfg.KeyReload,
+		Logger: e.logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.workers.run(ctx, svc.Run)
+	return user.Routes(svc, e.logger), []httpio.Check{{Name: "database", Ping: r.db.Ping}}, nil
 }
 
 func buildArticle(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
@@ -283,6 +307,8 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	var servers []*http.Server
 	failed := make(chan error, 2*len(selected))
 	local := map[string]string{}
+	limiter := rateLimiter(e)
+	var tokens *auth.Verifier // made once the user service, when it runs in this process, listens
 	for _, s := range services {
 		if !slices.Contains(selected, s.name) {
 			continue
@@ -300,7 +326,15 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
-		srv := httpio.Server{Service: s.name, API: api, Checks: checks, Gatherer: reg, Metrics: metrics,
+		local[s.name] = "http://" + loopbackAddr(ln.Addr().String())
+		if tokens == nil {
+			tokens = newVerifier(e, runtime{local: local})
+		}
+		guard := &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader)}
+		if limiter != nil {
+			guard.Limiter = limiter
+		}
+		srv := httpio.Server{Service: s.name, API: api, Guard: guard, OpenAPI: apidoc.For(s.name), Checks: checks, Gatherer: reg, Metrics: metrics,
 			Logger: logger, RequestTimeout: cfg.RequestTimeout}.HTTPServer()
 		servers = append(servers, srv)
 		go func() {
@@ -309,7 +343,6 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 			}
 		}()
 		logger.Info("serving", "service", s.name, "addr", ln.Addr().String())
-		local[s.name] = "http://" + loopbackAddr(ln.Addr().String())
 	}
 
 	select {
@@ -327,6 +360,49 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 	workers.stop()   // services' background work, which may still write events
 	relays.stop()    // flush what the requests and workers wrote, then leave the coordinators
 	return err
+}
+
+// newVerifier returns the verifier of access tokens every service of the process shares, with the keys of the user
+// service where r finds it.
+func newVerifier(e *engines, r runtime) *auth.Verifier {
+	jwks := r.origin(e, "user", e.cfg.UserAddr) + "/.well-known/jwks.json"
+	return auth.NewVerifier(auth.JWKS(&http.Client{}, jwks), auth.VerifierConfig{Logger: e.logger})
+}
+
+// rateLimiter returns the process's rate limiter, nil when --rate-limits is off.
+func rateLimiter(e *engines) *ratelimit.Limiter {
+	if !e.cfg.RateLimits {
+		return nil
+	}
+	rules := map[string]ratelimit.Rule{}
+	for name, limit := range e.cfg.Limits {
+		// A brute-force limit that cannot be checked must not open the door; a user's write limit may.
+		rules[name] = ratelimit.Rule{Limit: limit, FailOpen: name == httpio.WriteLimit}
+	}
+	return ratelimit.New(e.redis, e.cfg.RedisPrefix+"rate-limit::", rules, e.logger)
+}
+
+// clientAddr returns how the rate limits of sign-in and sign-up name a request's client: by the connection's
+// address, or by the header a trusted proxy in front sets. X-Forwarded-For lists every hop a client claims and then
+// the one the proxy saw: only the last is the proxy's word.
+func clientAddr(header string) func(*http.Request) string {
+	if header == "" {
+		return nil
+	}
+	return func(r *http.Request) string {
+		v := r.Header.Values(header)
+		if len(v) == 0 {
+			return httpio.RemoteHost(r)
+		}
+		last := v[len(v)-1]
+		if i := strings.LastIndexByte(last, ','); i >= 0 {
+			last = last[i+1:]
+		}
+		if last = strings.TrimSpace(last); last != "" {
+			return last
+		}
+		return httpio.RemoteHost(r)
+	}
 }
 
 // background runs goroutines that stop, and are waited for, together.
@@ -349,7 +425,7 @@ func (b *background) stop() {
 }
 
 // startProducer opens the service's SQL database, if it has one, migrates it unless told not to, and starts the
-// relay of its outbox.
+// relay of its outbox if it publishes.
 func startProducer(ctx context.Context, e *engines, s service, ids *snowflake.Generator, metrics *outbox.Metrics,
 	relays *background) (producer, error) {
 	if s.database == "" {
@@ -363,6 +439,9 @@ func startProducer(ctx context.Context, e *engines, s service, ids *snowflake.Ge
 		if err := s.migrate(ctx, db); err != nil {
 			return producer{}, err
 		}
+	}
+	if !s.publishes {
+		return producer{db: db}, nil
 	}
 	cfg := e.cfg
 	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, metrics)

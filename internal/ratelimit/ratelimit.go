@@ -50,7 +50,7 @@ type Limiter struct {
 	logger  *slog.Logger
 }
 
-// New returns a Limiter of the named rules, whose keys are rate:<prefix><name>:<key>.
+// New returns a Limiter of the named rules, whose keys are rate:<prefix><name>::<key>.
 func New(rdb redis.UniversalClient, prefix string, rules map[string]Rule, logger *slog.Logger) *Limiter {
 	return &Limiter{limiter: redis_rate.NewLimiter(rdb), prefix: prefix, rules: rules, logger: logger}
 }
@@ -63,7 +63,7 @@ func (l *Limiter) Allow(ctx context.Context, name, key string) error {
 	}
 	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	res, err := l.limiter.Allow(askCtx, l.prefix+name+":"+key, rule.Limit)
+	res, err := l.limiter.Allow(askCtx, l.prefix+name+"::"+key, rule.Limit)
 	switch {
 	case err != nil && rule.FailOpen:
 		l.logger.WarnContext(ctx, "rate limit not checked; letting the request through", "limit", name, "err", err)

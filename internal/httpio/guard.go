@@ -1,0 +1,95 @@
+package httpio
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"board/internal/auth"
+	"board/internal/fault"
+)
+
+// Guard is what a port asks of a write (any method but GET, HEAD and OPTIONS) before its handler runs: a valid
+// access token, whose principal the handler finds with auth.FromContext, and the acting user's rate limit. Reads
+// pass untouched, a token or not.
+type Guard struct {
+	// Verify checks a bearer token: auth.Verifier.Verify.
+	Verify func(ctx context.Context, token string) (auth.Principal, error)
+	// Limiter, when not nil, rate-limits writes: each user's under the limit "write", keyed by service and user, and
+	// the open routes under their own limits, keyed by client address.
+	Limiter Limiter
+	// Open maps the route patterns of writes taken without a token (sign-up and sign-in, e.g. "POST /v1/tokens") to
+	// the name of the limit they are held to instead, per client address.
+	Open map[string]string
+	// ClientAddr names the client of a request for the open routes' limits; nil means the connection's remote host.
+	ClientAddr func(*http.Request) string
+}
+
+// Limiter takes one request from the named limit's budget for key: nil when it is allowed, a fault.RateLimited
+// error when it is over, a fault.Unavailable one when the budget cannot be checked.
+type Limiter interface {
+	Allow(ctx context.Context, limit, key string) error
+}
+
+// WriteLimit is the name of the per-user limit on writes.
+const WriteLimit = "write"
+
+// admit returns r with the principal of its token when it may go on to the route named by pattern.
+func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
+	g := s.Guard
+	if g == nil || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		return r, nil
+	}
+	ctx := r.Context()
+	if limit, open := g.Open[pattern]; open {
+		if g.Limiter == nil {
+			return r, nil
+		}
+		return r, g.Limiter.Allow(ctx, limit, g.clientAddr(r))
+	}
+	token, err := bearer(r)
+	if err != nil {
+		return r, err
+	}
+	p, err := g.Verify(ctx, token)
+	if err != nil {
+		return r, err
+	}
+	if g.Limiter != nil {
+		if err := g.Limiter.Allow(ctx, WriteLimit, s.Service+":"+strconv.FormatInt(p.UserID, 10)); err != nil {
+			return r, err
+		}
+	}
+	return r.WithContext(auth.NewContext(ctx, p)), nil
+}
+
+func (g *Guard) clientAddr(r *http.Request) string {
+	if g.ClientAddr != nil {
+		return g.ClientAddr(r)
+	}
+	return RemoteHost(r)
+}
+
+// RemoteHost is the host of the connection's remote address.
+func RemoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// bearer returns the token of the request's Authorization header.
+func bearer(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", auth.ErrNoToken
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", fault.Unauthenticatedf("UNAUTHENTICATED", "the Authorization header must be: Bearer <access token>")
+	}
+	return strings.TrimSpace(token), nil
+}
