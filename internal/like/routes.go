@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/auth"
 	"board/internal/httpio"
 	"board/internal/wire"
 )
@@ -17,6 +18,11 @@ import (
 // ARTICLE_LIKED and ARTICLE_UNLIKED events carry, whatever the strategy ("0" for an article never liked). The count
 // and its version are read together, so a consumer that rebuilds its model from this answer can keep ignoring any
 // event whose version is not newer (see internal/event).
+//
+// Who may write (SPEC §2.1). A like or unlike, on any path, is the acting user's own: the {userId} of its path must
+// be the principal that httpio.Guard put in the request's context from its access token (403 otherwise, moderators
+// included; 401 without a principal). A handler checks its path (400), then that (401, 403), then writes, so the
+// article (404) and the like (404, 409) are looked at only for the user's own. Reads are public.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -64,6 +70,12 @@ func (h handlers) like(strategy Strategy) httpio.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := checkIDs(articleID, userID); err != nil {
+			return err
+		}
+		if err := auth.ActAs(r.Context(), userID); err != nil {
+			return err
+		}
 		l, err := h.svc.Like(r.Context(), strategy, articleID, userID)
 		if err != nil {
 			return err
@@ -77,6 +89,12 @@ func (h handlers) unlike(strategy Strategy) httpio.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		articleID, userID, err := pathIDs(r)
 		if err != nil {
+			return err
+		}
+		if err := checkIDs(articleID, userID); err != nil {
+			return err
+		}
+		if err := auth.ActAs(r.Context(), userID); err != nil {
 			return err
 		}
 		if err := h.svc.Unlike(r.Context(), strategy, articleID, userID); err != nil {
