@@ -4,10 +4,17 @@ import (
 	"log/slog"
 	"net/http"
 
+	"board/internal/auth"
 	"board/internal/httpio"
 )
 
 // Routes returns the whole HTTP API of the view service (SPEC §3.4). Counts are plain JSON numbers.
+//
+// Who may view (SPEC §2.1). A view is counted only for a signed-in reader, as the subject of their access token:
+// the {userId} of POST's path must be the principal that httpio.Guard put in the request's context (403 otherwise,
+// moderators included), and a request without one is 401 and counts nothing. The handler checks its path (400),
+// then that (401, 403), then counts, so no other user's dedupe lock is ever taken. Signed-out readers' views are not
+// counted (see "Who counts" in the package doc). GET of a count is public.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -28,6 +35,9 @@ func (h handlers) view(w http.ResponseWriter, r *http.Request) error {
 	}
 	userID, err := httpio.PathID(r, "userId")
 	if err != nil {
+		return err
+	}
+	if err := auth.ActAs(r.Context(), userID); err != nil {
 		return err
 	}
 	n, err := h.svc.View(r.Context(), articleID, userID)

@@ -49,6 +49,14 @@
 // A failed backup (SQL down) does not fail the view: the count is already in Redis, the user gets it, and the
 // count stays remembered for the next flush.
 //
+// Who counts. A view is counted for a signed-in reader only, as their access token's subject; the HTTP layer
+// refuses a view as anybody else (Routes), and a signed-out reader's request is 401 and counts nothing. The
+// alternatives were weighed and refused: an id per client address or per cookie is one that a single client can
+// mint at will (new cookies, rotating addresses), and each would count as a new reader, so views could be inflated
+// without limit. An account costs more to make than a cookie: sign-ups are rate-limited per client address, and
+// each account then counts once per article per DedupeTTL however often it views. The price is that views by
+// signed-out readers do not show in the counts.
+//
 // Articles that do not exist. A view is counted only on a live article (docs/integrity.md): the service's
 // existence.Registry, fed by its consumer of the article topic, answers from memory for an article it checked in
 // the last minute and from its own database otherwise, so a warm view costs no SQL read and no call to the article
