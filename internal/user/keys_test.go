@@ -3,8 +3,8 @@ package user
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"encoding/base64"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"

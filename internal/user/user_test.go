@@ -41,7 +41,25 @@ func newTestService(t *testing.T, db *sqldb.DB, clock *fake.Clock, logger *slog.
 type client struct {
 	t      *testing.T
 	url    string
-	bodies *bytes.Buffer
+	bodies *answers
+}
+
+// answers are the bodies of every answer a client got; requests may run at once.
+type answers struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (a *answers) Write(p []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf.Write(p)
+}
+
+func (a *answers) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
 }
 
 func newClient(t *testing.T, svc *Service, logger *slog.Logger) client {
@@ -50,7 +68,7 @@ func newClient(t *testing.T, svc *Service, logger *slog.Logger) client {
 	}
 	srv := httptest.NewServer(Routes(svc, logger))
 	t.Cleanup(srv.Close)
-	return client{t: t, url: srv.URL, bodies: &bytes.Buffer{}}
+	return client{t: t, url: srv.URL, bodies: &answers{}}
 }
 
 // do sends body (a string is sent as is, anything else as JSON) and returns the status, headers and body.
