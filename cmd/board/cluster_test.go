@@ -76,6 +76,7 @@ func startCluster(t *testing.T) *cluster {
 	c.redis = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() {
 		redistest.DeletePrefix(t, c.redis, redisPrefix) // after the instances stopped: cleanups run last first
+		redistest.DeletePrefix(t, c.redis, redistest.RateLimitPrefix+redisPrefix)
 		c.redis.Close()
 	})
 	for _, s := range services {
@@ -97,7 +98,9 @@ func startCluster(t *testing.T) *cluster {
 		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",
 			"--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", dbPrefix,
 			"--redis-addr", strings.Join(addrs, ","), "--redis-prefix", redisPrefix,
-			"--kafka-brokers", c.kafka, "--topic-prefix", c.topicPrefix, "--hot-article-time-zone", "UTC"}
+			"--kafka-brokers", c.kafka, "--topic-prefix", c.topicPrefix, "--hot-article-time-zone", "UTC",
+			// Every write asks the rate limiter, through the faults too, with a limit the workload stays under.
+			"--rate-limits=true", "--write-rate-limit", "1000000/1m"}
 		for _, s := range services {
 			args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
 		}

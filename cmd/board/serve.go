@@ -365,7 +365,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 // newVerifier returns the verifier of access tokens every service of the process shares, with the keys of the user
 // service where r finds it.
 func newVerifier(e *engines, r runtime) *auth.Verifier {
-	jwks := r.origin(e, "user", e.cfg.UserAddr) + "/.well-known/jwks.json"
+	jwks := r.origin(e, "user", e.cfg.UserAddr) + user.JWKSPath
 	return auth.NewVerifier(auth.JWKS(&http.Client{}, jwks), auth.VerifierConfig{Logger: e.logger})
 }
 
