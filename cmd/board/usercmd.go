@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"board/internal/auth"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+	"board/internal/user"
+	"board/internal/wire"
+)
+
+const userUsage = `Usage: board user create|grant|token|rotate-key [flags]
+
+Manages the user service's accounts and signing keys from the shell, on its SQL database (user):
+  board user create --username NAME [--role moderator]   create a user; the password is the first line of stdin
+  board user grant --username NAME --role moderator|user  set a user's role (tokens already issued keep theirs)
+  board user token --username NAME | --user-id N          print an access token signed with the signing keys,
+                                                          without a password: for operators and benchmarks
+  board user rotate-key                                   store a new signing key; every instance publishes it
+                                                          and then signs with it; old tokens stay valid
+Run 'board user <command> --help' for its flags.`
+
+// userCommand is 'board user': it reads a new user's password from os.Stdin.
+func userCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return userCommandIO(ctx, args, getenv, os.Stdin, stdout, stderr)
+}
+
+// userCommandIO is userCommand reading stdin from the given reader.
+func userCommandIO(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			fmt.Fprintln(stdout, userUsage)
+			return nil
+		case "create":
+			return userCreate(ctx, args[1:], getenv, stdin, stdout, stderr)
+		case "grant":
+			return userGrant(ctx, args[1:], getenv, stdout, stderr)
+		case "token":
+			return userToken(ctx, args[1:], getenv, stdout, stderr)
+		case "rotate-key":
+			return userRotateKey(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
+	fmt.Fprintln(stderr, userUsage)
+	if len(args) > 0 {
+		return fmt.Errorf("unknown user command %q", args[0])
+	}
+	return errors.New("name a user command")
+}
+
+// userFlags are a user subcommand's engine flags and its own.
+type userFlags struct {
+	cfg config
+	fs  *flag.FlagSet
+}
+
+func newUserFlags(name, usage string, stderr io.Writer) *userFlags {
+	f := &userFlags{fs: newFlagSet("user "+name, usage, stderr)}
+	f.cfg.engineFlags(f.fs)
+	return f
+}
+
+// open starts the engines (only the SQL database user is opened) and returns the database, migrated when --migrate.
+// The caller closes the engines.
+func (f *userFlags) open(ctx context.Context, stderr io.Writer) (*engines, *sqldb.DB, error) {
+	e, err := newEngines(&f.cfg, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := openUserDB(ctx, e)
+	if err != nil {
+		e.close()
+		return nil, nil, err
+	}
+	return e, db, nil
+}
+
+// openUserDB opens the user service's database on e, migrating it when the configuration says so.
+func openUserDB(ctx context.Context, e *engines) (*sqldb.DB, error) {
+	db, err := e.openSQL(ctx, "user")
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.Migrate {
+		if err := user.Migrate(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// userService is the user service over db, for the shell: ids from the node reserved for tools.
+func userService(ctx context.Context, db *sqldb.DB) (*user.Service, error) {
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return nil, err
+	}
+	return user.NewService(ctx, db, ids, user.Config{})
+}
+
+// printUser writes u as the service's API does.
+func printUser(w io.Writer, u user.User) error {
+	return json.NewEncoder(w).Encode(struct {
+		UserID    wire.ID   `json:"userId"`
+		Username  string    `json:"username"`
+		Role      string    `json:"role"`
+		CreatedAt wire.Time `json:"createdAt"`
+	}{wire.ID(u.ID), u.Username, string(u.Role), wire.Time(u.CreatedAt)})
+}
+
+func roleFlag(fs *flag.FlagSet, role *auth.Role, def auth.Role, usage string) {
+	*role = def
+	fs.Func("role", usage, func(v string) (err error) { *role, err = auth.ParseRole(v); return err })
+}
+
+func userCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f := newUserFlags("create", `Usage: board user create --username NAME [--role moderator] [flags] < password
+
+Creates a user and prints it as JSON. The password is the first line of stdin (8 to 128 characters), so that it
+stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASSWORD" | board user create ...`, stderr)
+	username := f.fs.String("username", "", "the new user's name: 3 to 30 of a-z, 0-9 and _ (stored lower-cased)")
+	var role auth.Role
+	roleFlag(f.fs, &role, auth.RoleUser, "the new user's role: user or moderator (default user)")
+	if err := parse(f.fs, args, getenv); err != nil {
+		return err
+	}
+	if *username == "" {
+		return errors.New("--username is required")
+	}
+	password, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+	e, db, err := f.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	svc, err := userService(ctx, db)
+	if err != nil {
+		return err
+	}
+	u, err := svc.Create(ctx, *username, password, role)
+	if err != nil {
+		return err
+	}
+	return printUser(stdout, u)
+}
+
+// readPassword reads the first line of r, without its line ending; an empty one is refused.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password from stdin: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("no password on stdin: give it as the first line")
+	}
+	return line, nil
+}
+
+func userGrant(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newUserFlags("grant", `Usage: board user grant --username NAME --role moderator|user [flags]
+
+Sets a user's role and prints the user as JSON. Tokens already issued keep the role they carry until they expire
+(an hour by default); the user signs in again for a token with the new role.`, stderr)
+	username := f.fs.String("username", "", "the user's name")
+	var role auth.Role
+	roleFlag(f.fs, &role, "", "the role to set: moderator or user (required)")
+	if err := parse(f.fs, args, getenv); err != nil {
+		return err
+	}
+	if *username == "" || role == "" {
+		return errors.New("--username and --role are required")
+	}
+	e, db, err := f.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	svc, err := userService(ctx, db)
+	if err != nil {
+		return err
+	}
+	u, err := svc.Grant(ctx, *username, role)
+	if err != nil {
+		return err
+	}
+	return printUser(stdout, u)
+}
+
+func userToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newUserFlags("token", `Usage: board user token --username NAME [flags]
+       board user token --user-id N [--role moderator] [flags]
+
+Prints an access token signed directly with the user service's signing keys, without a password: for operators,
+the README's examples and benchmarks. With --username the token carries the user's id and role; with --user-id it
+carries that id (which need not exist) and --role. Any service that trusts these keys accepts it, so guard access to
+this command as you would the database.`, stderr)
+	username := f.fs.String("username", "", "the user to mint a token for")
+	userID := f.fs.Int64("user-id", 0, "the user id to mint a token for, instead of --username")
+	var role auth.Role
+	roleFlag(f.fs, &role, "", "the token's role with --user-id: user or moderator (default user); with --username, overrides the user's role")
+	ttl := f.fs.Duration("ttl", user.DefaultTokenTTL, "how long the token is valid (at most 12h)")
+	if err := parse(f.fs, args, getenv); err != nil {
+		return err
+	}
+	if (*username == "") == (*userID == 0) || *userID < 0 {
+		return errors.New("give exactly one of --username and --user-id (a positive id)")
+	}
+	if *ttl <= 0 || *ttl > user.MaxTokenTTL {
+		return fmt.Errorf("--ttl must be positive and at most %v", user.MaxTokenTTL)
+	}
+	e, db, err := f.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	p := auth.Principal{UserID: *userID, Role: auth.RoleUser}
+	if *username != "" {
+		svc, err := userService(ctx, db)
+		if err != nil {
+			return err
+		}
+		u, err := svc.ByUsername(ctx, *username)
+		if err != nil {
+			return err
+		}
+		p = auth.Principal{UserID: u.ID, Role: u.Role}
+	}
+	if role != "" {
+		p.Role = role
+	}
+	token, _, err := user.Mint(ctx, db, p, *ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, token)
+	return err
+}
+
+func userRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newUserFlags("rotate-key", `Usage: board user rotate-key [flags]
+
+Stores a new token signing key. Every user service instance publishes it at /.well-known/jwks.json within
+--signing-key-reload (5 s by default) and signs with it from twice that after now; the old key stays published until
+the tokens it signed have expired, so nobody is signed out. Keys retired over a day ago are deleted.`, stderr)
+	if err := parse(f.fs, args, getenv); err != nil {
+		return err
+	}
+	e, db, err := f.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	now := time.Now()
+	k, err := user.Rotate(ctx, db, now)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "new signing key %s, created %s; instances sign with it from %s (with the default reload)\n",
+		k.ID, k.Created.Format(wire.TimeLayout), k.Created.Add(2*user.DefaultReload).Format(wire.TimeLayout))
+	return err
+}
+
+// tokenMinter mints access tokens for tests and benchmarks, from the signing keys of the user database it opened
+// once (on e, which closes it). It does not reload the keys: a rotation during its life leaves it signing with the
+// key it loaded, whose tokens stay valid.
+type tokenMinter struct {
+	ring *user.KeyRing
+}
+
+// newTokenMinter opens the user database on e (migrating it when the configuration says so), loads its signing keys,
+// generating the first if there is none, and mints tokens valid for ttl (0: user.DefaultTokenTTL).
+func newTokenMinter(ctx context.Context, e *engines, ttl time.Duration) (*tokenMinter, error) {
+	db, err := openUserDB(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	ring, err := user.NewKeyRing(db, user.Config{TokenTTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	if err := ring.Load(ctx); err != nil {
+		return nil, err
+	}
+	return &tokenMinter{ring: ring}, nil
+}
+
+// mint returns an access token for p.
+func (m *tokenMinter) mint(p auth.Principal) (string, error) {
+	token, _, err := m.ring.Sign(p)
+	return token, err
+}
+
+// mintToken mints one access token for p from the signing keys of e's user database (tokenMinter mints many).
+func mintToken(ctx context.Context, e *engines, p auth.Principal) (string, error) {
+	m, err := newTokenMinter(ctx, e, 0)
+	if err != nil {
+		return "", err
+	}
+	return m.mint(p)
+}
