@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"board/internal/article"
+	"board/internal/auth"
 	"board/internal/httpio"
 )
 
@@ -147,7 +149,7 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	}
 	lastID := cursor[0].ID
 
-	base, stop, err := serveLoopback("article", article.Routes(svc, e.logger), e)
+	base, stop, err := serveLoopback("article", article.Routes(svc, e.logger), nil, e)
 	if err != nil {
 		return err
 	}
@@ -168,14 +170,15 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	return runBenchCases(ctx, stdout, base, *runs, cases)
 }
 
-// serveLoopback serves a service's API on a loopback port, as board serve would, and returns its base URL.
-func serveLoopback(service string, api *http.ServeMux, e *engines) (base string, stop func(), err error) {
+// serveLoopback serves a service's API on a loopback port, as board serve would, with guard (nil for a read-only
+// bench) in front of its writes, and returns its base URL.
+func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *engines) (base string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	// The deadline of a bench request: a deep page on a large seed is slow by design, and is what is measured.
-	srv := httpio.Server{Service: service, API: api, Gatherer: prometheus.NewRegistry(),
+	srv := httpio.Server{Service: service, API: api, Guard: guard, Gatherer: prometheus.NewRegistry(),
 		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger, RequestTimeout: time.Minute}.HTTPServer()
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
@@ -240,4 +243,25 @@ func median(runs int, fn func() error) (time.Duration, error) {
 	}
 	slices.Sort(times)
 	return times[len(times)/2], nil
+}
+
+// benchKey is a signing key of a bench's own, made for one run: the loopback services it serves trust it alone, so
+// their writes are verified as a board's are, without a user service.
+type benchKey struct{ key auth.Key }
+
+func newBenchKey() (benchKey, error) {
+	k, err := auth.NewKey(time.Now())
+	return benchKey{k}, err
+}
+
+func (k benchKey) guard() *httpio.Guard {
+	keys := map[string]ed25519.PublicKey{k.key.ID: k.key.Private.Public().(ed25519.PublicKey)}
+	v := auth.NewVerifier(func(context.Context) (map[string]ed25519.PublicKey, error) { return keys, nil }, auth.VerifierConfig{})
+	return &httpio.Guard{Verify: v.Verify}
+}
+
+// token mints an access token for a user.
+func (k benchKey) token(userID int64) (string, error) {
+	tok, _, err := auth.Sign(k.key, auth.Principal{UserID: userID, Role: auth.RoleUser}, time.Now(), time.Hour)
+	return tok, err
 }

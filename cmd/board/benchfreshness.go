@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/auth"
 	"board/internal/wire"
 )
 
@@ -69,6 +71,7 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 	workers := fs.Int("workers", 64, "most requests in flight at once")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait after the writes for expectations not yet seen")
 	topicPrefix := fs.String("topic-prefix", "board-", "the board's --topic-prefix, which names the hot-article consumer group")
+	openTokens := boardUserDBFlags(fs)
 	loc, zoneGiven := time.Local, false
 	fs.Func("time-zone", "the board's --hot-article-time-zone: the list read is the articles' creation day in it (default $BOARD_HOT_ARTICLE_TIME_ZONE, else the machine's)",
 		func(v string) (err error) { zoneGiven = true; loc, err = time.LoadLocation(v); return err })
@@ -88,8 +91,14 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 		}
 	}
 
+	tokens, closeTokens, err := openTokens(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer closeTokens()
 	r := &freshnessRun{
-		urls: [kindCount]string{kindLike: *likeURL, kindComment: *commentURL, kindView: *viewURL},
+		tokens: tokens,
+		urls:   [kindCount]string{kindLike: *likeURL, kindComment: *commentURL, kindView: *viewURL},
 		// One kept-alive connection per worker: the default keeps 2 and would open a connection per request.
 		client: &http.Client{Timeout: freshnessRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: *workers}},
 		group:  *topicPrefix + "hot-article",
@@ -99,8 +108,12 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 	beforeAt := time.Now()
 
 	board := 1_000_000_000 + rand.Int64N(1_000_000_000)
+	writer, err := r.tokens.mint(auth.Principal{UserID: benchWriter, Role: auth.RoleUser})
+	if err != nil {
+		return err
+	}
 	for i := range *articles {
-		a, err := createArticle(ctx, r.client, *articleURL, board, fmt.Sprintf("freshness bench %d", i+1))
+		a, err := createArticle(ctx, r.client, writer, *articleURL, board, fmt.Sprintf("freshness bench %d", i+1))
 		if err != nil {
 			return fmt.Errorf("create article %d of %d (is board serve running?): %w", i+1, *articles, err)
 		}
@@ -214,6 +227,7 @@ type failure struct {
 type freshnessRun struct {
 	urls     [kindCount]string
 	client   *http.Client
+	tokens   *tokenMinter // of the users the writes act for
 	group    string
 	articles []benchArticle
 	nextUser atomic.Int64
@@ -290,16 +304,17 @@ func (r *freshnessRun) write(ctx context.Context, seq int64) {
 	r.stats[kind].sent++
 	r.mu.Unlock()
 	var count int64
-	var err error
-	switch kind {
-	case kindLike:
-		_, err = request(ctx, r.client, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusCreated)
-	case kindComment:
-		_, err = request(ctx, r.client, http.MethodPost, r.urls[kind]+"/v2/comments",
-			map[string]any{"articleId": wire.ID(id), "content": "freshness bench", "writerId": wire.ID(user)}, http.StatusCreated)
-	case kindView:
+	token, err := r.tokens.mint(auth.Principal{UserID: user, Role: auth.RoleUser})
+	switch {
+	case err != nil:
+	case kind == kindLike:
+		_, err = request(ctx, r.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusCreated)
+	case kind == kindComment:
+		_, err = request(ctx, r.client, token, http.MethodPost, r.urls[kind]+"/v2/comments",
+			map[string]any{"articleId": wire.ID(id), "content": "freshness bench"}, http.StatusCreated)
+	case kind == kindView:
 		var body []byte
-		body, err = request(ctx, r.client, http.MethodPost, fmt.Sprintf("%s/v1/article-views/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusOK)
+		body, err = request(ctx, r.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-views/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusOK)
 		if err == nil {
 			count, err = strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
 		}
@@ -371,7 +386,7 @@ func (r *freshnessRun) noteFailure(kind writeKind, err error) {
 // those, and the latencies of the writes before include that climb.
 func (r *freshnessRun) warnOfCompetition(ctx context.Context, listURL string, days []string, w io.Writer) error {
 	for _, day := range days {
-		body, err := request(ctx, r.client, http.MethodGet, listURL+day, nil, http.StatusOK)
+		body, err := request(ctx, r.client, "", http.MethodGet, listURL+day, nil, http.StatusOK)
 		if err != nil {
 			return err
 		}
@@ -426,7 +441,7 @@ func (r *freshnessRun) poll(ctx context.Context, listURL string, days []string) 
 	for ctx.Err() == nil {
 		for _, day := range days {
 			start := time.Now()
-			body, err := request(ctx, r.client, http.MethodGet, listURL+day, nil, http.StatusOK)
+			body, err := request(ctx, r.client, "", http.MethodGet, listURL+day, nil, http.StatusOK)
 			arrived := time.Now()
 			var list []hotEntry
 			if err == nil {
@@ -614,9 +629,9 @@ func roundDuration(d time.Duration) string {
 	return d.Round(time.Microsecond).String()
 }
 
-func createArticle(ctx context.Context, client *http.Client, base string, board int64, title string) (benchArticle, error) {
-	body, err := request(ctx, client, http.MethodPost, base+"/v1/articles",
-		map[string]any{"title": title, "content": "written by board bench freshness", "writerId": wire.ID(1), "boardId": wire.ID(board)},
+func createArticle(ctx context.Context, client *http.Client, token, base string, board int64, title string) (benchArticle, error) {
+	body, err := request(ctx, client, token, http.MethodPost, base+"/v1/articles",
+		map[string]any{"title": title, "content": "written by board bench freshness", "boardId": wire.ID(board)},
 		http.StatusCreated)
 	if err != nil {
 		return benchArticle{}, err
@@ -642,9 +657,9 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("%s %s: %d %s %s", e.method, e.url, e.code, http.StatusText(e.code), e.body)
 }
 
-// request makes a request with an optional JSON body and returns the answer's body, or an error when the answer's
-// status is not want.
-func request(ctx context.Context, client *http.Client, method, url string, in any, want int) ([]byte, error) {
+// request makes a request with an optional JSON body and access token ("" for none), and returns the answer's body,
+// or an error when the answer's status is not want.
+func request(ctx context.Context, client *http.Client, token, method, url string, in any, want int) ([]byte, error) {
 	var reqBody io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -659,6 +674,9 @@ func request(ctx context.Context, client *http.Client, method, url string, in an
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -689,7 +707,7 @@ type histogram struct {
 }
 
 func readConsumerMetrics(ctx context.Context, client *http.Client, url, group string) (consumerMetrics, error) {
-	body, err := request(ctx, client, http.MethodGet, url, nil, http.StatusOK)
+	body, err := request(ctx, client, "", http.MethodGet, url, nil, http.StatusOK)
 	if err != nil {
 		return consumerMetrics{}, err
 	}

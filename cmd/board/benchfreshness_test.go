@@ -14,10 +14,12 @@ import (
 // TestBenchFreshnessAgainstARunningBoard runs the bench over HTTP against a board started as board serve: every
 // acknowledged write shows up in the ranking, and the report has its tables.
 func TestBenchFreshnessAgainstARunningBoard(t *testing.T) {
-	p := startProgram(t, testFlags(t, t.TempDir()))
+	flags := testFlags(t, t.TempDir())
+	p := startProgram(t, flags)
 	args := []string{"bench", "freshness", "--duration", "2s", "--rate", "50", "--articles", "3",
 		"--article-url", p.urls["article"], "--comment-url", p.urls["comment"], "--like-url", p.urls["like"],
 		"--view-url", p.urls["view"], "--hot-article-url", p.urls["hot-article"]}
+	args = append(args, userDBArgs(flags)...)
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("bench freshness: %v\nstdout:\n%s\nstderr:\n%s", err, &out, &errOut)

@@ -65,7 +65,11 @@ asks the article service nothing.`, stderr)
 	articles := existence.New(db, existence.Config{Service: "like"}) // no article service: every article is made known
 	svc := like.NewService(like.NewStore(db, ob, articles), ids, time.Now, like.DefaultStrategy)
 
-	base, stop, err := serveLoopback("like", like.Routes(svc, e.logger), e)
+	key, err := newBenchKey()
+	if err != nil {
+		return err
+	}
+	base, stop, err := serveLoopback("like", like.Routes(svc, e.logger), key.guard(), e)
 	if err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ asks the article service nothing.`, stderr)
 		before := svc.Stats(st)
 		bar := startProgress(stderr, string(st), int64(*likes))
 		start := time.Now()
-		err = likeConcurrently(ctx, client, base, st, articleID, *likes, *workers, bar)
+		err = likeConcurrently(ctx, client, key, base, st, articleID, *likes, *workers, bar)
 		elapsed := time.Since(start)
 		bar.finish()
 		if err != nil {
@@ -108,9 +112,9 @@ asks the article service nothing.`, stderr)
 	return nil
 }
 
-// likeConcurrently has users 1..likes like an article with strategy, from workers goroutines. Every like must be
-// accepted (201); the first failure stops the run.
-func likeConcurrently(ctx context.Context, client *http.Client, base string, st like.Strategy, articleID int64,
+// likeConcurrently has users 1..likes like an article with strategy, from workers goroutines, each with a token key
+// signs. Every like must be accepted (201); the first failure stops the run.
+func likeConcurrently(ctx context.Context, client *http.Client, key benchKey, base string, st like.Strategy, articleID int64,
 	likes, workers int, bar *progress) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -120,7 +124,11 @@ func likeConcurrently(ctx context.Context, client *http.Client, base string, st 
 		wg.Go(func() {
 			for user := next.Add(1); user <= int64(likes) && ctx.Err() == nil; user = next.Add(1) {
 				url := fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d/%s", base, articleID, user, st)
-				if err := post(ctx, client, url); err != nil {
+				token, err := key.token(user)
+				if err == nil {
+					err = post(ctx, client, url, token)
+				}
+				if err != nil {
 					cancel(err)
 					return
 				}
@@ -132,11 +140,12 @@ func likeConcurrently(ctx context.Context, client *http.Client, base string, st 
 	return context.Cause(ctx)
 }
 
-func post(ctx context.Context, client *http.Client, url string) error {
+func post(ctx context.Context, client *http.Client, url, token string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

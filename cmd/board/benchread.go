@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/article"
+	"board/internal/auth"
 	"board/internal/wire"
 )
 
@@ -69,6 +71,7 @@ The view counts are not in the model: every read also reads its view count throu
 	warmup := fs.Duration("warmup", time.Second, "untimed run of each case before its timed one")
 	wait := fs.Duration("wait", time.Minute, "how long to wait for article-read to answer the new articles, and again for it to sync the board's list")
 	floorAddr := fs.String("floor-addr", "127.0.0.1:0", "listen address of the floor server")
+	openTokens := boardUserDBFlags(fs)
 	keepFloor := fs.Bool("keep-floor", false, "after the table, keep the floor server up until interrupted, for an outside load generator such as wrk")
 	if err := parse(fs, args, getenv); err != nil {
 		return err
@@ -93,7 +96,12 @@ The view counts are not in the model: every read also reads its view count throu
 	// One client for the setup and every case: the client's cost is the same in each. One kept-alive connection per
 	// load client: the default keeps 2 idle and would open a connection per request.
 	client := &http.Client{Timeout: readRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: *connections}}
-	setup := readSetup{client: client, rdb: rdb, prefix: *redisPrefix, readURL: *readURL,
+	tokens, closeTokens, err := openTokens(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer closeTokens()
+	setup := readSetup{client: client, tokens: tokens, rdb: rdb, prefix: *redisPrefix, readURL: *readURL,
 		board: 1_000_000_000 + rand.Int64N(1_000_000_000)}
 	if err := setup.createData(ctx, *articleURL, *commentURL, *likeURL, *articles, *likes, *comments, *contentSize, stderr); err != nil {
 		return err
@@ -178,6 +186,7 @@ The view counts are not in the model: every read also reads its view count throu
 // readSetup creates the bench's data through the producers and waits until article-read serves it.
 type readSetup struct {
 	client  *http.Client
+	tokens  *tokenMinter // of the users the setup's writes act for
 	rdb     redis.UniversalClient
 	prefix  string
 	readURL string
@@ -191,8 +200,13 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 	s.ids = make([]int64, articles)
 	bar := startProgress(stderr, "articles", int64(articles))
 	err := parallel(ctx, articles, func(ctx context.Context, i int) error {
-		body, err := request(ctx, s.client, http.MethodPost, articleURL+"/v1/articles", map[string]any{"title": fmt.Sprintf("bench read %d", i+1),
-			"content": content, "writerId": wire.ID(1), "boardId": wire.ID(s.board)}, http.StatusCreated)
+		// Every write by a user of its own: a running board holds each user to its write rate limit.
+		token, err := s.tokens.mint(auth.Principal{UserID: int64(i + 1), Role: auth.RoleUser})
+		if err != nil {
+			return err
+		}
+		body, err := request(ctx, s.client, token, http.MethodPost, articleURL+"/v1/articles", map[string]any{"title": fmt.Sprintf("bench read %d", i+1),
+			"content": content, "boardId": wire.ID(s.board)}, http.StatusCreated)
 		if err != nil {
 			return fmt.Errorf("create article %d of %d (is board serve running?): %w", i+1, articles, err)
 		}
@@ -214,12 +228,15 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 	bar = startProgress(stderr, "likes and comments", int64(articles*perArticle))
 	err = parallel(ctx, articles*perArticle, func(ctx context.Context, i int) error {
 		id, n := s.ids[i/perArticle], i%perArticle
-		var err error
-		if n < likes {
-			_, err = request(ctx, s.client, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", likeURL, id, n+1), nil, http.StatusCreated)
-		} else {
-			_, err = request(ctx, s.client, http.MethodPost, commentURL+"/v2/comments",
-				map[string]any{"articleId": wire.ID(id), "content": "bench read", "writerId": wire.ID(n + 1)}, http.StatusCreated)
+		writer := int64(articles + i + 1)
+		token, err := s.tokens.mint(auth.Principal{UserID: writer, Role: auth.RoleUser})
+		switch {
+		case err != nil:
+		case n < likes:
+			_, err = request(ctx, s.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", likeURL, id, writer), nil, http.StatusCreated)
+		default:
+			_, err = request(ctx, s.client, token, http.MethodPost, commentURL+"/v2/comments",
+				map[string]any{"articleId": wire.ID(id), "content": "bench read"}, http.StatusCreated)
 		}
 		bar.add(1)
 		return err
@@ -263,7 +280,7 @@ func (s *readSetup) waitForArticles(ctx context.Context, likes, comments int, wa
 	for i, id := range s.ids {
 		url := fmt.Sprintf("%s/v1/articles/%d", s.readURL, id)
 		for {
-			body, err := request(ctx, s.client, http.MethodGet, url, nil, http.StatusOK)
+			body, err := request(ctx, s.client, "", http.MethodGet, url, nil, http.StatusOK)
 			var got readAnswer
 			if err == nil {
 				err = json.Unmarshal(body, &got)
@@ -293,7 +310,7 @@ func (s *readSetup) waitForList(ctx context.Context, pageURL string, want int, w
 	defer cancel()
 	meta := fmt.Sprintf("%sarticle-read::board::{%d}::meta", s.prefix, s.board)
 	for {
-		body, err := request(ctx, s.client, http.MethodGet, pageURL, nil, http.StatusOK)
+		body, err := request(ctx, s.client, "", http.MethodGet, pageURL, nil, http.StatusOK)
 		var page struct {
 			Articles []json.RawMessage `json:"articles"`
 		}

@@ -12,12 +12,14 @@ import (
 // TestBenchReadAgainstARunningBoard runs the read bench briefly against a board started as board serve: the table
 // has its four cases, none with a failure, and the floor's key is gone afterwards.
 func TestBenchReadAgainstARunningBoard(t *testing.T) {
-	p := startProgram(t, testFlags(t, t.TempDir()))
+	flags := testFlags(t, t.TempDir())
+	p := startProgram(t, flags)
 	prefix := flagValue(p.flags, "--redis-prefix")
 	args := []string{"bench", "read", "--articles", "40", "--connections", "4", "--duration", "1s", "--warmup", "100ms",
 		"--article-url", p.urls["article"], "--comment-url", p.urls["comment"], "--like-url", p.urls["like"],
 		"--article-read-url", p.urls["article-read"], "--redis-addr", p.redisAddr(), "--redis-prefix", prefix}
 	var out, errOut bytes.Buffer
+	args = append(args, userDBArgs(flags)...)
 	if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("bench read: %v\nstdout:\n%s\nstderr:\n%s", err, &out, &errOut)
 	}

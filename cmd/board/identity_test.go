@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"board/internal/auth"
-	"board/internal/user"
 )
 
 // authAnswer is what a request with an explicit Authorization header got back.
@@ -115,13 +115,16 @@ func TestWritesNeedAValidToken(t *testing.T) {
 	call(t, "POST", p.urls["comment"]+"/v2/comments", map[string]any{"articleId": article, "content": "c", "writerId": 1},
 		http.StatusCreated, &comment)
 
-	m, _ := minters.Load(strings.TrimPrefix(p.urls["article"], "http://"))
-	ctx := context.Background()
-	expired, _, err := user.Mint(ctx, m.(*minter).db, auth.Principal{UserID: 1, Role: auth.RoleUser}, time.Hour, time.Now().Add(-3*time.Hour))
+	m := minterOf(t, p)
+	key, err := m.ring.Signing()
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := m.(*minter).token(t, auth.Principal{UserID: 1, Role: auth.RoleUser})
+	expired, _, err := auth.Sign(key, auth.Principal{UserID: 1, Role: auth.RoleUser}, time.Now().Add(-3*time.Hour), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := m.token(t, auth.Principal{UserID: 1, Role: auth.RoleUser})
 	stranger, err := auth.NewKey(time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -264,12 +267,22 @@ func TestOwnership(t *testing.T) {
 	call(t, "GET", articleURL, nil, http.StatusNotFound, nil)
 }
 
-// engineArgs are the flags of a program's engines (its data directory or databases), for a command run beside it.
+// engineArgs are the flags of a program's engines (its data directory, databases and Redis), for a command run
+// beside it.
 func engineArgs(flags []string) []string {
+	return pickFlags(flags, "--data-dir", "--mysql-dsn", "--mysql-db-prefix", "--redis-addr", "--redis-prefix")
+}
+
+// userDBArgs are the flags that find a program's user database, for a bench that mints tokens with its keys.
+func userDBArgs(flags []string) []string {
+	return pickFlags(flags, "--data-dir", "--mysql-dsn", "--mysql-db-prefix")
+}
+
+// pickFlags returns the named flags, with their values, of flags.
+func pickFlags(flags []string, names ...string) []string {
 	var out []string
-	for i := 0; i < len(flags); i++ {
-		switch flags[i] {
-		case "--data-dir", "--mysql-dsn", "--mysql-db-prefix", "--redis-addr", "--redis-prefix":
+	for i := 0; i+1 < len(flags); i++ {
+		if slices.Contains(names, flags[i]) {
 			out = append(out, flags[i], flags[i+1])
 			i++
 		}

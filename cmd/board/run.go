@@ -19,6 +19,7 @@ Usage:
   board migrate              create or upgrade every service's schema
   board seed [articles]      bulk-load articles for experiments
   board seed comments        bulk-load comments of both versions for experiments
+  board user create          create a user (password on stdin); also grant, token, rotate-key
   board bench paging         time article list queries through the HTTP API and directly
   board bench comments       time comment list queries through the HTTP API and directly
   board bench relay          time a relay draining an outbox backlog into Kafka
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = seedCommand(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		err = benchCommand(ctx, rest, getenv, stdout, stderr)
+	case "user":
+		err = userCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -312,4 +313,27 @@ func mintToken(ctx context.Context, e *engines, p auth.Principal) (string, error
 		return "", err
 	}
 	return m.mint(p)
+}
+
+// benchWriter is the user a bench's articles are written by.
+const benchWriter = 1
+
+// boardUserDBFlags registers the flags that find a running board's user database, for a command that writes to the
+// board as users whose tokens it mints with the board's own signing keys. open mints with them.
+func boardUserDBFlags(fs *flag.FlagSet) (open func(ctx context.Context, logger *slog.Logger) (*tokenMinter, func() error, error)) {
+	cfg := &config{MySQLMaxConns: 4}
+	cfg.MySQLTimeouts.Dial, cfg.MySQLTimeouts.Read, cfg.MySQLTimeouts.Write = sqldb.DefaultMySQLDialTimeout,
+		sqldb.DefaultMySQLReadTimeout, sqldb.DefaultMySQLWriteTimeout
+	fs.StringVar(&cfg.DataDir, "data-dir", "./board-data", "the board's --data-dir: its user database signs the tokens of the users the bench writes as")
+	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "the board's --mysql-dsn (empty: its SQLite files in --data-dir)")
+	fs.StringVar(&cfg.MySQLDBPrefix, "mysql-db-prefix", "", "the board's --mysql-db-prefix")
+	return func(ctx context.Context, logger *slog.Logger) (*tokenMinter, func() error, error) {
+		e := &engines{cfg: cfg, logger: logger}
+		m, err := newTokenMinter(ctx, e, time.Hour)
+		if err != nil {
+			e.close()
+			return nil, nil, fmt.Errorf("the board's user database (--data-dir or --mysql-dsn): %w", err)
+		}
+		return m, e.close, nil
+	}
 }
