@@ -2,7 +2,8 @@
 // service, which the service serves at GET /openapi.json. The files are the documents: edit them by hand, with the
 // routes. The tests check that each one is valid, that writes ask for a token, and that its paths are exactly the
 // service's routes; the end-to-end tests of cmd/board validate every request and answer they make against the
-// document the server serves. The topics and event payloads are in docs/asyncapi.yaml.
+// document the server serves. The topics and event payloads are in docs/asyncapi.yaml, which the tests here check
+// against internal/event and internal/kafka; scripts/apidoc-check lints both kinds with third-party tools.
 package apidoc
 
 import (
@@ -15,8 +16,8 @@ import (
 //go:embed *.json
 var files embed.FS
 
-// For returns the OpenAPI document of the named service ("article", "hot-article", ...), or nil for an unknown name.
-// Callers must not modify it.
+// For returns the OpenAPI document of the named service ("article", "hot-article", ...), a fresh copy, or nil for an
+// unknown name.
 func For(service string) []byte {
 	if service == "" || strings.ContainsAny(service, "/.\\") {
 		return nil
