@@ -62,7 +62,7 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 	}
 	last1, last2 := atDepthV1[0], atDepthV2[0]
 
-	base, stop, err := serveLoopback("comment", comment.Routes(svc, e.logger), e)
+	base, stop, err := serveLoopback("comment", comment.Routes(svc, e.logger), nil, e)
 	if err != nil {
 		return err
 	}
