@@ -25,7 +25,7 @@ var boardBinDir string
 
 func TestMain(m *testing.M) {
 	http.DefaultTransport = authorizing{http.DefaultTransport}
-	code := m.Run()
+	code := validateAPI(m)
 	if boardBinDir != "" {
 		os.RemoveAll(boardBinDir)
 	}
