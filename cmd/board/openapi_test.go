@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -55,7 +56,9 @@ type apiValidator struct {
 	mu         sync.Mutex
 	hosts      map[string]*apiHost // by scheme://host
 	violations map[apiViolationKey]*apiViolation
-	checked    atomic.Int64 // exchanges validated
+	checked    atomic.Int64           // exchanges validated
+	docs       map[string]*openapi3.T // every document seen, by title
+	exercised  map[string]bool        // "title METHOD path" of each documented operation an exchange reached
 }
 
 // apiHost is what one host serves at /openapi.json.
@@ -113,13 +116,23 @@ func (v *apiValidator) check(req *http.Request, reqBody []byte, bodyKnown bool, 
 	if h == nil {
 		return
 	}
-	problems := validateExchange(h, req, reqBody, bodyKnown, resp, respBody)
+	route, problems := validateExchange(h, req, reqBody, bodyKnown, resp, respBody)
 	if len(problems) > 0 {
 		if fresh := v.refetch(base, h); fresh != nil {
-			problems = validateExchange(fresh, req, reqBody, bodyKnown, resp, respBody)
+			h = fresh
+			route, problems = validateExchange(h, req, reqBody, bodyKnown, resp, respBody)
 		}
 	}
 	v.checked.Add(1)
+	v.mu.Lock()
+	if v.docs == nil {
+		v.docs, v.exercised = map[string]*openapi3.T{}, map[string]bool{}
+	}
+	v.docs[h.doc.Info.Title] = h.doc
+	if route != nil {
+		v.exercised[h.doc.Info.Title+" "+route.Method+" "+route.Path] = true
+	}
+	v.mu.Unlock()
 	for _, p := range problems {
 		v.record(req, resp.StatusCode, p)
 	}
@@ -220,8 +233,10 @@ func loadAPI(raw []byte) (*openapi3.T, routers.Router, error) {
 	return doc, router, nil
 }
 
-// validateExchange returns what is wrong with an exchange according to h's document.
-func validateExchange(h *apiHost, req *http.Request, reqBody []byte, bodyKnown bool, resp *http.Response, respBody []byte) []string {
+// validateExchange returns the documented route of an exchange (nil if none) and what is wrong with it according to
+// h's document.
+func validateExchange(h *apiHost, req *http.Request, reqBody []byte, bodyKnown bool, resp *http.Response,
+	respBody []byte) (*routers.Route, []string) {
 	ctx := context.Background()
 	in := req.Clone(ctx)
 	in.Body = io.NopCloser(bytes.NewReader(reqBody))
@@ -231,9 +246,9 @@ func validateExchange(h *apiHost, req *http.Request, reqBody []byte, bodyKnown b
 	route, params, err := h.router.FindRoute(in)
 	if err != nil {
 		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-			return nil
+			return nil, nil
 		}
-		return []string{fmt.Sprintf("route: %v, but the server answered %d", err, resp.StatusCode)}
+		return nil, []string{fmt.Sprintf("route: %v, but the server answered %d", err, resp.StatusCode)}
 	}
 	opts := &openapi3filter.Options{
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
@@ -253,7 +268,7 @@ func validateExchange(h *apiHost, req *http.Request, reqBody []byte, bodyKnown b
 	if err := openapi3filter.ValidateResponse(ctx, respIn); err != nil {
 		problems = append(problems, "response: "+err.Error())
 	}
-	return problems
+	return route, problems
 }
 
 // apiViolationKey groups the same violation of many exchanges: the same route, status and reason (a validator's
@@ -318,6 +333,27 @@ func (v *apiValidator) report(w io.Writer) bool {
 	}
 	fmt.Fprintf(w, "openapi: %d exchanges with %d documented hosts checked against their documents; %d distinct violations\n",
 		v.checked.Load(), documented, len(v.violations))
+	for _, title := range slices.Sorted(maps.Keys(v.docs)) {
+		var missed []string
+		total := 0
+		for path, item := range v.docs[title].Paths.Map() {
+			for method := range item.Operations() {
+				if apiSkipped[path] {
+					continue
+				}
+				total++
+				if !v.exercised[title+" "+method+" "+path] {
+					missed = append(missed, method+" "+path)
+				}
+			}
+		}
+		slices.Sort(missed)
+		fmt.Fprintf(w, "openapi: %s: %d of %d operations exercised", title, total-len(missed), total)
+		if len(missed) > 0 {
+			fmt.Fprintf(w, "; not: %s", strings.Join(missed, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	keys := slices.SortedFunc(func(yield func(apiViolationKey) bool) {
 		for k := range v.violations {
 			if !yield(k) {
