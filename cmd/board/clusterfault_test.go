@@ -157,7 +157,7 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 	takeover := time.Duration(-1)
 	var outboxServices []string
 	for _, s := range services {
-		if s.database != "" {
+		if s.publishes {
 			outboxServices = append(outboxServices, s.name)
 		}
 	}

@@ -340,3 +340,63 @@ func TestOwnershipRules(t *testing.T) {
 		t.Errorf("Writer(nobody) = %v", err)
 	}
 }
+
+// BenchmarkVerify is the cost a write pays for its token: the first time, parsing and one Ed25519 verification with
+// a cached key; again, a lookup of the token already verified.
+func BenchmarkVerify(b *testing.B) {
+	k, err := NewKey(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub := k.Private.Public().(ed25519.PublicKey)
+	tok, _, err := Sign(k, Principal{UserID: 42, Role: RoleUser}, time.Now(), time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("first", func(b *testing.B) {
+		for b.Loop() {
+			parsed, _, err := parse(tok)
+			if err == nil {
+				_, _, err = verify(parsed, pub, time.Now())
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("again", func(b *testing.B) {
+		keys := map[string]ed25519.PublicKey{k.ID: pub}
+		v := NewVerifier(func(context.Context) (map[string]ed25519.PublicKey, error) { return keys, nil }, VerifierConfig{})
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := v.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// A token verified before is answered from memory, but not once its key is withdrawn: when the keys are fetched
+// again (MaxAge) without it, the token is refused.
+func TestVerifiedTokenGoesWithItsKey(t *testing.T) {
+	k, other := newTestKey(t), newTestKey(t)
+	ks := newKeyServer(t, k, other)
+	clock := time.Now()
+	v := ks.verifier(VerifierConfig{MaxAge: time.Minute, Now: func() time.Time { return clock }})
+	tok := sign(t, k, Principal{UserID: 3, Role: RoleUser}, clock, time.Hour)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ks.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1", n)
+	}
+	ks.mu.Lock()
+	ks.keys = []Key{other} // k withdrawn
+	ks.mu.Unlock()
+	clock = clock.Add(2 * time.Minute)
+	p, err := v.Verify(ctx, tok)
+	wantRejected(t, "token of a withdrawn key", p, err)
+}

@@ -84,25 +84,26 @@ func parse(raw string) (*jwt.JSONWebToken, string, error) {
 	return tok, tok.Headers[0].KeyID, nil
 }
 
-// verify checks tok's signature with pub and its claims at now, and returns whom it names.
-func verify(tok *jwt.JSONWebToken, pub ed25519.PublicKey, now time.Time) (Principal, error) {
+// verify checks tok's signature with pub and its claims at now, and returns whom it names and until when (its expiry
+// plus the clock leeway).
+func verify(tok *jwt.JSONWebToken, pub ed25519.PublicKey, now time.Time) (Principal, time.Time, error) {
 	var c claims
 	if err := tok.Claims(pub, &c); err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
 	}
 	if c.Expiry == nil || c.IssuedAt == nil || c.Subject == "" {
-		return Principal{}, fmt.Errorf("%w: exp, iat and sub are required", errBadToken)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: exp, iat and sub are required", errBadToken)
 	}
 	if err := c.ValidateWithLeeway(jwt.Expected{Time: now}, clockLeeway); err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
 	}
 	id, err := strconv.ParseInt(c.Subject, 10, 64)
 	if err != nil || id <= 0 {
-		return Principal{}, fmt.Errorf("%w: sub %q is not a user id", errBadToken, c.Subject)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: sub %q is not a user id", errBadToken, c.Subject)
 	}
 	role, err := ParseRole(string(c.Role))
 	if err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
 	}
-	return Principal{UserID: id, Role: role}, nil
+	return Principal{UserID: id, Role: role}, c.Expiry.Time().Add(clockLeeway), nil
 }

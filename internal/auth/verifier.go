@@ -83,7 +83,20 @@ type Verifier struct {
 	keys    map[string]ed25519.PublicKey
 	fetched time.Time // when keys were fetched; zero before the first fetch
 	tried   time.Time // when the last fetch started, successful or not
+	// verified remembers tokens already verified, by their exact text: a client sends one token for its whole life,
+	// and a map lookup costs far less than an Ed25519 verification.
+	verified map[string]verifiedToken
 }
+
+// verifiedToken is a token that verified, whom it names, and what it still depends on.
+type verifiedToken struct {
+	principal Principal
+	kid       string
+	until     time.Time // its expiry plus the clock leeway
+}
+
+// maxVerified bounds the memory of verified tokens; when full, it starts over.
+const maxVerified = 10_000
 
 // NewVerifier returns a Verifier of the keys src fetches.
 func NewVerifier(src KeySource, cfg VerifierConfig) *Verifier {
@@ -112,6 +125,9 @@ var ErrBadToken = fault.Unauthenticatedf("UNAUTHENTICATED", "the access token is
 // Verify returns whom the token acts for: 401 for a bad token, 503 when the keys cannot be fetched for a key id
 // not yet known.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
+	if p, ok := v.remembered(raw); ok {
+		return p, nil
+	}
 	tok, kid, err := parse(raw)
 	if err != nil {
 		return Principal{}, v.reject(ctx, err)
@@ -123,11 +139,34 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	if pub == nil {
 		return Principal{}, v.reject(ctx, fmt.Errorf("%w: unknown key id %q", errBadToken, kid))
 	}
-	p, err := verify(tok, pub, v.cfg.Now())
+	p, until, err := verify(tok, pub, v.cfg.Now())
 	if err != nil {
 		return Principal{}, v.reject(ctx, err)
 	}
+	v.remember(raw, verifiedToken{principal: p, kid: kid, until: until})
 	return p, nil
+}
+
+// remembered returns the principal of a token verified before, while it has not expired and its key is still among
+// fresh keys (a key the user service withdrew takes its tokens with it).
+func (v *Verifier) remembered(raw string) (Principal, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t, ok := v.verified[raw]
+	now := v.cfg.Now()
+	if !ok || !now.Before(t.until) || v.keys[t.kid] == nil || now.Sub(v.fetched) >= v.cfg.MaxAge {
+		return Principal{}, false
+	}
+	return t.principal, true
+}
+
+func (v *Verifier) remember(raw string, t verifiedToken) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.verified == nil || len(v.verified) >= maxVerified {
+		v.verified = make(map[string]verifiedToken)
+	}
+	v.verified[raw] = t
 }
 
 func (v *Verifier) reject(ctx context.Context, err error) error {
