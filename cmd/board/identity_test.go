@@ -175,6 +175,16 @@ func TestWritesNeedAValidToken(t *testing.T) {
 	if a.status != http.StatusOK || string(bytes.TrimSpace(a.body)) != "1" {
 		t.Errorf("view with a good token: %d %s", a.status, a.body)
 	}
+	var v1 struct{ CommentID string }
+	call(t, "POST", p.urls["comment"]+"/v1/comments", map[string]any{"articleId": article, "content": "c", "writerId": 1},
+		http.StatusCreated, &v1)
+	call(t, "GET", p.urls["comment"]+"/v1/comments/"+v1.CommentID, nil, http.StatusOK, nil)
+	call(t, "DELETE", p.urls["comment"]+"/v1/comments/"+v1.CommentID, nil, http.StatusNoContent, nil)
+	call(t, "GET", p.urls["comment"]+"/v2/comments/"+comment.CommentID, nil, http.StatusOK, nil)
+	for _, strategy := range []string{"/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
+		call(t, "POST", likes+strategy, nil, http.StatusCreated, nil)
+		call(t, "DELETE", likes+strategy, nil, http.StatusNoContent, nil)
+	}
 }
 
 // A user signs up, signs in and writes as themselves; the writer of what they write is their id, named or not.
