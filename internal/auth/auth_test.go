@@ -272,6 +272,7 @@ func TestVerifierWithTheKeysDown(t *testing.T) {
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Errorf("cached key while the keys are down: %v", err)
 	}
+	waitFor(t, func() bool { return ks.fetches.Load() >= 2 }) // the fetch behind the request was made
 	_, err := v.Verify(ctx, sign(t, newTestKey(t), Principal{UserID: 1, Role: RoleUser}, clock, time.Hour))
 	if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable {
 		t.Errorf("unknown key id while the keys are down: %v, want 503", err)
@@ -376,8 +377,8 @@ func BenchmarkVerify(b *testing.B) {
 	})
 }
 
-// A token verified before is answered from memory, but not once its key is withdrawn: when the keys are fetched
-// again (MaxAge) without it, the token is refused.
+// A token verified before is answered from memory, but not once its key is withdrawn: once the keys are fetched
+// again (after MaxAge) without it, the token is refused.
 func TestVerifiedTokenGoesWithItsKey(t *testing.T) {
 	k, other := newTestKey(t), newTestKey(t)
 	ks := newKeyServer(t, k, other)
@@ -397,6 +398,53 @@ func TestVerifiedTokenGoesWithItsKey(t *testing.T) {
 	ks.keys = []Key{other} // k withdrawn
 	ks.mu.Unlock()
 	clock = clock.Add(2 * time.Minute)
+	// The first request after MaxAge is answered from the stale keys while they are fetched again behind it.
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.keys[k.ID] == nil
+	})
 	p, err := v.Verify(ctx, tok)
 	wantRejected(t, "token of a withdrawn key", p, err)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+	}
+}
+
+// A token of a cached key does not wait for a stale cache's refresh: while the user service hangs, it is answered at
+// once, and the keys are fetched behind it.
+func TestStaleKeysAnswerAtOnce(t *testing.T) {
+	k := newTestKey(t)
+	keys := map[string]ed25519.PublicKey{k.ID: k.Private.Public().(ed25519.PublicKey)}
+	release := make(chan struct{})
+	var fetches atomic.Int64
+	src := func(ctx context.Context) (map[string]ed25519.PublicKey, error) {
+		if fetches.Add(1) > 1 {
+			<-release // a user service that hangs until the test ends
+		}
+		return keys, nil
+	}
+	defer close(release)
+	clock := time.Now()
+	v := NewVerifier(src, VerifierConfig{MaxAge: time.Minute, MinRefresh: time.Millisecond, Now: func() time.Time { return clock }})
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, sign(t, k, Principal{UserID: 1, Role: RoleUser}, clock, 2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	for i := range 3 { // new tokens, so that none is answered from the verified tokens
+		if _, err := v.Verify(ctx, sign(t, k, Principal{UserID: int64(i + 2), Role: RoleUser}, clock, time.Hour)); err != nil {
+			t.Fatalf("token %d with the keys stale and their source hung: %v", i, err)
+		}
+	}
+	waitFor(t, func() bool { return fetches.Load() == 2 }) // one fetch behind the requests, still hanging
 }

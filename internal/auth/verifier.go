@@ -63,8 +63,8 @@ type VerifierConfig struct {
 	// MinRefresh spaces the fetches of the keys: a stream of tokens with made-up key ids costs one fetch per
 	// MinRefresh, not one per token. Default 1 s.
 	MinRefresh time.Duration
-	// MaxAge is how long fetched keys are trusted before they are fetched again, so that a key the user service
-	// withdrew stops verifying. Default 10 min.
+	// MaxAge is how long fetched keys are trusted before they are fetched again (behind the request that finds them
+	// stale), so that a key the user service withdrew stops verifying. Default 10 min.
 	MaxAge time.Duration
 	// FetchTimeout bounds one fetch of the keys. Default 2 s.
 	FetchTimeout time.Duration
@@ -179,7 +179,13 @@ func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 	v.mu.Lock()
 	pub, fresh := v.keys[kid], !v.fetched.IsZero() && v.cfg.Now().Sub(v.fetched) < v.cfg.MaxAge
 	v.mu.Unlock()
-	if pub != nil && fresh {
+	switch {
+	case pub != nil && fresh:
+		return pub, nil
+	case pub != nil:
+		// Stale but known: answer with it now and fetch the keys behind the request, so that a user service that is
+		// down or slow costs writes nothing while their keys are cached.
+		go v.refresh(context.WithoutCancel(ctx)) //nolint:errcheck // refresh logs its failure
 		return pub, nil
 	}
 	err := v.refresh(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -65,11 +66,22 @@ func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 	return r.WithContext(auth.NewContext(ctx, p)), nil
 }
 
+// clientAddr is the budget of the request's client: its IPv4 address, or the /64 network of its IPv6 address, as
+// one subscriber commonly holds a whole /64 and would otherwise have 2^64 budgets.
 func (g *Guard) clientAddr(r *http.Request) string {
+	addr := RemoteHost(r)
 	if g.ClientAddr != nil {
-		return g.ClientAddr(r)
+		addr = g.ClientAddr(r)
 	}
-	return RemoteHost(r)
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	if ip = ip.Unmap().WithZone(""); ip.Is4() {
+		return ip.String()
+	}
+	network, _ := ip.Prefix(64)
+	return network.String()
 }
 
 // RemoteHost is the host of the connection's remote address.

@@ -162,3 +162,25 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("POST /openapi.json: %d", a.status)
 	}
 }
+
+// The open routes' budgets are per IPv4 address and per IPv6 /64.
+func TestGuardClientAddr(t *testing.T) {
+	for addr, want := range map[string]string{
+		"203.0.113.7:5000":                 "203.0.113.7",
+		"[::ffff:203.0.113.7]:5000":        "203.0.113.7",
+		"[2001:db8:1:2:aaaa::1]:5000":      "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff:ffff::9]:5000": "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:5000":           "2001:db8:1:3::/64",
+		"[fe80::1%eth0]:5000":              "fe80::/64",
+		"not an address":                   "not an address",
+	} {
+		r := &http.Request{RemoteAddr: addr}
+		if got := (&Guard{}).clientAddr(r); got != want {
+			t.Errorf("clientAddr(%q) = %q, want %q", addr, got, want)
+		}
+	}
+	proxied := &Guard{ClientAddr: func(*http.Request) string { return "2001:db8::5" }}
+	if got := proxied.clientAddr(&http.Request{RemoteAddr: "10.0.0.1:80"}); got != "2001:db8::/64" {
+		t.Errorf("through a proxy: %q", got)
+	}
+}
