@@ -239,13 +239,9 @@ func loadKeys(ctx context.Context, db *sqldb.DB, now time.Time) ([]auth.Key, err
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Transact(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM signing_key"+db.ForUpdate()).Scan(&n); err != nil || n > 0 {
-			return err
-		}
-		return insertKey(ctx, tx, first)
-	}); err != nil {
+	// No locking read first: on an empty InnoDB table, concurrent gap locks make the inserts deadlock. Instances
+	// that start together may each insert a first key; the oldest signs for all of them (signingIndex).
+	if err := db.Transact(ctx, func(tx *sql.Tx) error { return insertKey(ctx, tx, first) }); err != nil {
 		return nil, fmt.Errorf("store the first signing key: %w", err)
 	}
 	return readKeys(ctx, db)
