@@ -187,6 +187,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 	for _, l := range []struct{ name, flag, def, what string }{
 		{httpio.WriteLimit, "write-rate-limit", "60/1m", "writes per user to each service"},
 		{"sign-in", "sign-in-rate-limit", "10/1m", "sign-in attempts per client address"},
+		{user.SignInAccountLimit, "sign-in-account-rate-limit", "20/10m", "sign-in attempts per username, from all addresses together"},
 		{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
 	} {
 		c.Limits[l.name], _ = ratelimit.Parse(l.def)

@@ -386,3 +386,46 @@ func TestRateLimitsAcrossInstances(t *testing.T) {
 		t.Errorf("comment after the article limit: %d %s", a.status, a.body)
 	}
 }
+
+// signInFrom tries a sign-in as a client at addr behind a proxy that names it in X-Real-IP, and returns the status.
+func signInFrom(t *testing.T, p *program, addr, name, password string) int {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"username": name, "password": password})
+	req, err := http.NewRequest("POST", p.urls["user"]+"/v1/tokens", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Real-IP", addr)
+	req.Header.Set(noTokenHeader, "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// Guesses at one account from many addresses, through two instances, share the account's budget; the addresses'
+// own budgets (named by a trusted proxy's header) are not what stops them, and another account is untouched.
+func TestSignInLimitPerAccount(t *testing.T) {
+	flags := append(testFlags(t, t.TempDir()), "--rate-limits=true", "--client-ip-header", "X-Real-IP",
+		"--sign-in-rate-limit", "100/1m", "--sign-in-account-rate-limit", "4/1h")
+	first := startProgram(t, flags)
+	second := secondInstance(t, first)
+	signUp(t, first, "alice") // one attempt at alice
+	signUp(t, first, "bob")
+	for i, p := range []*program{first, second, first} {
+		if got := signInFrom(t, p, fmt.Sprintf("198.51.100.%d", i+1), "alice", "guess"); got != http.StatusUnauthorized {
+			t.Errorf("guess %d: %d, want 401", i+1, got)
+		}
+	}
+	for i, p := range []*program{second, first} {
+		if got := signInFrom(t, p, fmt.Sprintf("2001:db8:%d::1", i+1), "alice", "alice-password"); got != http.StatusTooManyRequests {
+			t.Errorf("sign-in past alice's budget from a new address: %d, want 429", got)
+		}
+	}
+	if got := signInFrom(t, second, "198.51.100.1", "bob", "bob-password"); got != http.StatusOK {
+		t.Errorf("bob from an address that guessed at alice: %d, want 200", got)
+	}
+}

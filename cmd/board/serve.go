@@ -99,8 +99,11 @@ var services = []service{
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
-	svc, err := user.NewService(ctx, r.db, r.ids, user.Config{TokenTTL: e.cfg.TokenTTL, Hash: e.cfg.PasswordHash, Reload: e.cfg.KeyReload,
-		Logger: e.logger})
+	cfg := user.Config{TokenTTL: e.cfg.TokenTTL, Hash: e.cfg.PasswordHash, Reload: e.cfg.KeyReload, Logger: e.logger}
+	if limiter := rateLimiter(e); limiter != nil {
+		cfg.Limiter = limiter
+	}
+	svc, err := user.NewService(ctx, r.db, r.ids, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

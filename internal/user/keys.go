@@ -15,6 +15,7 @@ import (
 
 	"board/internal/auth"
 	"board/internal/fault"
+	"board/internal/httpio"
 	"board/internal/sqldb"
 	"board/internal/wire"
 )
@@ -52,8 +53,11 @@ type Config struct {
 	Hash       HashParams    // parameters of new password hashes; default DefaultHashParams
 	Reload     time.Duration // how often the signing keys are read again; default 5 s
 	Activation time.Duration // how old a key must be to sign; default 2×Reload, at least Reload
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// Limiter, when not nil, holds sign-in attempts per username to the limit SignInAccountLimit, on top of the
+	// per-address limit in front of the route: an attacker with many addresses still gets few guesses at an account.
+	Limiter httpio.Limiter
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {

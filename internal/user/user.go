@@ -173,12 +173,20 @@ type Token struct {
 	ExpiresAt   time.Time
 }
 
+// SignInAccountLimit names the limit of sign-in attempts per username.
+const SignInAccountLimit = "sign-in-account"
+
 // SignIn checks a username and password and mints an access token for the user. An unknown username costs the same
 // one hash as a wrong password (against the dummy hash), and both answer 401 BAD_CREDENTIALS.
 func (s *Service) SignIn(ctx context.Context, username, password string) (Token, error) {
 	var u User
 	var hash string // "" for an unknown user: verify uses the dummy hash
 	if name, err := NormalizeUsername(username); err == nil {
+		if s.cfg.Limiter != nil { // known and unknown names alike, so that the limit tells nothing of which exist
+			if err := s.cfg.Limiter.Allow(ctx, SignInAccountLimit, name); err != nil {
+				return Token{}, err
+			}
+		}
 		u, hash, err = s.byName(ctx, name)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return Token{}, err
