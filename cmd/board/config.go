@@ -102,7 +102,7 @@ func (c *config) engineFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Migrate, "migrate", true, "create or upgrade schemas at start")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis address, or a comma-separated list of Redis Cluster nodes (empty: embedded Redis-protocol server)")
 	fs.StringVar(&c.RedisPassword, "redis-password", "", "password of the Redis server (and of the embedded one, which needs one to listen off loopback)")
-	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "prefix for every Redis key this process writes")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "prefix for every Redis key this process writes (the rate limiter's keys are rate:<prefix>rate-limit::...)")
 	fs.Func("embedded-redis", "embedded Redis engine: auto (redis-server when installed, else in-process), redis-server or in-process (default auto)",
 		func(v string) error {
 			if !slices.Contains([]string{embeddedRedisAuto, embeddedRedisServer, embeddedRedisInProcess}, v) {

@@ -214,7 +214,7 @@ this command as you would the database.`, stderr)
 	userID := f.fs.Int64("user-id", 0, "the user id to mint a token for, instead of --username")
 	var role auth.Role
 	roleFlag(f.fs, &role, "", "the token's role with --user-id: user or moderator (default user); with --username, overrides the user's role")
-	ttl := f.fs.Duration("ttl", user.DefaultTokenTTL, "how long the token is valid (at most 12h)")
+	ttl := f.fs.Duration("ttl", user.DefaultTokenTTL, "how long the token is valid (at most 12h; after a key rotation it verifies only as long as the servers' --token-ttl)")
 	if err := parse(f.fs, args, getenv); err != nil {
 		return err
 	}
