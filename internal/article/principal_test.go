@@ -9,27 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"board/internal/auth"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
-
-// as serves every request to h as user, as httpio.Guard does once it has verified the user's access token.
-func as(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleUser})
-}
-
-// asModerator serves every request to h as user with the moderator role.
-func asModerator(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleModerator})
-}
-
-func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
-}
 
 // wantUnauthenticated checks a 401 answer as SPEC §2.1 words it.
 func wantUnauthenticated(t *testing.T, what string, r httpiotest.Reply) {
@@ -54,22 +37,22 @@ func TestRoutesWhoMayWrite(t *testing.T) {
 		}
 
 		// A writerId left out is the acting user; one naming the acting user is fine; anyone else is 403.
-		r := httpiotest.Call(as(h, writer), "POST", "/v1/articles", `{"title":"t","content":"c","boardId":7}`)
+		r := httpiotest.Call(httpiotest.As(h, writer), "POST", "/v1/articles", `{"title":"t","content":"c","boardId":7}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		created := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		if got := created["writerId"]; got != strconv.Itoa(writer) {
 			t.Errorf("writerId left out: written by %v, want %d", got, writer)
 		}
 		path := "/v1/articles/" + created["articleId"].(string)
-		r = httpiotest.Call(as(h, writer), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":"%d"}`, writer))
+		r = httpiotest.Call(httpiotest.As(h, writer), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":"%d"}`, writer))
 		httpiotest.WantStatus(t, r, http.StatusCreated)
-		r = httpiotest.Call(as(h, other), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":%d}`, writer))
+		r = httpiotest.Call(httpiotest.As(h, other), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":%d}`, writer))
 		httpiotest.WantError(t, r, http.StatusForbidden, "FORBIDDEN")
 		// Moderators write as themselves too.
-		r = httpiotest.Call(asModerator(h, moderator), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":%d}`, writer))
+		r = httpiotest.Call(httpiotest.AsModerator(h, moderator), "POST", "/v1/articles", fmt.Sprintf(`{"title":"t","content":"c","boardId":7,"writerId":%d}`, writer))
 		httpiotest.WantError(t, r, http.StatusForbidden, "FORBIDDEN")
 		// Bad input is a 400 whoever sends it, before the writerId is weighed.
-		r = httpiotest.Call(as(h, other), "POST", "/v1/articles", fmt.Sprintf(`{"title":"","content":"c","boardId":7,"writerId":%d}`, writer))
+		r = httpiotest.Call(httpiotest.As(h, other), "POST", "/v1/articles", fmt.Sprintf(`{"title":"","content":"c","boardId":7,"writerId":%d}`, writer))
 		httpiotest.WantError(t, r, http.StatusBadRequest, "INVALID_TITLE")
 
 		// Without a principal (a route the guard mistakenly left open) every write fails closed.
@@ -85,31 +68,31 @@ func TestRoutesWhoMayWrite(t *testing.T) {
 
 		// Someone else's article: 403, and it is unchanged.
 		before := get(path)
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "PUT", path, `{"title":"x","content":"x"}`), http.StatusForbidden, "FORBIDDEN")
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "DELETE", path, ""), http.StatusForbidden, "FORBIDDEN")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "PUT", path, `{"title":"x","content":"x"}`), http.StatusForbidden, "FORBIDDEN")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", path, ""), http.StatusForbidden, "FORBIDDEN")
 		if diff := cmp.Diff(before, get(path)); diff != "" {
 			t.Errorf("after another user's PUT and DELETE (-before +after):\n%s", diff)
 		}
 		// Bad input before ownership; a missing article before ownership.
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "PUT", path, `{"title":" ","content":"x"}`), http.StatusBadRequest, "INVALID_TITLE")
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "PUT", "/v1/articles/1", `{"title":"x","content":"x"}`), http.StatusNotFound, "ARTICLE_NOT_FOUND")
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "DELETE", "/v1/articles/1", ""), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "PUT", path, `{"title":" ","content":"x"}`), http.StatusBadRequest, "INVALID_TITLE")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "PUT", "/v1/articles/1", `{"title":"x","content":"x"}`), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", "/v1/articles/1", ""), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 
 		// The writer updates it; a moderator updates it (keeping its writer) and deletes it.
-		httpiotest.WantStatus(t, httpiotest.Call(as(h, writer), "PUT", path, `{"title":"by writer","content":"x"}`), http.StatusOK)
-		r = httpiotest.Call(asModerator(h, moderator), "PUT", path, `{"title":"by moderator","content":"x"}`)
+		httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, writer), "PUT", path, `{"title":"by writer","content":"x"}`), http.StatusOK)
+		r = httpiotest.Call(httpiotest.AsModerator(h, moderator), "PUT", path, `{"title":"by moderator","content":"x"}`)
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		if got := httpiotest.DecodeJSON(t, r.Body).(map[string]any); got["title"] != "by moderator" || got["writerId"] != strconv.Itoa(writer) {
 			t.Errorf("after a moderator's PUT: title %v, writerId %v; want by moderator, %d", got["title"], got["writerId"], writer)
 		}
-		httpiotest.WantStatus(t, httpiotest.Call(asModerator(h, moderator), "DELETE", path, ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(httpiotest.AsModerator(h, moderator), "DELETE", path, ""), http.StatusNoContent)
 		httpiotest.WantError(t, httpiotest.Call(h, "GET", path, ""), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 
 		// The writer deletes their own.
-		r = httpiotest.Call(as(h, other), "POST", "/v1/articles", `{"title":"t","content":"c","boardId":7}`)
+		r = httpiotest.Call(httpiotest.As(h, other), "POST", "/v1/articles", `{"title":"t","content":"c","boardId":7}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		own := "/v1/articles/" + httpiotest.DecodeJSON(t, r.Body).(map[string]any)["articleId"].(string)
-		httpiotest.WantStatus(t, httpiotest.Call(as(h, other), "DELETE", own, ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", own, ""), http.StatusNoContent)
 		if got := strings.TrimSpace(httpiotest.Call(h, "GET", "/v1/articles/boards/7/count", "").Body); got != "1" {
 			t.Errorf("board count = %s, want 1 (the writer's second article)", got)
 		}

@@ -41,7 +41,7 @@ func TestRoutes(t *testing.T) {
 		id := int64(firstID)
 
 		// Create, with ids as a number and as a string, and unknown fields.
-		r := httpiotest.Call(as(h, 9), "POST", "/v1/articles", `{"title":"hello","content":"world","writerId":"9","boardId":7,"extra":{"x":[1]}}`)
+		r := httpiotest.Call(httpiotest.As(h, 9), "POST", "/v1/articles", `{"title":"hello","content":"world","writerId":"9","boardId":7,"extra":{"x":[1]}}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		want := articleMap(id, "hello", "world", 7, 9, created, created)
 		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
@@ -58,7 +58,7 @@ func TestRoutes(t *testing.T) {
 		}
 
 		clock.Add(time.Second)
-		r = httpiotest.Call(as(h, 9), "PUT", "/v1/articles/"+strconv.FormatInt(id, 10), `{"title":"가나다","content":"new","boardId":"999","more":1}`)
+		r = httpiotest.Call(httpiotest.As(h, 9), "PUT", "/v1/articles/"+strconv.FormatInt(id, 10), `{"title":"가나다","content":"new","boardId":"999","more":1}`)
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		want = articleMap(id, "가나다", "new", 7, 9, created, "2026-01-02T03:04:06.006Z")
 		if diff := cmp.Diff(any(want), httpiotest.DecodeJSON(t, r.Body)); diff != "" {
@@ -75,7 +75,7 @@ func TestRoutes(t *testing.T) {
 			`{"title":"c","content":"c","writerId":1,"boardId":8}`,
 			`{"boardId":7,"writerId":"1","content":"c","title":"d"}`,
 		} {
-			httpiotest.WantStatus(t, httpiotest.Call(as(h, 1), "POST", "/v1/articles", body), http.StatusCreated)
+			httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, 1), "POST", "/v1/articles", body), http.StatusCreated)
 		}
 
 		r = httpiotest.Call(h, "GET", "/v1/articles?boardId=7&page=1&pageSize=2", "")
@@ -146,7 +146,7 @@ func TestRoutes(t *testing.T) {
 			}
 		}
 
-		r = httpiotest.Call(as(h, 9), "DELETE", "/v1/articles/"+strconv.FormatInt(id, 10), "")
+		r = httpiotest.Call(httpiotest.As(h, 9), "DELETE", "/v1/articles/"+strconv.FormatInt(id, 10), "")
 		httpiotest.WantStatus(t, r, http.StatusNoContent)
 		if r.Body != "" {
 			t.Errorf("204 with body %q", r.Body)
@@ -191,7 +191,7 @@ func TestRoutesETag(t *testing.T) {
 			{"DELETE", "/v1/articles/" + b, "", http.StatusNoContent, 2, 7, 3},
 			{"POST", "/v1/articles", `{"title":"c","content":"c","writerId":1,"boardId":8}`, http.StatusCreated, 1, 8, 1},
 		} {
-			httpiotest.WantStatus(t, httpiotest.Call(as(h, 1), step.method, step.path, step.body), step.status)
+			httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, 1), step.method, step.path, step.body), step.status)
 			events := outboxRows(t, db)
 			env := events[len(events)-1]
 			p, err := event.Payload[event.Article](env)
@@ -262,7 +262,7 @@ func ids(t *testing.T, v any) []string {
 func TestRoutesBadInput(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		anyone, _ := testHandler(t, db)
-		h := as(anyone, 1) // the writer of every article here: bad input is a 400 whoever sends it
+		h := httpiotest.As(anyone, 1) // the writer of every article here: bad input is a 400 whoever sends it
 		r := httpiotest.Call(h, "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		existing := "/v1/articles/" + httpiotest.DecodeJSON(t, r.Body).(map[string]any)["articleId"].(string)
@@ -397,7 +397,7 @@ func FuzzCreateArticle(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	anyone, _ := testHandler(f, sqltest.OpenSQLite(f, Migrate))
-	h := as(anyone, 1)
+	h := httpiotest.As(anyone, 1)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/articles", bytes.NewReader(body)))

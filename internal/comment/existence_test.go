@@ -135,11 +135,11 @@ func TestHTTPWriteOnMissingArticle(t *testing.T) {
 			{"/v2/comments", httpBody(missing, 1, "root", "", "")},
 			{"/v2/comments", httpBody(missing, 1, "reply", "parentPath", "00000")},
 		} {
-			httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 		}
 		f.wantCalls(t, 1, "four writes on a missing article") // its 404 is remembered
 		for _, version := range []string{"v1", "v2"} {
-			r := httpiotest.Call(as(f.h, 1), "DELETE", "/"+version+"/comments/12345", "")
+			r := httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/"+version+"/comments/12345", "")
 			httpiotest.WantError(t, r, http.StatusNotFound, "COMMENT_NOT_FOUND")
 		}
 		wantNothingLeft(t, db, missing)
@@ -158,7 +158,7 @@ func TestHTTPWriteWhileArticleServiceDown(t *testing.T) {
 		existencetest.Apply(t, f.reg, existencetest.Created(known, 1))
 		f.origin.SetDown(true)
 		for _, version := range []string{"v1", "v2"} {
-			r := httpiotest.Call(as(f.h, 1), "POST", "/"+version+"/comments", httpBody(unknown, 1, "root", "", ""))
+			r := httpiotest.Call(httpiotest.As(f.h, 1), "POST", "/"+version+"/comments", httpBody(unknown, 1, "root", "", ""))
 			httpiotest.WantError(t, r, http.StatusServiceUnavailable, "ARTICLE_SERVICE_UNAVAILABLE")
 		}
 		wantNothingLeft(t, db, unknown)
@@ -197,8 +197,8 @@ func TestHTTPWriteOnNewArticle(t *testing.T) {
 				}
 			}
 		}
-		httpiotest.WantStatus(t, httpiotest.Call(as(f.h, 1), "DELETE", "/v1/comments/"+replies[0], ""), http.StatusNoContent)
-		httpiotest.WantStatus(t, httpiotest.Call(as(f.h, 1), "DELETE", "/v2/comments/"+rootV2["commentId"].(string), ""),
+		httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/v1/comments/"+replies[0], ""), http.StatusNoContent)
+		httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/v2/comments/"+rootV2["commentId"].(string), ""),
 			http.StatusNoContent)
 		f.wantCalls(t, 1, "50 comments and 2 deletes more")
 
@@ -239,7 +239,7 @@ func TestHTTPWriteOnDeletedArticle(t *testing.T) {
 				{"DELETE", "/v1/comments/1000", ""},
 				{"DELETE", "/v2/comments/" + rootV2, ""},
 			} {
-				r := httpiotest.Call(as(f.h, 1), req.method, req.target, req.body)
+				r := httpiotest.Call(httpiotest.As(f.h, 1), req.method, req.target, req.body)
 				if r.Status != http.StatusNotFound || httpiotest.ErrorCode(t, r) != "ARTICLE_NOT_FOUND" {
 					t.Errorf("%s: %s %s %s = %d %s, want 404 ARTICLE_NOT_FOUND", when, req.method, req.target, req.body,
 						r.Status, r.Body)
@@ -248,7 +248,7 @@ func TestHTTPWriteOnDeletedArticle(t *testing.T) {
 		}
 		refused("before the purge")
 		for _, id := range []string{root, reply} {
-			httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "DELETE", "/v1/comments/"+id, ""), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/v1/comments/"+id, ""), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 		}
 
 		done, err := f.store.Purge(ctx, article)
@@ -260,7 +260,7 @@ func TestHTTPWriteOnDeletedArticle(t *testing.T) {
 		}
 		refused("halfway through the purge")
 		for _, id := range []string{root, reply} {
-			httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "DELETE", "/v1/comments/"+id, ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/v1/comments/"+id, ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		}
 
 		if err := f.reg.PurgeQueued(ctx, f.store.Purge); err != nil {
@@ -272,9 +272,9 @@ func TestHTTPWriteOnDeletedArticle(t *testing.T) {
 			{"/v1/comments", httpBody(article, 1, "root", "", "")},
 			{"/v2/comments", httpBody(article, 1, "root", "", "")},
 		} {
-			httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 		}
-		httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "DELETE", "/v2/comments/"+rootV2, ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "DELETE", "/v2/comments/"+rootV2, ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 		if n := httpCount(t, f.h, article); n != "0" {
 			t.Errorf("count after the purge = %s, want 0", n)
 		}
@@ -295,7 +295,7 @@ func TestHTTPCreatedAfterDeleted(t *testing.T) {
 			{"/v1/comments", httpBody(article, 1, "root", "", "")},
 			{"/v2/comments", httpBody(article, 1, "root", "", "")},
 		} {
-			httpiotest.WantError(t, httpiotest.Call(as(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(f.h, 1), "POST", req.target, req.body), http.StatusNotFound, "ARTICLE_NOT_FOUND")
 		}
 		f.wantCalls(t, 0, "writes on a deleted article") // the article service has it: it is not asked
 		wantNothingLeft(t, db, article)
@@ -500,7 +500,7 @@ func TestHTTPWritesRaceArticleDelete(t *testing.T) {
 							}
 						}
 						afterDelete := deleted.Load()
-						r := httpiotest.Call(as(f.h, 1), method, target, body)
+						r := httpiotest.Call(httpiotest.As(f.h, 1), method, target, body)
 						code := ""
 						if r.Status >= 400 {
 							code = httpiotest.ErrorCode(t, r)

@@ -7,27 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"board/internal/auth"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
-
-// as serves every request to h as user, as httpio.Guard does once it has verified the user's access token.
-func as(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleUser})
-}
-
-// asModerator serves every request to h as user with the moderator role.
-func asModerator(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleModerator})
-}
-
-func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
-}
 
 // httpWriter is the writer of a comment as written on the wire.
 func httpWriter(c map[string]any) int64 {
@@ -39,7 +22,9 @@ func httpWriter(c map[string]any) int64 {
 }
 
 // asWriterOf serves every request to h as the writer of comment c.
-func asWriterOf(h http.Handler, c map[string]any) http.Handler { return as(h, httpWriter(c)) }
+func asWriterOf(h http.Handler, c map[string]any) http.Handler {
+	return httpiotest.As(h, httpWriter(c))
+}
 
 // TestHTTPWhoMayWrite checks SPEC §2.1 on both versions' routes: writes need a principal, a comment is written as
 // it, and only its writer or a moderator deletes it.
@@ -64,19 +49,19 @@ func TestHTTPWhoMayWrite(t *testing.T) {
 				count := func() string { t.Helper(); return httpCount(t, h, article) }
 
 				// A writerId left out is the acting user.
-				r := post(as(h, writer), fmt.Sprintf(`{"articleId":%d,"content":"root"}`, article))
+				r := post(httpiotest.As(h, writer), fmt.Sprintf(`{"articleId":%d,"content":"root"}`, article))
 				httpiotest.WantStatus(t, r, http.StatusCreated)
 				root := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 				if got := httpWriter(root); got != writer {
 					t.Errorf("writerId left out: written by %d, want %d", got, writer)
 				}
 				// Naming anybody else is 403, moderators included, and writes nothing.
-				for _, by := range []http.Handler{as(h, other), asModerator(h, moderator)} {
+				for _, by := range []http.Handler{httpiotest.As(h, other), httpiotest.AsModerator(h, moderator)} {
 					r = post(by, httpBody(article, writer, "as the writer", parentKey, parentOf(root)))
 					httpiotest.WantError(t, r, http.StatusForbidden, "FORBIDDEN")
 				}
 				// Bad input is a 400 whoever sends it, before the writerId is weighed.
-				r = post(as(h, other), fmt.Sprintf(`{"articleId":%d,"content":" ","writerId":%d}`, article, writer))
+				r = post(httpiotest.As(h, other), fmt.Sprintf(`{"articleId":%d,"content":" ","writerId":%d}`, article, writer))
 				httpiotest.WantError(t, r, http.StatusBadRequest, "INVALID_CONTENT")
 				if n := count(); n != "1" {
 					t.Errorf("count after refused creates = %s, want 1", n)
@@ -103,20 +88,20 @@ func TestHTTPWhoMayWrite(t *testing.T) {
 				} else {
 					reply = httpPostV2(t, h, article, other, root["path"].(string), "reply")
 				}
-				httpiotest.WantError(t, httpiotest.Call(as(h, writer), "DELETE", item(reply), ""), http.StatusForbidden, "FORBIDDEN")
-				httpiotest.WantError(t, httpiotest.Call(as(h, other), "DELETE", item(root), ""), http.StatusForbidden, "FORBIDDEN")
-				httpiotest.WantError(t, httpiotest.Call(as(h, other), "DELETE", create+"/12345", ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
+				httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, writer), "DELETE", item(reply), ""), http.StatusForbidden, "FORBIDDEN")
+				httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", item(root), ""), http.StatusForbidden, "FORBIDDEN")
+				httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", create+"/12345", ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 				httpWantJSON(t, "root after another user's delete", any(root), httpGet(t, h, item(root)))
 				httpWantJSON(t, "reply after another user's delete", any(reply), httpGet(t, h, item(reply)))
 
 				// The writer deletes the root, which has a reply: marked deleted, still theirs, still only theirs.
-				httpiotest.WantStatus(t, httpiotest.Call(as(h, writer), "DELETE", item(root), ""), http.StatusNoContent)
+				httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, writer), "DELETE", item(root), ""), http.StatusNoContent)
 				httpWantJSON(t, "root deleted by its writer", any(httpDeleted(root)), httpGet(t, h, item(root)))
-				httpiotest.WantError(t, httpiotest.Call(as(h, other), "DELETE", item(root), ""), http.StatusForbidden, "FORBIDDEN")
-				httpiotest.WantStatus(t, httpiotest.Call(as(h, writer), "DELETE", item(root), ""), http.StatusNoContent) // again: no change
+				httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "DELETE", item(root), ""), http.StatusForbidden, "FORBIDDEN")
+				httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, writer), "DELETE", item(root), ""), http.StatusNoContent) // again: no change
 
 				// A moderator deletes the reply, which takes the marked root with it.
-				httpiotest.WantStatus(t, httpiotest.Call(asModerator(h, moderator), "DELETE", item(reply), ""), http.StatusNoContent)
+				httpiotest.WantStatus(t, httpiotest.Call(httpiotest.AsModerator(h, moderator), "DELETE", item(reply), ""), http.StatusNoContent)
 				httpiotest.WantError(t, httpiotest.Call(h, "GET", item(reply), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 				httpiotest.WantError(t, httpiotest.Call(h, "GET", item(root), ""), http.StatusNotFound, "COMMENT_NOT_FOUND")
 				if n := count(); n != "0" {

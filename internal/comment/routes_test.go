@@ -75,7 +75,7 @@ func httpBody(articleID, writerID int64, content, parentKey, parent string) stri
 // httpPostV1 creates a v1 comment (a reply when parentID is not "") and returns it as written.
 func httpPostV1(t testing.TB, h http.Handler, articleID, writerID int64, parentID, content string) map[string]any {
 	t.Helper()
-	r := httpiotest.Call(as(h, writerID), "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
+	r := httpiotest.Call(httpiotest.As(h, writerID), "POST", "/v1/comments", httpBody(articleID, writerID, content, "parentCommentId", parentID))
 	httpiotest.WantStatus(t, r, http.StatusCreated)
 	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
@@ -83,7 +83,7 @@ func httpPostV1(t testing.TB, h http.Handler, articleID, writerID int64, parentI
 // httpPostV2 creates a v2 comment (a reply when parentPath is not "") and returns it as written.
 func httpPostV2(t testing.TB, h http.Handler, articleID, writerID int64, parentPath, content string) map[string]any {
 	t.Helper()
-	r := httpiotest.Call(as(h, writerID), "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
+	r := httpiotest.Call(httpiotest.As(h, writerID), "POST", "/v2/comments", httpBody(articleID, writerID, content, "parentPath", parentPath))
 	httpiotest.WantStatus(t, r, http.StatusCreated)
 	return httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 }
@@ -205,7 +205,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 		root := int64(firstID)
 
 		// A root comment names itself as its parent; ids as a string and a number, unknown fields ignored.
-		r := httpiotest.Call(as(h, 9), "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
+		r := httpiotest.Call(httpiotest.As(h, 9), "POST", "/v1/comments", `{"articleId":"7","content":"first","writerId":9,"extra":{"x":[1]},"path":"zz"}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		want := httpV1(root, "first", 7, 9, root, false, httpCreatedAt)
 		httpWantJSON(t, "POST root", any(want), httpiotest.DecodeJSON(t, r.Body))
@@ -213,17 +213,17 @@ func TestHTTPCreateGetV1(t *testing.T) {
 
 		// A reply whose parent id is a JSON number above 2^53, so a float on the way would lose it.
 		clock.Add(1500 * time.Millisecond)
-		r = httpiotest.Call(as(h, 10), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
+		r = httpiotest.Call(httpiotest.As(h, 10), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":7,"content":"second","writerId":"10","parentCommentId":%d}`, root))
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		reply := httpV1(root+1, "second", 7, 10, root, false, "2026-01-02T03:04:06.506Z")
 		httpWantJSON(t, "POST reply", any(reply), httpiotest.DecodeJSON(t, r.Body))
 		httpWantJSON(t, "GET reply", any(reply), httpGet(t, h, "/v1/comments/"+httpStr(root+1)))
 
 		// The parent as a string; a null parent is a root.
-		r = httpiotest.Call(as(h, 11), "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
+		r = httpiotest.Call(httpiotest.As(h, 11), "POST", "/v1/comments", httpBody(7, 11, "third", "parentCommentId", httpStr(root)))
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		httpWantJSON(t, "POST reply by string id", any(httpV1(root+2, "third", 7, 11, root, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
-		r = httpiotest.Call(as(h, 11), "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
+		r = httpiotest.Call(httpiotest.As(h, 11), "POST", "/v1/comments", `{"articleId":7,"content":"fourth","writerId":11,"parentCommentId":null}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		httpWantJSON(t, "POST null parent", any(httpV1(root+3, "fourth", 7, 11, root+3, false, "2026-01-02T03:04:06.506Z")), httpiotest.DecodeJSON(t, r.Body))
 
@@ -243,7 +243,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 			"INSERT INTO article_existence (article_id, deleted, article_version) VALUES (9223372036854775807, FALSE, 1)"); err != nil {
 			t.Fatal(err)
 		}
-		r = httpiotest.Call(as(h, 9223372036854775807), "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
+		r = httpiotest.Call(httpiotest.As(h, 9223372036854775807), "POST", "/v1/comments", `{"articleId":9223372036854775807,"content":"max","writerId":"9223372036854775807"}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		if got["articleId"] != "9223372036854775807" || got["writerId"] != "9223372036854775807" {
@@ -264,7 +264,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 		h, clock := httpHandler(t, db)
 		id := int64(firstID)
 
-		r := httpiotest.Call(as(h, 9), "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
+		r := httpiotest.Call(httpiotest.As(h, 9), "POST", "/v2/comments", `{"articleId":7,"content":"root","writerId":"9","extra":[1]}`)
 		httpiotest.WantStatus(t, r, http.StatusCreated)
 		root := httpV2(id, "root", 7, 9, "00000", false, httpCreatedAt)
 		httpWantJSON(t, "POST root", any(root), httpiotest.DecodeJSON(t, r.Body))
@@ -287,7 +287,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 			// v1's parent field means nothing to v2.
 			{"v1 parent ignored", fmt.Sprintf(`{"articleId":8,"content":"w","writerId":10,"parentCommentId":"%d"}`, id+7), httpV2(id+8, "w", 8, 10, "00001", false, later)},
 		} {
-			r := httpiotest.Call(as(h, httpWriter(tc.want)), "POST", "/v2/comments", tc.body)
+			r := httpiotest.Call(httpiotest.As(h, httpWriter(tc.want)), "POST", "/v2/comments", tc.body)
 			httpiotest.WantStatus(t, r, http.StatusCreated)
 			httpWantJSON(t, tc.name+": POST", any(tc.want), httpiotest.DecodeJSON(t, r.Body))
 			httpWantJSON(t, tc.name+": GET", any(tc.want), httpGet(t, h, "/v2/comments/"+tc.want["commentId"].(string)))
@@ -318,7 +318,7 @@ func TestHTTPRulesV1(t *testing.T) {
 		httpiotest.WantStatus(t, httpiotest.Call(asWriterOf(h, doomed), "DELETE", "/v1/comments/"+doomed["commentId"].(string), ""), http.StatusNoContent)
 
 		post := func(parent string) httpiotest.Reply {
-			return httpiotest.Call(as(h, 3), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
+			return httpiotest.Call(httpiotest.As(h, 3), "POST", "/v1/comments", fmt.Sprintf(`{"articleId":1,"content":"c","writerId":3,"parentCommentId":%s}`, parent))
 		}
 		for _, tc := range []struct {
 			name, parent string
@@ -392,7 +392,7 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 		httpPostV2(t, h, 2, 2, "", "article 2's only root")
 
 		post := func(articleID int64, parentPath string) httpiotest.Reply {
-			return httpiotest.Call(as(h, 3), "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
+			return httpiotest.Call(httpiotest.As(h, 3), "POST", "/v2/comments", httpBody(articleID, 3, "c", "parentPath", parentPath))
 		}
 		for _, tc := range []struct {
 			name       string
@@ -421,7 +421,7 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) { httpiotest.WantError(t, post(tc.articleID, tc.parentPath), tc.status, tc.code) })
 		}
-		httpiotest.WantError(t, httpiotest.Call(as(h, 3), "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 3), "POST", "/v2/comments", `{"articleId":1,"content":"c","writerId":3,"parentPath":5}`), 400, "INVALID_JSON")
 
 		// None of the refused replies was kept: 5 in the chain, 11 siblings, 2 roots, 1 reply.
 		if n := httpCount(t, h, 1); n != "19" {
@@ -923,7 +923,7 @@ func TestHTTPArticleCountETag(t *testing.T) {
 		}
 		del := func(target string) {
 			t.Helper()
-			httpiotest.WantStatus(t, httpiotest.Call(as(h, 1), "DELETE", target, ""), http.StatusNoContent)
+			httpiotest.WantStatus(t, httpiotest.Call(httpiotest.As(h, 1), "DELETE", target, ""), http.StatusNoContent)
 		}
 
 		wantVersion("nothing", 3, 0)
@@ -1091,7 +1091,7 @@ func TestHTTPBadInput(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				// As the writer of every comment here: bad input is a 400 (or a 404) whoever sends it.
-				r := httpiotest.Call(as(h, 1), tc.method, tc.target, tc.body)
+				r := httpiotest.Call(httpiotest.As(h, 1), tc.method, tc.target, tc.body)
 				httpiotest.WantError(t, r, tc.status, tc.code)
 				if r.Status == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
 					t.Error("405 without an Allow header")
@@ -1115,7 +1115,7 @@ func TestHTTPBadInput(t *testing.T) {
 				body(" x "),
 				`{"articleId":1,"content":"c","writerId":1,"pad":"` + strings.Repeat(" ", httpio.MaxBodyBytes-60) + `"}`,
 			} {
-				r := httpiotest.Call(as(h, 1), "POST", "/"+version+"/comments", b)
+				r := httpiotest.Call(httpiotest.As(h, 1), "POST", "/"+version+"/comments", b)
 				httpiotest.WantStatus(t, r, http.StatusCreated)
 			}
 		}
@@ -1150,7 +1150,7 @@ func TestHTTPConcurrentCreates(t *testing.T) {
 		for i, req := range requests {
 			wg.Go(func() {
 				<-start
-				replies[i] = httpiotest.Call(as(h, req.writer), "POST", req.target, req.body)
+				replies[i] = httpiotest.Call(httpiotest.As(h, req.writer), "POST", req.target, req.body)
 			})
 		}
 		close(start)
@@ -1224,7 +1224,7 @@ func FuzzHTTPCreate(f *testing.F) {
 			version = "v2"
 		}
 		rec := httptest.NewRecorder()
-		as(h, 1).ServeHTTP(rec, httptest.NewRequest("POST", "/"+version+"/comments", bytes.NewReader(body)))
+		httpiotest.As(h, 1).ServeHTTP(rec, httptest.NewRequest("POST", "/"+version+"/comments", bytes.NewReader(body)))
 		r := httpiotest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 		switch {
 		case r.Status >= 500:

@@ -99,8 +99,8 @@ func TestRoutesRefuseArticlesTheArticleServiceDoesNotHave(t *testing.T) {
 			t.Run("path"+suffix, func(t *testing.T) {
 				article := int64(60 + i)
 				env.origin.Remove(article)
-				wantError(t, "like", httpiotest.Call(as(h, 1), "POST", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
-				wantError(t, "unlike", httpiotest.Call(as(h, 1), "DELETE", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
+				wantError(t, "like", httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
+				wantError(t, "unlike", httpiotest.Call(httpiotest.As(h, 1), "DELETE", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
 				if _, _, ok := countRow(t, db, article); ok || likeRows(t, db, article) != 0 || len(outboxOf(t, db, article)) != 0 {
 					t.Errorf("refused writes left a count row (%v), %d like rows, %d events; want none", ok,
 						likeRows(t, db, article), len(outboxOf(t, db, article)))
@@ -120,7 +120,7 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 			t.Run("path"+suffix, func(t *testing.T) {
 				article := int64(70 + i)
 				before := env.origin.Calls()
-				if r := httpiotest.Call(as(h, 1), "POST", likePath(article, 1)+suffix, ""); r.Status != 201 {
+				if r := httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(article, 1)+suffix, ""); r.Status != 201 {
 					t.Fatalf("first like: status %d, want 201; body %s", r.Status, r.Body)
 				}
 				if got := env.origin.Calls() - before; got != 1 {
@@ -131,7 +131,7 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 				var wg sync.WaitGroup
 				for user := range int64(moreLikes) {
 					wg.Go(func() {
-						r := httpiotest.Call(as(h, user+2), "POST", likePath(article, user+2)+suffix, "")
+						r := httpiotest.Call(httpiotest.As(h, user+2), "POST", likePath(article, user+2)+suffix, "")
 						mu.Lock()
 						defer mu.Unlock()
 						statuses[r.Status]++
@@ -158,19 +158,19 @@ func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
 	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		const known, unknown = int64(40), int64(41)
-		if r := httpiotest.Call(as(h, 1), "POST", likePath(known, 1), ""); r.Status != 201 {
+		if r := httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(known, 1), ""); r.Status != 201 {
 			t.Fatalf("like while the article service is up: status %d; body %s", r.Status, r.Body)
 		}
 		env.origin.SetDown(true)
-		wantError(t, "like of an unknown article", httpiotest.Call(as(h, 1), "POST", likePath(unknown, 1), ""), 503, "ARTICLE_SERVICE_UNAVAILABLE")
+		wantError(t, "like of an unknown article", httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(unknown, 1), ""), 503, "ARTICLE_SERVICE_UNAVAILABLE")
 		if _, _, ok := countRow(t, db, unknown); ok || likeRows(t, db, unknown) != 0 {
 			t.Errorf("a like that could not be decided left a count row (%v) or %d like rows", ok, likeRows(t, db, unknown))
 		}
 		for _, suffix := range strategyPaths {
-			if r := httpiotest.Call(as(h, 2), "POST", likePath(known, 2)+suffix, ""); r.Status != 201 {
+			if r := httpiotest.Call(httpiotest.As(h, 2), "POST", likePath(known, 2)+suffix, ""); r.Status != 201 {
 				t.Errorf("like of a known article through %q: status %d, want 201; body %s", suffix, r.Status, r.Body)
 			}
-			if r := httpiotest.Call(as(h, 2), "DELETE", likePath(known, 2)+suffix, ""); r.Status != 204 {
+			if r := httpiotest.Call(httpiotest.As(h, 2), "DELETE", likePath(known, 2)+suffix, ""); r.Status != 204 {
 				t.Errorf("unlike of a known article through %q: status %d, want 204; body %s", suffix, r.Status, r.Body)
 			}
 		}
@@ -186,7 +186,7 @@ func TestRoutesRefuseDeletedArticles(t *testing.T) {
 		for i, suffix := range strategyPaths {
 			t.Run("path"+suffix, func(t *testing.T) {
 				liked, neverSeen := int64(80+i), int64(90+i)
-				if r := httpiotest.Call(as(h, 1), "POST", likePath(liked, 1)+suffix, ""); r.Status != 201 {
+				if r := httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(liked, 1)+suffix, ""); r.Status != 201 {
 					t.Fatalf("like before the delete: status %d; body %s", r.Status, r.Body)
 				}
 				existencetest.Apply(t, env.articles, existencetest.Deleted(liked, 2))
@@ -196,8 +196,8 @@ func TestRoutesRefuseDeletedArticles(t *testing.T) {
 					t.Helper()
 					for _, article := range []int64{liked, neverSeen} {
 						what := fmt.Sprintf("article %d, after %s:", article, after)
-						wantError(t, what+" like", httpiotest.Call(as(h, 2), "POST", likePath(article, 2)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
-						wantError(t, what+" unlike", httpiotest.Call(as(h, 1), "DELETE", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
+						wantError(t, what+" like", httpiotest.Call(httpiotest.As(h, 2), "POST", likePath(article, 2)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
+						wantError(t, what+" unlike", httpiotest.Call(httpiotest.As(h, 1), "DELETE", likePath(article, 1)+suffix, ""), 404, "ARTICLE_NOT_FOUND")
 					}
 					if got := env.origin.Calls() - before; got != 0 {
 						t.Errorf("after %s: writes on deleted articles made %d lookups, want none", after, got)
@@ -450,7 +450,7 @@ func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
 					if round%2 == 0 {
 						earlierLikes = earlier
 						for user := range earlierLikes {
-							if r := httpiotest.Call(as(h, user+1), "POST", likePath(article, user+1)+suffix, ""); r.Status != 201 {
+							if r := httpiotest.Call(httpiotest.As(h, user+1), "POST", likePath(article, user+1)+suffix, ""); r.Status != 201 {
 								t.Fatalf("like before the race: status %d; body %s", r.Status, r.Body)
 							}
 						}
@@ -482,11 +482,11 @@ func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
 					for w := range int64(likers) {
 						wg.Go(func() {
 							if w < earlierLikes {
-								record("unlike", httpiotest.Call(as(h, w+1), "DELETE", likePath(article, w+1)+suffix, ""), http.StatusNoContent)
+								record("unlike", httpiotest.Call(httpiotest.As(h, w+1), "DELETE", likePath(article, w+1)+suffix, ""), http.StatusNoContent)
 							}
 							for n := range int64(likesEach) {
 								user := 1000 + w*likesEach + n
-								record("like", httpiotest.Call(as(h, user), "POST", likePath(article, user)+suffix, ""), http.StatusCreated)
+								record("like", httpiotest.Call(httpiotest.As(h, user), "POST", likePath(article, user)+suffix, ""), http.StatusCreated)
 							}
 						})
 					}

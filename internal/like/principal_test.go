@@ -7,27 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"board/internal/auth"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
 )
-
-// as serves every request to h as user, as httpio.Guard does once it has verified the user's access token.
-func as(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleUser})
-}
-
-// asModerator serves every request to h as user with the moderator role.
-func asModerator(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleModerator})
-}
-
-func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
-}
 
 // TestRoutesActAsPathUser checks SPEC §2.1 on every like path: a like or unlike is the acting user's own, nobody's
 // else, moderators included, and reads are public.
@@ -55,7 +38,7 @@ func TestRoutesActAsPathUser(t *testing.T) {
 				for _, by := range []struct {
 					name string
 					h    http.Handler
-				}{{"another user", as(h, other)}, {"a moderator", asModerator(h, moderator)}} {
+				}{{"another user", httpiotest.As(h, other)}, {"a moderator", httpiotest.AsModerator(h, moderator)}} {
 					wantError(t, by.name+" liking", httpiotest.Call(by.h, "POST", path, ""), 403, "FORBIDDEN")
 				}
 				wantError(t, "get after refused likes", httpiotest.Call(h, "GET", likePath(article, user), ""), 404, "LIKE_NOT_FOUND")
@@ -72,14 +55,14 @@ func TestRoutesActAsPathUser(t *testing.T) {
 				}
 
 				// The user likes; nobody else unlikes it for them; the user does.
-				wantStatus("own like", httpiotest.Call(as(h, user), "POST", path, ""), 201)
-				wantError(t, "another user unliking", httpiotest.Call(as(h, other), "DELETE", path, ""), 403, "FORBIDDEN")
-				wantError(t, "a moderator unliking", httpiotest.Call(asModerator(h, moderator), "DELETE", path, ""), 403, "FORBIDDEN")
+				wantStatus("own like", httpiotest.Call(httpiotest.As(h, user), "POST", path, ""), 201)
+				wantError(t, "another user unliking", httpiotest.Call(httpiotest.As(h, other), "DELETE", path, ""), 403, "FORBIDDEN")
+				wantError(t, "a moderator unliking", httpiotest.Call(httpiotest.AsModerator(h, moderator), "DELETE", path, ""), 403, "FORBIDDEN")
 				wantStatus("get after refused unlikes", httpiotest.Call(h, "GET", likePath(article, user), ""), 200)
 				wantCount("count after refused unlikes", "1")
 				// A moderator likes for themselves like anyone.
-				wantStatus("a moderator's own like", httpiotest.Call(asModerator(h, moderator), "POST", likePath(article, moderator)+suffix, ""), 201)
-				wantReply(t, "own unlike", httpiotest.Call(as(h, user), "DELETE", path, ""), 204, nil)
+				wantStatus("a moderator's own like", httpiotest.Call(httpiotest.AsModerator(h, moderator), "POST", likePath(article, moderator)+suffix, ""), 201)
+				wantReply(t, "own unlike", httpiotest.Call(httpiotest.As(h, user), "DELETE", path, ""), 204, nil)
 				wantCount("count at the end", "1")
 			})
 		}

@@ -82,20 +82,20 @@ func TestRoutes(t *testing.T) {
 
 				wantReply(t, "count before", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("0"))
 				wantError(t, "get before", httpiotest.Call(h, "GET", likePath(article, user), ""), 404, "LIKE_NOT_FOUND")
-				wantError(t, "unlike before", httpiotest.Call(as(h, user), "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
+				wantError(t, "unlike before", httpiotest.Call(httpiotest.As(h, user), "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
 
 				want := likeMap(id, article, user)
-				wantReply(t, "like", httpiotest.Call(as(h, user), "POST", likePath(article, user)+suffix, ""), 201, any(want))
+				wantReply(t, "like", httpiotest.Call(httpiotest.As(h, user), "POST", likePath(article, user)+suffix, ""), 201, any(want))
 				id++
 				wantReply(t, "get", httpiotest.Call(h, "GET", likePath(article, user), ""), 200, any(want))
-				wantError(t, "second like", httpiotest.Call(as(h, user), "POST", likePath(article, user)+suffix, ""), 409, "ALREADY_LIKED")
+				wantError(t, "second like", httpiotest.Call(httpiotest.As(h, user), "POST", likePath(article, user)+suffix, ""), 409, "ALREADY_LIKED")
 				id++ // the refused like took an id
-				wantReply(t, "other user", httpiotest.Call(as(h, user+1), "POST", likePath(article, user+1)+suffix, ""), 201, any(likeMap(id, article, user+1)))
+				wantReply(t, "other user", httpiotest.Call(httpiotest.As(h, user+1), "POST", likePath(article, user+1)+suffix, ""), 201, any(likeMap(id, article, user+1)))
 				id++
 				wantReply(t, "count", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("2"))
 
-				wantReply(t, "unlike", httpiotest.Call(as(h, user), "DELETE", likePath(article, user)+suffix, ""), 204, nil)
-				wantError(t, "second unlike", httpiotest.Call(as(h, user), "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
+				wantReply(t, "unlike", httpiotest.Call(httpiotest.As(h, user), "DELETE", likePath(article, user)+suffix, ""), 204, nil)
+				wantError(t, "second unlike", httpiotest.Call(httpiotest.As(h, user), "DELETE", likePath(article, user)+suffix, ""), 404, "LIKE_NOT_FOUND")
 				wantError(t, "get after unlike", httpiotest.Call(h, "GET", likePath(article, user), ""), 404, "LIKE_NOT_FOUND")
 				wantReply(t, "count after", httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-likes/articles/%d/count", article), ""), 200, json.Number("1"))
 
@@ -137,7 +137,7 @@ func TestRoutesCountETag(t *testing.T) {
 				}
 				call := func(method string, user int64, status int) {
 					t.Helper()
-					if r := httpiotest.Call(as(h, user), method, likePath(article, user)+suffix, ""); r.Status != status {
+					if r := httpiotest.Call(httpiotest.As(h, user), method, likePath(article, user)+suffix, ""); r.Status != status {
 						t.Fatalf("%s like of user %d: status = %d, want %d; body %s", method, user, r.Status, status, r.Body)
 					}
 				}
@@ -215,7 +215,7 @@ func TestRoutesConcurrentDuplicates(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 20 {
 				wg.Go(func() {
-					r := httpiotest.Call(as(h, 9), "POST", likePath(article, 9)+suffix, "")
+					r := httpiotest.Call(httpiotest.As(h, 9), "POST", likePath(article, 9)+suffix, "")
 					mu.Lock()
 					statuses[r.Status]++
 					mu.Unlock()

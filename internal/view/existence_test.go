@@ -58,8 +58,8 @@ func TestViewOfAMissingArticle(t *testing.T) {
 		svc := e.service(Config{})
 		h := handler(svc)
 		e.origin.Remove(article)
-		httpiotest.WantError(t, httpiotest.Call(as(h, 1), "POST", viewPath(article, 1), ""), 404, "ARTICLE_NOT_FOUND")
-		httpiotest.WantError(t, httpiotest.Call(as(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article, 1), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
 		// A read is not checked: the article has no count.
 		wantBody(t, httpiotest.Call(h, "GET", countPath(article), ""), "0")
 		if keys := redistest.Keys(t, e.redis.Client, e.prefix+"*"); len(keys) != 0 {
@@ -68,7 +68,7 @@ func TestViewOfAMissingArticle(t *testing.T) {
 		wantGone(t, e, svc, article)
 		// The article service cannot answer: 503, and nothing counted.
 		e.origin.SetDown(true)
-		httpiotest.WantError(t, httpiotest.Call(as(h, 1), "POST", viewPath(article+1, 1), ""), 503, "ARTICLE_SERVICE_UNAVAILABLE")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article+1, 1), ""), 503, "ARTICLE_SERVICE_UNAVAILABLE")
 		wantGone(t, e, svc, article+1)
 	})
 }
@@ -78,21 +78,21 @@ func TestViewOfANewArticleLooksItUpOnce(t *testing.T) {
 		// Just created: the article service has it, its ARTICLE_CREATED has not reached the registry yet.
 		svc := e.service(Config{})
 		h := handler(svc)
-		wantBody(t, httpiotest.Call(as(h, 1), "POST", viewPath(article, 1), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article, 1), ""), "1")
 		if got := e.origin.Calls(); got != 1 {
 			t.Fatalf("%d lookups for the first view, want 1", got)
 		}
 		for u := int64(2); u <= 51; u++ {
-			wantBody(t, httpiotest.Call(as(h, u), "POST", viewPath(article, u), ""), fmt.Sprint(u))
+			wantBody(t, httpiotest.Call(httpiotest.As(h, u), "POST", viewPath(article, u), ""), fmt.Sprint(u))
 		}
 		if got := e.origin.Calls(); got != 1 {
 			t.Errorf("%d lookups after 50 more views, want still 1", got)
 		}
 		// Another instance finds the article in the database the first lookup recorded it in.
-		wantBody(t, httpiotest.Call(as(handler(e.service(Config{})), 52), "POST", viewPath(article, 52), ""), "52")
+		wantBody(t, httpiotest.Call(httpiotest.As(handler(e.service(Config{})), 52), "POST", viewPath(article, 52), ""), "52")
 		// An article whose ARTICLE_CREATED arrived first needs no lookup at all.
 		existencetest.Apply(t, svc.store.articles, existencetest.Created(article+1, 1))
-		wantBody(t, httpiotest.Call(as(h, 1), "POST", viewPath(article+1, 1), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article+1, 1), ""), "1")
 		if got := e.origin.Calls(); got != 1 {
 			t.Errorf("%d lookups in all, want 1", got)
 		}
@@ -104,11 +104,11 @@ func TestViewOfADeletedArticle(t *testing.T) {
 		svc := e.service(Config{})
 		h := handler(svc)
 		existencetest.Apply(t, svc.store.articles, existencetest.Created(article, 1))
-		wantBody(t, httpiotest.Call(as(h, 1), "POST", viewPath(article, 1), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article, 1), ""), "1")
 		existencetest.Apply(t, svc.store.articles, existencetest.Deleted(article, 2))
-		httpiotest.WantError(t, httpiotest.Call(as(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
 		// An instance that never saw the article reads the delete from the database, without a lookup.
-		httpiotest.WantError(t, httpiotest.Call(as(handler(e.service(Config{})), 3), "POST", viewPath(article, 3), ""), 404,
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(handler(e.service(Config{})), 3), "POST", viewPath(article, 3), ""), 404,
 			"ARTICLE_NOT_FOUND")
 		if got := e.origin.Calls(); got != 0 {
 			t.Errorf("%d lookups, want 0", got)
@@ -214,8 +214,8 @@ func TestViewCheckedLiveBeforeThePurge(t *testing.T) {
 		applyDeletedAndPurge(t, consumer, article)
 
 		lookups := e.origin.Calls()
-		httpiotest.WantError(t, httpiotest.Call(as(h, 1000), "POST", viewPath(article, 1000), ""), 404, "ARTICLE_NOT_FOUND")
-		httpiotest.WantError(t, httpiotest.Call(as(h, 1), "POST", viewPath(article, 1), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 1000), "POST", viewPath(article, 1000), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article, 1), ""), 404, "ARTICLE_NOT_FOUND")
 		if e.origin.Calls() != lookups {
 			t.Error("the stale instance looked the article up: its remembered answer was not what was tested")
 		}
@@ -276,11 +276,11 @@ func TestCreatedAfterDeleted(t *testing.T) {
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{})
 		h := handler(svc)
-		wantBody(t, httpiotest.Call(as(h, 1), "POST", viewPath(article, 1), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 1), "POST", viewPath(article, 1), ""), "1")
 		applyDeletedAndPurge(t, svc, article)
 		existencetest.Apply(t, svc.store.articles, existencetest.Created(article, 1)) // late, or replayed
-		httpiotest.WantError(t, httpiotest.Call(as(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
-		httpiotest.WantError(t, httpiotest.Call(as(handler(e.service(Config{})), 3), "POST", viewPath(article, 3), ""), 404,
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(handler(e.service(Config{})), 3), "POST", viewPath(article, 3), ""), 404,
 			"ARTICLE_NOT_FOUND")
 		wantGone(t, e, svc, article)
 	})
@@ -307,7 +307,7 @@ func TestViewsRacingTheDeleteAndThePurge(t *testing.T) {
 				for !stopped(stop) {
 					afterPurge := purged.Load()
 					user := users.Add(1)
-					r := httpiotest.Call(as(handlers[w%2], user), "POST", viewPath(article, user), "")
+					r := httpiotest.Call(httpiotest.As(handlers[w%2], user), "POST", viewPath(article, user), "")
 					switch {
 					case r.Status == http.StatusOK && !afterPurge:
 						counted.Add(1)

@@ -5,25 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"board/internal/auth"
 	"board/internal/httpio/httpiotest"
 )
-
-// as serves every request to h as user, as httpio.Guard does once it has verified the user's access token.
-func as(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleUser})
-}
-
-// asModerator serves every request to h as user with the moderator role.
-func asModerator(h http.Handler, user int64) http.Handler {
-	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleModerator})
-}
-
-func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
-}
 
 // TestRoutesViewAsOneself checks who counts (see the package doc): a view is the signed-in reader's own, nobody
 // else's, and a signed-out reader's counts nothing; none of the refused views takes a dedupe lock, so the user's own
@@ -46,19 +29,19 @@ func TestRoutesViewAsOneself(t *testing.T) {
 		}
 		httpiotest.WantError(t, httpiotest.Call(h, "POST", "/v1/article-views/articles/1/users/x", ""), http.StatusBadRequest, "INVALID_USER_ID")
 		// As another user, moderators included: 403.
-		httpiotest.WantError(t, httpiotest.Call(as(h, other), "POST", viewPath(article, user), ""), http.StatusForbidden, "FORBIDDEN")
-		httpiotest.WantError(t, httpiotest.Call(asModerator(h, moderator), "POST", viewPath(article, user), ""), http.StatusForbidden, "FORBIDDEN")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, other), "POST", viewPath(article, user), ""), http.StatusForbidden, "FORBIDDEN")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.AsModerator(h, moderator), "POST", viewPath(article, user), ""), http.StatusForbidden, "FORBIDDEN")
 		wantCount("0")
 		if n := e.origin.Calls(); n != 0 {
 			t.Errorf("refused views made %d article lookups, want none", n)
 		}
 
 		// The user's own view counts, once; the other user's own counts too.
-		wantBody(t, httpiotest.Call(as(h, user), "POST", viewPath(article, user), ""), "1")
-		wantBody(t, httpiotest.Call(as(h, user), "POST", viewPath(article, user), ""), "1")
-		httpiotest.WantError(t, httpiotest.Call(as(h, user), "POST", viewPath(article, other), ""), http.StatusForbidden, "FORBIDDEN")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, user), "POST", viewPath(article, user), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, user), "POST", viewPath(article, user), ""), "1")
+		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, user), "POST", viewPath(article, other), ""), http.StatusForbidden, "FORBIDDEN")
 		wantCount("1")
-		wantBody(t, httpiotest.Call(as(h, other), "POST", viewPath(article, other), ""), "2")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, other), "POST", viewPath(article, other), ""), "2")
 		wantCount("2")
 	})
 }

@@ -33,9 +33,9 @@ func TestRoutes(t *testing.T) {
 		h := handler(e.service(Config{}))
 		views := fmt.Sprintf("/v1/article-views/articles/%d", article)
 		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "0")
-		wantBody(t, httpiotest.Call(as(h, 9223372036854775807), "POST", views+"/users/9223372036854775807", ""), "1")
-		wantBody(t, httpiotest.Call(as(h, 9223372036854775807), "POST", views+"/users/9223372036854775807", ""), "1")
-		wantBody(t, httpiotest.Call(as(h, 1), "POST", views+"/users/1", ""), "2")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 9223372036854775807), "POST", views+"/users/9223372036854775807", ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 9223372036854775807), "POST", views+"/users/9223372036854775807", ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 1), "POST", views+"/users/1", ""), "2")
 		wantBody(t, httpiotest.Call(h, "GET", views+"/count", ""), "2")
 
 		// The keys are named after the article and the user, under the prefix, and share the article's hash tag;
@@ -124,7 +124,7 @@ func TestRedisDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := handler(NewService(testStore(db, origin), tc.client(t), Config{KeyPrefix: "test:"}))
-			httpiotest.WantError(t, httpiotest.Call(as(h, 2), "POST", "/v1/article-views/articles/1/users/2", ""), 503, "REDIS_UNAVAILABLE")
+			httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 2), "POST", "/v1/article-views/articles/1/users/2", ""), 503, "REDIS_UNAVAILABLE")
 			httpiotest.WantError(t, httpiotest.Call(h, "GET", "/v1/article-views/articles/1/count", ""), 503, "REDIS_UNAVAILABLE")
 		})
 	}

@@ -263,15 +263,15 @@ func TestOneUserCountsOnce(t *testing.T) {
 		h := handler(e.service(Config{}))
 		path := fmt.Sprintf("/v1/article-views/articles/%d/users/7", article)
 		inParallel(10_000, 32, func(int) {
-			if r := httpiotest.Call(as(h, 7), "POST", path, ""); r.Status != http.StatusOK || r.Body != "1\n" {
+			if r := httpiotest.Call(httpiotest.As(h, 7), "POST", path, ""); r.Status != http.StatusOK || r.Body != "1\n" {
 				t.Errorf("POST = %d %q, want 200 1", r.Status, r.Body)
 			}
 		})
 		wantBody(t, httpiotest.Call(h, "GET", fmt.Sprintf("/v1/article-views/articles/%d/count", article), ""), "1")
 		// Another user and another article count on their own.
-		wantBody(t, httpiotest.Call(as(h, 8), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/8", article), ""), "2")
-		wantBody(t, httpiotest.Call(as(h, 7), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/7", article+1), ""), "1")
-		wantBody(t, httpiotest.Call(as(h, 7), "POST", path, ""), "2")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 8), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/8", article), ""), "2")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 7), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/7", article+1), ""), "1")
+		wantBody(t, httpiotest.Call(httpiotest.As(h, 7), "POST", path, ""), "2")
 		wantCounts(t, "events", []int64{}, viewedEvents(t, e.db, article))
 	})
 }
@@ -283,7 +283,7 @@ func TestDistinctUsersConcurrently(t *testing.T) {
 		var answers []int64
 		inParallel(1000, 64, func(i int) {
 			user := int64(1000 + i)
-			r := httpiotest.Call(as(h, user), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/%d", article, user), "")
+			r := httpiotest.Call(httpiotest.As(h, user), "POST", fmt.Sprintf("/v1/article-views/articles/%d/users/%d", article, user), "")
 			n, err := strconv.ParseInt(r.Body[:len(r.Body)-1], 10, 64)
 			if r.Status != http.StatusOK || err != nil {
 				t.Errorf("POST = %d %q", r.Status, r.Body)

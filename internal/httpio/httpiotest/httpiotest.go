@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/auth"
 	"board/internal/httpio"
 )
 
@@ -110,4 +111,20 @@ func WantError(t testing.TB, r Reply, status int, code string) {
 	if got := ErrorCode(t, r); got != code {
 		t.Errorf("code = %q, want %q", got, code)
 	}
+}
+
+// As serves every request to h as user, as httpio.Guard does once it has verified the user's access token.
+func As(h http.Handler, user int64) http.Handler {
+	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleUser})
+}
+
+// AsModerator serves every request to h as user with the moderator role.
+func AsModerator(h http.Handler, user int64) http.Handler {
+	return asPrincipal(h, auth.Principal{UserID: user, Role: auth.RoleModerator})
+}
+
+func asPrincipal(h http.Handler, p auth.Principal) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
+	})
 }
