@@ -28,18 +28,7 @@ type authAnswer struct {
 // adds no token then).
 func sendAs(t *testing.T, authorization, method, url string, body any) authAnswer {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := jsonRequest(t, method, url, body)
 	if authorization == "" {
 		req.Header.Set(noTokenHeader, "1")
 	} else {
@@ -390,11 +379,7 @@ func TestRateLimitsAcrossInstances(t *testing.T) {
 // signInFrom tries a sign-in as a client at addr behind a proxy that names it in X-Real-IP, and returns the status.
 func signInFrom(t *testing.T, p *program, addr, name, password string) int {
 	t.Helper()
-	b, _ := json.Marshal(map[string]string{"username": name, "password": password})
-	req, err := http.NewRequest("POST", p.urls["user"]+"/v1/tokens", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := jsonRequest(t, "POST", p.urls["user"]+"/v1/tokens", map[string]string{"username": name, "password": password})
 	req.Header.Set("X-Real-IP", addr)
 	req.Header.Set(noTokenHeader, "1")
 	resp, err := http.DefaultClient.Do(req)

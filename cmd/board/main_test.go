@@ -203,8 +203,8 @@ func call(t *testing.T, method, url string, body any, wantStatus int, out any) {
 	}
 }
 
-// sendJSON sends body (when not nil) as JSON and returns the answer's status and body.
-func sendJSON(t *testing.T, method, url string, body any) (status int, raw []byte) {
+// jsonRequest is a request with body (when not nil) as JSON.
+func jsonRequest(t *testing.T, method, url string, body any) *http.Request {
 	t.Helper()
 	var r io.Reader
 	if body != nil {
@@ -218,7 +218,13 @@ func sendJSON(t *testing.T, method, url string, body any) (status int, raw []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// sendJSON sends body (when not nil) as JSON and returns the answer's status and body.
+func sendJSON(t *testing.T, method, url string, body any) (status int, raw []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(jsonRequest(t, method, url, body))
 	if err != nil {
 		t.Fatal(err)
 	}
