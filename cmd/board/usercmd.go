@@ -306,15 +306,6 @@ func (m *tokenMinter) mint(p auth.Principal) (string, error) {
 	return token, err
 }
 
-// mintToken mints one access token for p from the signing keys of e's user database (tokenMinter mints many).
-func mintToken(ctx context.Context, e *engines, p auth.Principal) (string, error) {
-	m, err := newTokenMinter(ctx, e, 0)
-	if err != nil {
-		return "", err
-	}
-	return m.mint(p)
-}
-
 // benchWriter is the user a bench's articles are written by.
 const benchWriter = 1
 

@@ -238,11 +238,11 @@ func TestTokenMinter(t *testing.T) {
 			t.Errorf("minted token %d verifies as %v, %v", id, p, err)
 		}
 	}
-	token, err := mintToken(ctx, e, auth.Principal{UserID: 9, Role: auth.RoleModerator})
+	token, err := m.mint(auth.Principal{UserID: 9, Role: auth.RoleModerator})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p, err := f.verify(token); err != nil || p != (auth.Principal{UserID: 9, Role: auth.RoleModerator}) {
-		t.Errorf("mintToken's token verifies as %v, %v", p, err)
+		t.Errorf("a moderator's token verifies as %v, %v", p, err)
 	}
 }
