@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -72,6 +73,7 @@ type config struct {
 	RateLimits     bool
 	Limits         map[string]redis_rate.Limit // rate limit name (httpio.WriteLimit, sign-in, sign-up) -> limit
 	ClientIPHeader string
+	TrustedProxies []netip.Prefix
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -197,6 +199,19 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 		})
 	}
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header that names the client's address, set by a trusted proxy in front (e.g. X-Forwarded-For, whose last address is used, or X-Real-IP); empty: the connection's address")
+	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	fs.Func("trusted-proxies", "comma-separated networks whose connections may name the client in --client-ip-header (default 127.0.0.0/8,::1/128); anyone else is known by their own address",
+		func(v string) error {
+			c.TrustedProxies = nil
+			for _, s := range splitList(v) {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					return fmt.Errorf("want networks such as 10.0.0.0/8, not %q", s)
+				}
+				c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+			}
+			return nil
+		})
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

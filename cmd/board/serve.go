@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -333,7 +334,7 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if tokens == nil {
 			tokens = newVerifier(e, runtime{local: local})
 		}
-		guard := &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader)}
+		guard := &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
 		if limiter != nil {
 			guard.Limiter = limiter
 		}
@@ -386,16 +387,22 @@ func rateLimiter(e *engines) *ratelimit.Limiter {
 }
 
 // clientAddr returns how the rate limits of sign-in and sign-up name a request's client: by the connection's
-// address, or by the header a trusted proxy in front sets. X-Forwarded-For lists every hop a client claims and then
-// the one the proxy saw: only the last is the proxy's word.
-func clientAddr(header string) func(*http.Request) string {
+// address, or, for a connection from a trusted proxy, by the header the proxy sets. X-Forwarded-For lists every hop
+// a client claims and then the one the proxy saw: only the last is the proxy's word. Anyone else who sends the
+// header is known by their own address, so that a client cannot pick a fresh budget per request.
+func clientAddr(header string, trusted []netip.Prefix) func(*http.Request) string {
 	if header == "" {
 		return nil
 	}
 	return func(r *http.Request) string {
+		remote := httpio.RemoteHost(r)
+		ip, err := netip.ParseAddr(remote)
+		if err != nil || !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(ip.Unmap().WithZone("")) }) {
+			return remote
+		}
 		v := r.Header.Values(header)
 		if len(v) == 0 {
-			return httpio.RemoteHost(r)
+			return remote
 		}
 		last := v[len(v)-1]
 		if i := strings.LastIndexByte(last, ','); i >= 0 {
@@ -404,7 +411,7 @@ func clientAddr(header string) func(*http.Request) string {
 		if last = strings.TrimSpace(last); last != "" {
 			return last
 		}
-		return httpio.RemoteHost(r)
+		return remote
 	}
 }
 
