@@ -191,6 +191,11 @@ func TestSignUpSignInAndWrite(t *testing.T) {
 	if got.Username != "alice" || got.Role != "user" || got.CreatedAt == "" {
 		t.Errorf("GET user: %+v", got)
 	}
+	var many []struct{ UserID, Username string }
+	call(t, "GET", p.urls["user"]+"/v1/users?ids=1,"+strconv.FormatInt(alice, 10), nil, http.StatusOK, &many)
+	if len(many) != 1 || many[0].Username != "alice" {
+		t.Errorf("GET users 1 and alice: %+v", many)
+	}
 	if a := sendAs(t, "", "POST", p.urls["user"]+"/v1/users", map[string]any{"username": "ALICE", "password": "another-password"}); a.status != http.StatusConflict || a.code() != "USERNAME_TAKEN" {
 		t.Errorf("sign up ALICE: %d %s", a.status, a.body)
 	}

@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"board/internal/fault"
 	"board/internal/httpio"
 	"board/internal/wire"
 )
@@ -27,6 +29,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("POST /v1/users", h.signUp)
 	handle("POST /v1/tokens", h.signIn)
 	handle("GET /v1/users/{userId}", h.get)
+	handle("GET /v1/users", h.getMany)
 	handle("GET "+JWKSPath, h.jwks)
 	return mux
 }
@@ -112,5 +115,35 @@ func (h handlers) jwks(w http.ResponseWriter, r *http.Request) error {
 	maxAge := int((h.svc.cfg.Activation - h.svc.cfg.Reload).Seconds())
 	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(maxAge))
 	httpio.Write(w, http.StatusOK, h.svc.keys.JWKS())
+	return nil
+}
+
+// getMany answers GET /v1/users?ids=1,2,3: the users of those ids that exist, in that order (at most MaxBatch).
+func (h handlers) getMany(w http.ResponseWriter, r *http.Request) error {
+	raw := r.URL.Query().Get("ids")
+	if raw == "" {
+		return fault.Invalidf("MISSING_IDS", "query parameter ids is required: comma-separated user ids")
+	}
+	parts := strings.Split(raw, ",")
+	if len(parts) > MaxBatch {
+		return fault.Invalidf("TOO_MANY_IDS", "at most %d ids at once, not %d", MaxBatch, len(parts))
+	}
+	ids := make([]int64, len(parts))
+	for i, p := range parts {
+		id, err := wire.Parse(p)
+		if err != nil {
+			return fault.Invalidf("INVALID_IDS", "query parameter ids: %v", err)
+		}
+		ids[i] = id
+	}
+	users, err := h.svc.GetMany(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	out := make([]userJSON, len(users))
+	for i, u := range users {
+		out[i] = toJSON(u)
+	}
+	httpio.Write(w, http.StatusOK, out)
 	return nil
 }

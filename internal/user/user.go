@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -231,6 +232,48 @@ func (s *Service) Get(ctx context.Context, id int64) (User, error) {
 		return User{}, notFound(id)
 	}
 	return u, err
+}
+
+// MaxBatch is how many users one GetMany asks for at most: a page's writers.
+const MaxBatch = 100
+
+// GetMany returns the users of ids that exist, in the order of ids, each once: what a page of articles or comments
+// needs to name its writers in one call.
+func (s *Service) GetMany(ctx context.Context, ids []int64) ([]User, error) {
+	if len(ids) > MaxBatch {
+		return nil, fault.Invalidf("TOO_MANY_IDS", "at most %d ids at once, not %d", MaxBatch, len(ids))
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	if len(ids) == 0 {
+		return []User{}, nil
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+userColumns+" FROM users WHERE user_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := map[int64]User{}
+	for rows.Next() {
+		u, _, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		byID[u.ID] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	users := make([]User, 0, len(byID))
+	for _, id := range ids {
+		if u, ok := byID[id]; ok {
+			users = append(users, u)
+			delete(byID, id)
+		}
+	}
+	return users, nil
 }
 
 // ByUsername returns a user by username, in any case.
