@@ -87,6 +87,20 @@ func (f *userFlags) open(ctx context.Context, stderr io.Writer) (*engines, *sqld
 	return e, db, nil
 }
 
+// service opens the user database as open does and returns the user service over it; the caller closes the engines.
+func (f *userFlags) service(ctx context.Context, stderr io.Writer) (*user.Service, func() error, error) {
+	e, db, err := f.open(ctx, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := userService(ctx, db)
+	if err != nil {
+		e.close()
+		return nil, nil, err
+	}
+	return svc, e.close, nil
+}
+
 // openUserDB opens the user service's database on e, migrating it when the configuration says so.
 func openUserDB(ctx context.Context, e *engines) (*sqldb.DB, error) {
 	db, err := e.openSQL(ctx, "user")
@@ -143,15 +157,11 @@ stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASS
 	if err != nil {
 		return err
 	}
-	e, db, err := f.open(ctx, stderr)
+	svc, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	svc, err := userService(ctx, db)
-	if err != nil {
-		return err
-	}
+	defer closeEngines()
 	u, err := svc.Create(ctx, *username, password, role)
 	if err != nil {
 		return err
@@ -186,15 +196,11 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	if *username == "" || role == "" {
 		return errors.New("--username and --role are required")
 	}
-	e, db, err := f.open(ctx, stderr)
+	svc, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	svc, err := userService(ctx, db)
-	if err != nil {
-		return err
-	}
+	defer closeEngines()
 	u, err := svc.Grant(ctx, *username, role)
 	if err != nil {
 		return err
