@@ -20,6 +20,7 @@ import (
 	"board/internal/ratelimit"
 	"board/internal/sqldb"
 	"board/internal/user"
+	"board/internal/web"
 )
 
 // config is everything the binary can be told, by flag or by the BOARD_* environment variable of the same name
@@ -74,6 +75,9 @@ type config struct {
 	Limits         map[string]redis_rate.Limit // rate limit name (httpio.WriteLimit, sign-in, sign-up) -> limit
 	ClientIPHeader string
 	TrustedProxies []netip.Prefix
+
+	WebAddr string
+	Boards  []web.Board
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -157,9 +161,14 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", ":9005", "listen address of the article-read service")
 	c.Origins = map[string]string{}
-	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from", "article": "article-read rebuilds its model from and comment, like and view look unknown articles up at",
-		"comment": "article-read rebuilds its model from", "like": "article-read rebuilds its model from", "view": "article-read rebuilds its model from"}
-	for _, name := range []string{"article", "comment", "like", "view", "user"} {
+	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, and the web pages sign in at",
+		"article":      "article-read rebuilds its model from, comment, like and view look unknown articles up at, and the web pages write to",
+		"comment":      "article-read rebuilds its model from and the web pages read threads from and write to",
+		"like":         "article-read rebuilds its model from and the web pages write to",
+		"view":         "article-read rebuilds its model from and the web pages count views at",
+		"article-read": "the web pages read articles from",
+		"hot-article":  "the web pages read hot articles from"}
+	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
@@ -198,7 +207,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 			return err
 		})
 	}
-	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header that names the client's address, set by a trusted proxy in front (e.g. X-Forwarded-For, whose last address is used, or X-Real-IP); empty: the connection's address")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "X-Forwarded-For", "header that names the client's address, set by a trusted proxy in front (the web service sets X-Forwarded-For, whose last address is used; or X-Real-IP); empty: the connection's address")
 	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	fs.Func("trusted-proxies", "comma-separated networks whose connections may name the client in --client-ip-header (default 127.0.0.0/8,::1/128); anyone else is known by their own address",
 		func(v string) error {
@@ -212,6 +221,10 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.StringVar(&c.WebAddr, "web-addr", ":8080", "listen address of the web pages")
+	c.Boards = web.DefaultBoards
+	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
+		func(v string) (err error) { c.Boards, err = web.ParseBoards(v); return err })
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", httpio.DefaultRequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 }

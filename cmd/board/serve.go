@@ -33,6 +33,7 @@ import (
 	"board/internal/sqldb"
 	"board/internal/user"
 	"board/internal/view"
+	"board/internal/web"
 )
 
 // service is one runnable service: its SQL database, where it listens, and how it is built on the shared engines.
@@ -47,6 +48,9 @@ type service struct {
 	replayable bool
 	// publishes: the service writes events, through an outbox in its database that a relay publishes.
 	publishes bool
+	// pages: the service serves pages for browsers, whose forms carry a session cookie rather than a Bearer token;
+	// it checks that they come from its own pages (web.Service.Routes) instead of going through the Guard.
+	pages bool
 	// open maps the route patterns of the writes it takes without an access token to the rate limit that holds
 	// each instead, per client address (see httpio.Guard).
 	open  map[string]string
@@ -95,6 +99,8 @@ var services = []service{
 	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
 	{name: "article-read", group: "article-read", replayable: true, addr: func(c *config) string { return c.ArticleReadAddr },
 		build: buildArticleRead},
+	// web comes last: in one process, it calls every other service where it listens.
+	{name: "web", pages: true, addr: func(c *config) string { return c.WebAddr }, build: buildWeb},
 }
 
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
@@ -176,6 +182,22 @@ func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMu
 		return nil, nil, err
 	}
 	return articleread.Routes(svc, e.logger), consumerChecks(e), nil
+}
+
+// buildWeb builds the pages, which call the other services over HTTP like any client.
+func buildWeb(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
+	origin := func(name, listen string) string { return r.origin(e, name, listen) }
+	svc := web.New(web.Config{
+		Origins: web.Origins{ArticleRead: origin("article-read", e.cfg.ArticleReadAddr), HotArticle: origin("hot-article", e.cfg.HotArticleAddr),
+			Article: origin("article", e.cfg.ArticleAddr), Comment: origin("comment", e.cfg.CommentAddr), Like: origin("like", e.cfg.LikeAddr),
+			View: origin("view", e.cfg.ViewAddr), User: origin("user", e.cfg.UserAddr)},
+		Boards:     e.cfg.Boards,
+		Tokens:     newVerifier(e, r),
+		Location:   e.cfg.HotArticleTimeZone,
+		ClientAddr: clientAddr(e.cfg.ClientIPHeader, e.cfg.TrustedProxies),
+		Logger:     e.logger,
+	})
+	return svc.Routes(), nil, nil
 }
 
 // articles returns the record of which articles exist of a service that writes on articles.
@@ -334,9 +356,12 @@ func serve(ctx context.Context, e *engines, selected []string) (err error) {
 		if tokens == nil {
 			tokens = newVerifier(e, runtime{local: local})
 		}
-		guard := &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
-		if limiter != nil {
-			guard.Limiter = limiter
+		var guard *httpio.Guard
+		if !s.pages {
+			guard = &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
+			if limiter != nil {
+				guard.Limiter = limiter
+			}
 		}
 		srv := httpio.Server{Service: s.name, API: api, Guard: guard, OpenAPI: apidoc.For(s.name), Checks: checks, Gatherer: reg, Metrics: metrics,
 			Logger: logger, RequestTimeout: cfg.RequestTimeout}.HTTPServer()

@@ -1,0 +1,210 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"board/internal/httpio"
+	"board/internal/wire"
+)
+
+// Origins are the base URLs of the services the pages are made from: reads through article-read and hot-article,
+// writes through the producers, accounts through the user service.
+type Origins struct {
+	ArticleRead, HotArticle, Article, Comment, Like, View, User string
+}
+
+// callTimeout bounds one backend call, within the page's own deadline: a page of two calls in parallel waits for
+// the slower, and a hung service costs a reader at most this before the friendly 503.
+const (
+	callTimeout  = 3 * time.Second
+	maxReplySize = 4 << 20
+)
+
+// backend calls the other services over HTTP, as any client of their APIs would.
+type backend struct {
+	origins Origins
+	client  *http.Client
+}
+
+// serviceError is a service's answer other than success: its status and its {code, message}. A service that could
+// not be reached has status 0.
+type serviceError struct {
+	service string
+	status  int
+	code    string
+	message string
+	// retryAfter is a 429's Retry-After, in seconds.
+	retryAfter int
+	err        error
+}
+
+func (e *serviceError) Error() string {
+	if e.status == 0 {
+		return fmt.Sprintf("%s service unreachable: %v", e.service, e.err)
+	}
+	return fmt.Sprintf("%s service answered %d %s: %s", e.service, e.status, e.code, e.message)
+}
+
+func (e *serviceError) Unwrap() error { return e.err }
+
+// statusOf returns the status a service answered with, 0 when it could not be reached or err is no service error.
+func statusOf(err error) int {
+	var se *serviceError
+	if errors.As(err, &se) {
+		return se.status
+	}
+	return 0
+}
+
+// call is one request of a page to a service.
+type call struct {
+	service string // for messages: "article-read"
+	method  string
+	url     string
+	body    any
+	token   string // the reader's access token, for writes
+	client  string // the browser's address, for the user service's per-address limits
+}
+
+// do sends c and decodes a successful JSON answer into out (unless out is nil). Every call counts toward the page's
+// Server-Timing.
+func (b *backend) do(ctx context.Context, c call, out any) error {
+	defer countCall(ctx, time.Now())
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var body io.Reader
+	if c.body != nil {
+		raw, err := json.Marshal(c.body)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.client != "" {
+		req.Header.Set("X-Forwarded-For", c.client)
+	}
+	if id := httpio.RequestID(ctx); id != "" {
+		req.Header.Set("X-Request-Id", id)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return &serviceError{service: c.service, err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplySize))
+	if err != nil {
+		return &serviceError{service: c.service, err: err}
+	}
+	if resp.StatusCode >= 300 {
+		se := &serviceError{service: c.service, status: resp.StatusCode}
+		var e struct{ Code, Message string }
+		if json.Unmarshal(raw, &e) == nil {
+			se.code, se.message = e.Code, e.Message
+		}
+		se.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
+		return se
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &serviceError{service: c.service, status: http.StatusBadGateway, err: fmt.Errorf("%s %s: %w", c.method, c.url, err)}
+	}
+	return nil
+}
+
+// The shapes the pages read, as the services write them (SPEC §3).
+
+type articleRead struct {
+	ArticleID           wire.ID   `json:"articleId"`
+	Title               string    `json:"title"`
+	Content             string    `json:"content"`
+	BoardID             wire.ID   `json:"boardId"`
+	WriterID            wire.ID   `json:"writerId"`
+	CreatedAt           wire.Time `json:"createdAt"`
+	ModifiedAt          wire.Time `json:"modifiedAt"`
+	ArticleCommentCount int64     `json:"articleCommentCount"`
+	ArticleLikeCount    int64     `json:"articleLikeCount"`
+	ArticleViewCount    int64     `json:"articleViewCount"`
+}
+
+type articleListPage struct {
+	Articles     []articleRead `json:"articles"`
+	ArticleCount int64         `json:"articleCount"`
+}
+
+type comment struct {
+	CommentID wire.ID   `json:"commentId"`
+	Content   string    `json:"content"`
+	ArticleID wire.ID   `json:"articleId"`
+	WriterID  wire.ID   `json:"writerId"`
+	Path      string    `json:"path"`
+	Deleted   bool      `json:"deleted"`
+	CreatedAt wire.Time `json:"createdAt"`
+}
+
+type commentPage struct {
+	Comments     []comment `json:"comments"`
+	CommentCount int64     `json:"commentCount"`
+}
+
+type hotArticle struct {
+	ArticleID    wire.ID   `json:"articleId"`
+	Title        string    `json:"title"`
+	CreatedAt    wire.Time `json:"createdAt"`
+	Score        int64     `json:"score"`
+	LikeCount    int64     `json:"likeCount"`
+	CommentCount int64     `json:"commentCount"`
+	ViewCount    int64     `json:"viewCount"`
+}
+
+type userInfo struct {
+	UserID   wire.ID `json:"userId"`
+	Username string  `json:"username"`
+	Role     string  `json:"role"`
+}
+
+type tokenReply struct {
+	AccessToken string    `json:"accessToken"`
+	ExpiresAt   wire.Time `json:"expiresAt"`
+}
+
+// callCounter counts a page's backend calls and the time they took, for its Server-Timing header and the log.
+type callCounter struct {
+	calls   atomic.Int64
+	elapsed atomic.Int64 // nanoseconds, summed over calls (parallel calls overlap)
+}
+
+type callCounterKey struct{}
+
+func withCallCounter(ctx context.Context) (context.Context, *callCounter) {
+	c := &callCounter{}
+	return context.WithValue(ctx, callCounterKey{}, c), c
+}
+
+func countCall(ctx context.Context, start time.Time) {
+	if c, ok := ctx.Value(callCounterKey{}).(*callCounter); ok {
+		c.calls.Add(1)
+		c.elapsed.Add(int64(time.Since(start)))
+	}
+}

@@ -1,0 +1,332 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"board/internal/fault"
+	"board/internal/wire"
+)
+
+// maxFormBytes bounds a form's body: the largest, an article, is 100 + 3000 characters.
+const maxFormBytes = 64 << 10
+
+// form parses r's form, bounded; a form too large is a 413 page.
+func form(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return &fault.Error{Kind: fault.Invalid, Code: "BAD_FORM", Message: "The form could not be read; it may be too long."}
+	}
+	return nil
+}
+
+type accountPage struct {
+	layout
+	Next     string
+	Username string
+	Error    string
+}
+
+func (s *Service) signInForm(w http.ResponseWriter, r *http.Request) error {
+	next := localPath(r.URL.Query().Get("next"))
+	if v := s.reader(w, r); v != nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return nil
+	}
+	data := accountPage{layout: s.layout(r, "Sign in"), Next: next}
+	if r.URL.Query().Get("expired") != "" {
+		data.Notice = "Your session has ended. Please sign in again."
+	}
+	return s.render(w, r, http.StatusOK, "signin.html", data)
+}
+
+// signIn asks the user service for a token and keeps it in the session cookie until it expires. The browser's
+// address goes along, for the per-address limit on attempts.
+func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
+	if err := form(w, r); err != nil {
+		return err
+	}
+	data := accountPage{layout: s.layout(r, "Sign in"), Next: localPath(r.PostFormValue("next")),
+		Username: strings.TrimSpace(r.PostFormValue("username"))}
+	tok, err := s.api.signIn(r.Context(), data.Username, r.PostFormValue("password"), s.cfg.ClientAddr(r))
+	if status, msg := formFailure(err, "Wrong username or password."); msg != "" {
+		data.Error = msg
+		return s.render(w, r, status, "signin.html", data)
+	}
+	if err != nil {
+		return err
+	}
+	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	http.Redirect(w, r, data.Next, http.StatusSeeOther)
+	return nil
+}
+
+// formFailure turns a service's answer to a form into the message shown above the form, with the page's status:
+// input it refused, wrong credentials, a name taken, too many attempts. Anything else is "" (an error page).
+func formFailure(err error, unauthorized string) (int, string) {
+	se, ok := err.(*serviceError)
+	if !ok {
+		return 0, ""
+	}
+	switch se.status {
+	case http.StatusBadRequest, http.StatusConflict:
+		return se.status, se.message
+	case http.StatusUnauthorized:
+		return se.status, unauthorized
+	case http.StatusTooManyRequests:
+		return se.status, "Too many attempts. Please wait " + seconds(se.retryAfter) + " and try again."
+	}
+	return 0, ""
+}
+
+func (s *Service) signUpForm(w http.ResponseWriter, r *http.Request) error {
+	if v := s.reader(w, r); v != nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return nil
+	}
+	return s.render(w, r, http.StatusOK, "signup.html", accountPage{layout: s.layout(r, "Sign up"), Next: "/"})
+}
+
+// signUp creates the account and signs in with it.
+func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
+	if err := form(w, r); err != nil {
+		return err
+	}
+	data := accountPage{layout: s.layout(r, "Sign up"), Next: "/", Username: strings.TrimSpace(r.PostFormValue("username"))}
+	password := r.PostFormValue("password")
+	err := s.api.signUp(r.Context(), data.Username, password, s.cfg.ClientAddr(r))
+	if statusOf(err) == http.StatusConflict {
+		data.Error = "That username is taken. Please choose another."
+		return s.render(w, r, http.StatusConflict, "signup.html", data)
+	}
+	if status, msg := formFailure(err, ""); msg != "" {
+		data.Error = msg
+		return s.render(w, r, status, "signup.html", data)
+	}
+	if err != nil {
+		return err
+	}
+	tok, err := s.api.signIn(r.Context(), data.Username, password, s.cfg.ClientAddr(r))
+	if err != nil {
+		// The account exists; only the sign-in failed (a limit, a service gone): say so, and where to go on.
+		http.Redirect(w, r, "/signin?notice=welcome", http.StatusSeeOther)
+		return nil
+	}
+	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	http.Redirect(w, r, "/?notice=welcome", http.StatusSeeOther)
+	return nil
+}
+
+// signOut forgets the session. The token itself stays valid until it expires (tokens are not revocable, SPEC
+// §2.1), but this browser no longer holds it.
+func (s *Service) signOut(w http.ResponseWriter, r *http.Request) error {
+	clearSession(w, r)
+	http.Redirect(w, r, "/?notice=signedout", http.StatusSeeOther)
+	return nil
+}
+
+type writePage struct {
+	layout
+	Board          Board
+	ArticleID      int64 // 0 for a new article
+	Title, Content string
+	Error          string
+}
+
+func (s *Service) writeForm(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	return s.render(w, r, http.StatusOK, "write.html", writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b})
+}
+
+func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	data := writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b,
+		Title: r.PostFormValue("title"), Content: r.PostFormValue("content")}
+	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)})
+	if status, msg := formFailure(err, ""); msg != "" && status != http.StatusUnauthorized {
+		data.Error = msg
+		return s.render(w, r, status, "write.html", data)
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/articles/"+a.ArticleID.String(), http.StatusSeeOther)
+	return nil
+}
+
+// articleIDOf reads the path's {articleId}; an id that cannot exist is a missing article.
+func articleIDOf(r *http.Request) (int64, error) {
+	n, err := wire.Parse(r.PathValue("articleId"))
+	if err != nil {
+		return 0, fault.NotFoundf("NO_ARTICLE", "There is no such article.")
+	}
+	return n, nil
+}
+
+// editForm shows the article as the article service has it (not the read model, which may lag a write), to its
+// writer or a moderator only.
+func (s *Service) editForm(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	a, err := s.api.articleSource(r.Context(), articleID)
+	if err != nil {
+		return err
+	}
+	if !v.Owns(int64(a.WriterID)) {
+		return fault.Forbiddenf("Only its writer or a moderator may edit this article.")
+	}
+	return s.render(w, r, http.StatusOK, "write.html", writePage{layout: s.pageLayout(r, v, "Edit "+a.Title),
+		Board: s.boardNamed(int64(a.BoardID)), ArticleID: articleID, Title: a.Title, Content: a.Content})
+}
+
+func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	data := writePage{layout: s.pageLayout(r, v, "Edit"), ArticleID: articleID,
+		Title: r.PostFormValue("title"), Content: r.PostFormValue("content")}
+	a, err := s.api.updateArticle(r.Context(), v, articleID, articleInput{Title: data.Title, Content: data.Content})
+	if status, msg := formFailure(err, ""); msg != "" && status == http.StatusBadRequest {
+		data.Error = msg
+		return s.render(w, r, status, "write.html", data)
+	}
+	if err != nil {
+		return err
+	}
+	// The page names the edit's time, so that it shows the edit even before the read model has it.
+	http.Redirect(w, r, "/articles/"+id(articleID)+"?since="+strconv.FormatInt(time.Time(a.ModifiedAt).UnixMilli(), 10), http.StatusSeeOther)
+	return nil
+}
+
+func (s *Service) deleteArticle(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	if err := s.api.deleteArticle(r.Context(), v, articleID); err != nil {
+		return err
+	}
+	to := "/"
+	// The form names the article's board, for where to go next; only a board of the site is believed.
+	if n, err := wire.Parse(r.PostFormValue("boardId")); err == nil {
+		if _, ok := s.boards[n]; ok {
+			to = "/boards/" + id(n)
+		}
+	}
+	http.Redirect(w, r, to+"?notice=deleted", http.StatusSeeOther)
+	return nil
+}
+
+// postComment writes a comment, or a reply when the form names its parent's path, and goes back to it.
+func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	c, err := s.api.createComment(r.Context(), v, articleID, r.PostFormValue("parentPath"), r.PostFormValue("content"))
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/articles/"+id(articleID)+"#c-"+c.CommentID.String(), http.StatusSeeOther)
+	return nil
+}
+
+func (s *Service) deleteComment(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	commentID, err := wire.Parse(r.PathValue("commentId"))
+	if err != nil {
+		return fault.NotFoundf("NO_COMMENT", "There is no such comment.")
+	}
+	v, ok, err := s.signedIn(w, r)
+	if !ok {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	if err := s.api.deleteComment(r.Context(), v, commentID); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/articles/"+id(articleID)+"#comments", http.StatusSeeOther)
+	return nil
+}
+
+// like likes or unlikes. A script's request (X-Fragment) gets the new button and the like service's own count back;
+// a plain form goes back to the article.
+func (s *Service) like(like bool) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		articleID, err := articleIDOf(r)
+		if err != nil {
+			return err
+		}
+		v, ok, err := s.signedIn(w, r)
+		if !ok {
+			return err
+		}
+		if err := form(w, r); err != nil {
+			return err
+		}
+		if err := s.api.setLiked(r.Context(), v, articleID, like); err != nil {
+			return err
+		}
+		if r.Header.Get("X-Fragment") == "" {
+			http.Redirect(w, r, "/articles/"+id(articleID)+"#like", http.StatusSeeOther)
+			return nil
+		}
+		n, err := s.api.likeCount(r.Context(), articleID)
+		if err != nil {
+			return err
+		}
+		return s.renderFragment(w, r, "article.html", "like", likeBox{ArticleID: articleID, SignedIn: true, Liked: like, Count: n})
+	}
+}

@@ -1,0 +1,358 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"board/internal/fault"
+	"board/internal/wire"
+)
+
+// layout is what every page shows around its content.
+type layout struct {
+	Title  string
+	Viewer *viewer
+	Notice string
+	MainID string // "error" on an error page
+	// Here is the page's own address, for the sign-in link that comes back to it.
+	Here string
+}
+
+// notices are the messages an action leaves for the page it redirects to, by the key in ?notice=: fixed texts, so
+// that a link cannot make the site say anything else.
+var notices = map[string]string{
+	"deleted":   "The article was deleted.",
+	"signedout": "You are signed out.",
+	"welcome":   "Welcome! Your account is ready and you are signed in.",
+	"signedin":  "You are signed in.",
+}
+
+func (s *Service) layout(r *http.Request, title string) layout {
+	here := ""
+	if r.Method == http.MethodGet {
+		here = r.URL.RequestURI()
+	}
+	return layout{Title: title, Notice: notices[r.URL.Query().Get("notice")], MainID: "main", Here: here}
+}
+
+// pageLayout is layout for a page with its viewer.
+func (s *Service) pageLayout(r *http.Request, v *viewer, title string) layout {
+	l := s.layout(r, title)
+	l.Viewer = v
+	return l
+}
+
+// item is an article as a list shows it.
+type item struct {
+	ID                     int64
+	Title, Writer          string
+	CreatedAt              time.Time
+	Likes, Comments, Views int64
+}
+
+func (s *Service) items(ctx context.Context, as []articleRead) []item {
+	writers := make([]int64, len(as))
+	for i, a := range as {
+		writers[i] = int64(a.WriterID)
+	}
+	names := s.names.lookup(ctx, writers)
+	out := make([]item, len(as))
+	for i, a := range as {
+		out[i] = item{ID: int64(a.ArticleID), Title: a.Title, Writer: names[int64(a.WriterID)], CreatedAt: time.Time(a.CreatedAt),
+			Likes: a.ArticleLikeCount, Comments: a.ArticleCommentCount, Views: a.ArticleViewCount}
+	}
+	return out
+}
+
+type homePage struct {
+	layout
+	Boards         []Board
+	Hot            []hotArticle
+	HotUnavailable bool
+}
+
+func (s *Service) home(w http.ResponseWriter, r *http.Request) error {
+	v := s.reader(w, r)
+	hot, err := s.api.hot(r.Context(), s.cfg.Now().In(s.cfg.Location).Format(dayLayout))
+	if err != nil {
+		s.cfg.Logger.WarnContext(r.Context(), "hot articles unavailable on the home page", "err", err)
+	}
+	return s.render(w, r, http.StatusOK, "home.html", homePage{layout: s.pageLayout(r, v, "Boards"), Boards: s.cfg.Boards,
+		Hot: hot, HotUnavailable: err != nil})
+}
+
+// boardOf returns the board named by the path's {boardId}.
+func (s *Service) boardOf(r *http.Request) (Board, error) {
+	n, err := wire.Parse(r.PathValue("boardId"))
+	b, ok := s.boards[n]
+	if err != nil || !ok {
+		return Board{}, fault.NotFoundf("NO_BOARD", "There is no such board.")
+	}
+	return b, nil
+}
+
+// queryNumber reads an optional positive number from the query.
+func queryNumber(r *http.Request, name string, def int64) (int64, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fault.Invalidf("BAD_"+name, "The %s in the address must be a whole number of 1 or more.", name)
+	}
+	return n, nil
+}
+
+type boardPage struct {
+	layout
+	Board    Board
+	Articles []item
+	Pager    pager
+}
+
+// board is a page of a board's articles, newest first, with page numbers in blocks of ten: one call to
+// article-read, and one to the user service for writers not seen before.
+func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	page, err := queryNumber(r, "page", 1)
+	if err != nil {
+		return err
+	}
+	v := s.reader(w, r)
+	p, err := s.api.articlePage(r.Context(), b.ID, page, articlesPerPage)
+	if err != nil {
+		return err
+	}
+	title := b.Name
+	if page > 1 {
+		title += " · page " + strconv.FormatInt(page, 10)
+	}
+	return s.render(w, r, http.StatusOK, "board.html", boardPage{layout: s.pageLayout(r, v, title), Board: b,
+		Articles: s.items(r.Context(), p.Articles),
+		Pager:    newPager("pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)})
+}
+
+type scrollPage struct {
+	layout
+	Board    Board
+	Articles []item
+	More     string // the address of the next chunk; "" at the end
+}
+
+// scroll is a board as one endless list: the articles after ?after= (from the newest without it). A script asks
+// for the next chunk alone (X-Fragment) as the reader nears its end; without script, the "More" link is a page.
+func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	after, err := queryNumber(r, "after", 0)
+	if err != nil {
+		return err
+	}
+	v := s.reader(w, r)
+	as, err := s.api.articleScroll(r.Context(), b.ID, articlesPerPage, after)
+	if err != nil {
+		return err
+	}
+	data := scrollPage{layout: s.pageLayout(r, v, b.Name), Board: b, Articles: s.items(r.Context(), as)}
+	if len(as) == articlesPerPage {
+		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(int64(as[len(as)-1].ArticleID))
+	}
+	if r.Header.Get("X-Fragment") != "" {
+		return s.renderFragment(w, r, "scroll.html", "chunk", data)
+	}
+	return s.render(w, r, http.StatusOK, "scroll.html", data)
+}
+
+// articleView is an article as its page shows it.
+type articleView struct {
+	ID, BoardID                int64
+	Title, Content, Writer     string
+	WriterID                   int64
+	CreatedAt, ModifiedAt      time.Time
+	Likes, CommentCount, Views int64
+}
+
+// Edited says whether the article changed after it was written.
+func (a articleView) Edited() bool { return a.ModifiedAt.After(a.CreatedAt) }
+
+// commentView is a comment as the thread shows it.
+type commentView struct {
+	ID                  int64
+	Path                string
+	Depth               int
+	Content, Writer     string
+	CreatedAt           time.Time
+	Deleted             bool
+	CanReply, CanDelete bool
+}
+
+// likeBox is the like button and count, a fragment of the article page.
+type likeBox struct {
+	ArticleID int64
+	SignedIn  bool
+	Liked     bool
+	Count     int64
+}
+
+type articlePage struct {
+	layout
+	Board               Board
+	Article             articleView
+	CanChange           bool
+	Like                likeBox
+	Comments            []commentView
+	CommentsUnavailable bool
+	CommentPager        pager
+}
+
+// maxDepth is the deepest a comment may be (SPEC §3.2: five levels of five characters).
+const (
+	maxDepth   = 5
+	pathPerLvl = 5
+)
+
+// article is an article with its comment thread: article-read and the comment service asked at once, and for a
+// signed-in reader whether they like it; then usernames not seen before. A signed-in reader's visit is counted as a
+// view behind the page (the view service counts one per reader per 10 minutes).
+func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
+	articleID, err := wire.Parse(r.PathValue("articleId"))
+	if err != nil {
+		return fault.NotFoundf("NO_ARTICLE", "There is no such article.")
+	}
+	cpage, err := queryNumber(r, "cpage", 1)
+	if err != nil {
+		return err
+	}
+	since, err := queryNumber(r, "since", 0)
+	if err != nil {
+		return err
+	}
+	v := s.reader(w, r)
+	ctx := r.Context()
+	var (
+		wg          sync.WaitGroup
+		a           articleRead
+		articleErr  error
+		comments    commentPage
+		commentsErr error
+		liked       bool
+		likedErr    error
+	)
+	wg.Go(func() { a, articleErr = s.api.article(ctx, articleID) })
+	wg.Go(func() { comments, commentsErr = s.api.comments(ctx, articleID, cpage, commentsPerPage) })
+	if v != nil {
+		wg.Go(func() { liked, likedErr = s.api.liked(ctx, articleID, v.ID) })
+	}
+	wg.Wait()
+	if articleErr != nil {
+		return articleErr
+	}
+	if commentsErr != nil {
+		s.cfg.Logger.WarnContext(ctx, "comments unavailable on an article page", "article", articleID, "err", commentsErr)
+	}
+	if likedErr != nil {
+		s.cfg.Logger.WarnContext(ctx, "like state unavailable on an article page", "article", articleID, "err", likedErr)
+	}
+	// Read your writes: the page a writer lands on after an edit names the edit's time, and a read model that has
+	// not applied the edit yet is passed over for the article service.
+	if since > 0 && time.Time(a.ModifiedAt).UnixMilli() < since {
+		if src, err := s.api.articleSource(ctx, articleID); err == nil {
+			a.Title, a.Content, a.ModifiedAt = src.Title, src.Content, src.ModifiedAt
+		}
+	}
+
+	writers := []int64{int64(a.WriterID)}
+	for _, c := range comments.Comments {
+		writers = append(writers, int64(c.WriterID))
+	}
+	names := s.names.lookup(ctx, writers)
+	data := articlePage{
+		layout: s.pageLayout(r, v, a.Title),
+		Board:  s.boardNamed(int64(a.BoardID)),
+		Article: articleView{ID: articleID, BoardID: int64(a.BoardID), Title: a.Title, Content: a.Content,
+			Writer: names[int64(a.WriterID)], WriterID: int64(a.WriterID), CreatedAt: time.Time(a.CreatedAt),
+			ModifiedAt: time.Time(a.ModifiedAt), Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount},
+		CanChange:           v.Owns(int64(a.WriterID)),
+		Like:                likeBox{ArticleID: articleID, SignedIn: v != nil, Liked: liked, Count: a.ArticleLikeCount},
+		CommentsUnavailable: commentsErr != nil,
+		CommentPager:        newPager("comment-pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
+	}
+	data.CommentPager.Fragment = "#comments"
+	for _, c := range comments.Comments {
+		depth := len(c.Path) / pathPerLvl
+		data.Comments = append(data.Comments, commentView{ID: int64(c.CommentID), Path: c.Path, Depth: depth, Content: c.Content,
+			Writer: names[int64(c.WriterID)], CreatedAt: time.Time(c.CreatedAt), Deleted: c.Deleted,
+			CanReply: v != nil && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(int64(c.WriterID))})
+	}
+	if v != nil {
+		s.countView(ctx, v, articleID)
+	}
+	return s.render(w, r, http.StatusOK, "article.html", data)
+}
+
+// countView counts the visit behind the page: a slow view service must not slow the page, and a failed count is
+// only logged.
+func (s *Service) countView(ctx context.Context, v *viewer, articleID int64) {
+	logger := s.cfg.Logger
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		if err := s.api.view(ctx, v, articleID); err != nil {
+			logger.Warn("a view was not counted", "article", articleID, "user", v.ID, "err", err)
+		}
+	}()
+}
+
+// boardNamed is the board of an article, named even when the configuration does not list it.
+func (s *Service) boardNamed(boardID int64) Board {
+	if b, ok := s.boards[boardID]; ok {
+		return b
+	}
+	return Board{ID: boardID, Name: "Board " + id(boardID)}
+}
+
+// dayLayout is how hot-article names a day in its path.
+const dayLayout = "20060102"
+
+type hotPage struct {
+	layout
+	Day, Today time.Time
+	Prev, Next string // the days before and after, as ?date= values; Next is "" for today
+	Hot        []hotArticle
+}
+
+// hot is a day's hot articles, today's by default, in hot-article's time zone: one call.
+func (s *Service) hot(w http.ResponseWriter, r *http.Request) error {
+	today := s.cfg.Now().In(s.cfg.Location)
+	today = time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, s.cfg.Location)
+	day := today
+	if raw := r.URL.Query().Get("date"); raw != "" {
+		var err error
+		// The date picker sends 2006-01-02; links send hot-article's own 20060102.
+		if day, err = time.ParseInLocation(dayLayout, raw, s.cfg.Location); err != nil {
+			if day, err = time.ParseInLocation(time.DateOnly, raw, s.cfg.Location); err != nil {
+				return fault.Invalidf("BAD_DATE", "The date must look like 2026-11-22.")
+			}
+		}
+	}
+	v := s.reader(w, r)
+	hot, err := s.api.hot(r.Context(), day.Format(dayLayout))
+	if err != nil {
+		return err
+	}
+	data := hotPage{layout: s.pageLayout(r, v, "Hot articles"), Day: day, Today: today, Hot: hot,
+		Prev: day.AddDate(0, 0, -1).Format(dayLayout)}
+	if day.Before(today) {
+		data.Next = day.AddDate(0, 0, 1).Format(dayLayout)
+	}
+	return s.render(w, r, http.StatusOK, "hot.html", data)
+}

@@ -1,0 +1,167 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"board/internal/auth"
+	"board/internal/fault"
+)
+
+// sessionCookie holds a signed-in reader's access token. It is HttpOnly (no script reads it), Secure on TLS, and
+// SameSite=Lax (another site's forms do not carry it; the cross-origin check refuses them anyway).
+const sessionCookie = "board_session"
+
+// viewer is the signed-in reader of a page.
+type viewer struct {
+	ID    int64
+	Name  string
+	Role  auth.Role
+	token string
+}
+
+// Moderator says whether the viewer may change what others wrote.
+func (v *viewer) Moderator() bool { return v != nil && v.Role == auth.RoleModerator }
+
+// Owns says whether the viewer may change what writerID wrote.
+func (v *viewer) Owns(writerID int64) bool { return v != nil && (v.ID == writerID || v.Moderator()) }
+
+// viewer returns the signed-in reader of r, nil when there is none. A cookie whose token no longer verifies is
+// cleared. When the signing keys cannot be fetched, the error says so: a page may go on signed out, a form may not.
+func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	p, err := s.cfg.Tokens.Verify(r.Context(), c.Value)
+	if err != nil {
+		if fault.KindOf(err) == fault.Unavailable {
+			return nil, err
+		}
+		clearSession(w, r)
+		return nil, nil
+	}
+	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.get(r.Context(), p.UserID), token: c.Value}, nil
+}
+
+// reader is viewer for a page any reader may see: when the keys cannot be checked the page is shown signed out.
+func (s *Service) reader(w http.ResponseWriter, r *http.Request) *viewer {
+	v, err := s.viewer(w, r)
+	if err != nil {
+		s.cfg.Logger.WarnContext(r.Context(), "session not checked; page shown signed out", "err", err)
+	}
+	return v
+}
+
+// signedIn is viewer for a form that acts as the reader: no session sends the reader to sign in first.
+func (s *Service) signedIn(w http.ResponseWriter, r *http.Request) (*viewer, bool, error) {
+	v, err := s.viewer(w, r)
+	if err != nil {
+		return nil, false, &serviceError{service: "user", err: err}
+	}
+	if v == nil {
+		http.Redirect(w, r, "/signin?next="+returnPath(r), http.StatusSeeOther)
+		return nil, false, nil
+	}
+	return v, true, nil
+}
+
+func setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", Expires: expires,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+}
+
+func clearSession(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+}
+
+// localPath returns next if it is a path on this site, else "/": a sign-in link must not send anyone elsewhere.
+func localPath(next string) string {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" {
+		return "/"
+	}
+	return next
+}
+
+// urlPath is the path and query of an absolute or relative URL, for a Referer.
+func urlPath(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Path == "" {
+		return "", errors.New("no path")
+	}
+	return localPath(u.RequestURI()), nil
+}
+
+func queryEscape(s string) string { return url.QueryEscape(s) }
+
+// names remembers usernames by user id: a name never changes, so a page needs the user service only for writers it
+// has not shown before, all of them in one call.
+type names struct {
+	api    *backend
+	logger *slog.Logger
+	mu     sync.Mutex
+	known  map[int64]string
+}
+
+// maxNames bounds the memory of names; when full, it starts over.
+const maxNames = 100_000
+
+func newNames(api *backend, logger *slog.Logger) *names {
+	return &names{api: api, logger: logger, known: map[int64]string{}}
+}
+
+func (n *names) get(ctx context.Context, userID int64) string {
+	return n.lookup(ctx, []int64{userID})[userID]
+}
+
+// lookup returns the names of ids. A name the user service cannot give now is shown as "user <id>": a page of
+// articles is still worth showing while the user service is down.
+func (n *names) lookup(ctx context.Context, ids []int64) map[int64]string {
+	out := make(map[int64]string, len(ids))
+	var missing []int64
+	n.mu.Lock()
+	for _, uid := range ids {
+		if name, ok := n.known[uid]; ok {
+			out[uid] = name
+		} else if _, asked := out[uid]; !asked {
+			out[uid] = ""
+			missing = append(missing, uid)
+		}
+	}
+	n.mu.Unlock()
+	for len(missing) > 0 {
+		batch := missing[:min(len(missing), 100)]
+		missing = missing[len(batch):]
+		users, err := n.api.users(ctx, batch)
+		if err != nil {
+			n.logger.WarnContext(ctx, "usernames unavailable; showing user ids", "err", err)
+			break
+		}
+		n.mu.Lock()
+		if len(n.known)+len(users) > maxNames {
+			clear(n.known)
+		}
+		for _, u := range users {
+			n.known[int64(u.UserID)] = u.Username
+			out[int64(u.UserID)] = u.Username
+		}
+		n.mu.Unlock()
+	}
+	for uid, name := range out {
+		if name == "" {
+			out[uid] = "user " + id(uid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,342 @@
+// Package web serves the site's pages for people (SPEC §3.8): server-rendered HTML made from the other services'
+// APIs, called over HTTP like any client. Reads go through article-read and hot-article, writes through the
+// producers, accounts through the user service. It imports none of them.
+//
+// Every page works without JavaScript; a few lines of embedded script send likes and comments without a reload,
+// load more articles as the reader scrolls, and show dates in the reader's locale. Nothing is loaded from anywhere
+// else, and the Content-Security-Policy allows nothing else.
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"board/internal/auth"
+	"board/internal/fault"
+	"board/internal/httpio"
+)
+
+// Board is one board of the site: its id in the services and its name on the pages.
+type Board struct {
+	ID   int64
+	Name string
+}
+
+// DefaultBoards are the boards of a site configured with none.
+var DefaultBoards = []Board{{1, "General"}, {2, "Questions"}, {3, "Showcase"}}
+
+// ParseBoards reads boards written as "1=General,2=Questions".
+func ParseBoards(s string) ([]Board, error) {
+	var boards []Board
+	seen := map[int64]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		idText, name, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.ParseInt(strings.TrimSpace(idText), 10, 64)
+		name = strings.TrimSpace(name)
+		if !ok || err != nil || n <= 0 || name == "" {
+			return nil, fmt.Errorf("want boards such as 1=General,2=Questions, not %q", part)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("board %d is named twice", n)
+		}
+		seen[n] = true
+		boards = append(boards, Board{ID: n, Name: name})
+	}
+	if len(boards) == 0 {
+		return nil, errors.New("at least one board is needed")
+	}
+	return boards, nil
+}
+
+// Config is what the pages are made from.
+type Config struct {
+	Origins Origins
+	Boards  []Board
+	// Tokens verifies the access token in a reader's session cookie, with the user service's public keys.
+	Tokens *auth.Verifier
+	// Location is the time zone of hot-article's calendar days, so that "today" means the same day to both.
+	Location *time.Location
+	// ClientAddr names a request's client, as the services' rate limits know it (nil: the connection's address).
+	ClientAddr func(*http.Request) string
+	Client     *http.Client
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Page sizes: a board page and a scroll chunk hold 20 articles, an article page up to 100 comments.
+const (
+	articlesPerPage = 20
+	commentsPerPage = 100
+)
+
+// Service serves the pages.
+type Service struct {
+	cfg    Config
+	api    *backend
+	names  *names
+	boards map[int64]Board
+}
+
+// New returns the service.
+func New(cfg Config) *Service {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if len(cfg.Boards) == 0 {
+		cfg.Boards = DefaultBoards
+	}
+	if cfg.ClientAddr == nil {
+		cfg.ClientAddr = httpio.RemoteHost
+	}
+	api := &backend{origins: cfg.Origins, client: cfg.Client}
+	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), boards: map[int64]Board{}}
+	for _, b := range cfg.Boards {
+		s.boards[b.ID] = b
+	}
+	return s
+}
+
+// Routes returns the site's routes, behind the cross-origin check and the security headers. Every route is a
+// page or an asset: a path it does not know is the site's own 404 page.
+func (s *Service) Routes() *http.ServeMux {
+	pages := http.NewServeMux()
+	handle := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+		pages.Handle(pattern, s.page(h))
+	}
+	handle("GET /{$}", s.home)
+	handle("GET /boards/{boardId}", s.board)
+	handle("GET /boards/{boardId}/scroll", s.scroll)
+	handle("GET /boards/{boardId}/write", s.writeForm)
+	handle("POST /boards/{boardId}/write", s.write)
+	handle("GET /articles/{articleId}", s.article)
+	handle("GET /articles/{articleId}/edit", s.editForm)
+	handle("POST /articles/{articleId}/edit", s.edit)
+	handle("POST /articles/{articleId}/delete", s.deleteArticle)
+	handle("POST /articles/{articleId}/comments", s.postComment)
+	handle("POST /articles/{articleId}/comments/{commentId}/delete", s.deleteComment)
+	handle("POST /articles/{articleId}/like", s.like(true))
+	handle("POST /articles/{articleId}/unlike", s.like(false))
+	handle("GET /hot", s.hot)
+	handle("GET /signin", s.signInForm)
+	handle("POST /signin", s.signIn)
+	handle("GET /signup", s.signUpForm)
+	handle("POST /signup", s.signUp)
+	handle("POST /signout", s.signOut)
+	handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return fault.NotFoundf("NOT_FOUND", "There is no page at this address.")
+	})
+	pages.Handle("GET /static/{file}", http.HandlerFunc(serveAsset))
+
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(s.page(func(w http.ResponseWriter, r *http.Request) error {
+		return fault.Forbiddenf("This form was sent from another site, so it was not accepted. Go back, reload the page and try again.")
+	}))
+	mux := http.NewServeMux()
+	mux.Handle("/", securityHeaders(csrf.Handler(pages)))
+	return mux
+}
+
+// contentSecurityPolicy lets a page use its own script, style sheet and images, and nothing else: no inline
+// script or style, no frames, forms sent only here.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page runs a page handler: it counts the backend calls the page makes for its Server-Timing header and the
+// metrics, and answers an error with a friendly page.
+func (s *Service) page(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, calls := withCallCounter(r.Context())
+		r = r.WithContext(ctx)
+		start := time.Now()
+		w = &timedWriter{ResponseWriter: w, calls: calls, start: start}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.cfg.Logger.ErrorContext(ctx, "page panicked", "path", r.URL.Path, "panic", fmt.Sprint(p))
+				s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "This page failed on our side. Please try again.", 0)
+			}
+			s.cfg.Logger.DebugContext(ctx, "page", "route", r.Pattern, "backend_calls", calls.calls.Load(), "took", time.Since(start))
+		}()
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// timedWriter sets the Server-Timing header as the answer starts: how many backend calls the page made and how
+// long they took, and how long the whole page took.
+type timedWriter struct {
+	http.ResponseWriter
+	calls *callCounter
+	start time.Time
+	done  bool
+}
+
+func (w *timedWriter) WriteHeader(status int) {
+	if !w.done {
+		w.done = true
+		n := w.calls.calls.Load()
+		w.Header().Set("Server-Timing", fmt.Sprintf(`backend;desc="%d calls";dur=%.2f, total;dur=%.2f`,
+			n, float64(w.calls.elapsed.Load())/1e6, float64(time.Since(w.start))/1e6))
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *timedWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// fail answers err with a page a reader can act on. The services' messages are written for people; a service
+// that cannot answer is a 503 that says to try again, never a blank page or its raw answer.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var se *serviceError
+	if fe, ok := fault.As(err); ok && !errors.As(err, &se) {
+		status := map[fault.Kind]int{fault.NotFound: http.StatusNotFound, fault.Forbidden: http.StatusForbidden,
+			fault.Invalid: http.StatusBadRequest}[fe.Kind]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		s.renderError(w, r, status, http.StatusText(status), fe.Message, 0)
+		return
+	}
+	if !errors.As(err, &se) {
+		s.cfg.Logger.ErrorContext(r.Context(), "page failed", "path", r.URL.Path, "err", err)
+		s.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "This page failed on our side. Please try again.", 0)
+		return
+	}
+	switch {
+	case se.status == 0 || se.status == http.StatusServiceUnavailable || se.status == http.StatusGatewayTimeout:
+		s.cfg.Logger.WarnContext(r.Context(), "a service cannot answer", "service", se.service, "path", r.URL.Path, "err", err)
+		s.renderError(w, r, http.StatusServiceUnavailable, "Temporarily unavailable",
+			"Part of the site ("+se.service+") is not answering right now. Please try again in a few seconds.", 5)
+	case se.status == http.StatusUnauthorized:
+		// The session's token expired or its key was withdrawn: sign in again and come back.
+		clearSession(w, r)
+		http.Redirect(w, r, "/signin?expired=1&next="+returnPath(r), http.StatusSeeOther)
+	case se.status == http.StatusForbidden:
+		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Only its writer or a moderator may change this.", 0)
+	case se.status == http.StatusNotFound:
+		s.renderError(w, r, http.StatusNotFound, "Not found", "It may have been deleted.", 0)
+	case se.status == http.StatusTooManyRequests:
+		s.renderError(w, r, http.StatusTooManyRequests, "Slow down",
+			fmt.Sprintf("You are doing that too often. Please wait %s and try again.", seconds(se.retryAfter)), se.retryAfter)
+	case se.status < 500:
+		s.renderError(w, r, se.status, "That did not work", se.message, 0)
+	default:
+		s.cfg.Logger.ErrorContext(r.Context(), "a service failed", "service", se.service, "path", r.URL.Path, "err", err)
+		s.renderError(w, r, http.StatusBadGateway, "Something went wrong", "Part of the site ("+se.service+") failed. Please try again.", 0)
+	}
+}
+
+func seconds(n int) string {
+	if n <= 1 {
+		return "a second"
+	}
+	return strconv.Itoa(n) + " seconds"
+}
+
+// returnPath is where a reader sent to sign in comes back to: the page they were on, or for a form, the page it
+// was on (the Referer of this site's own forms is same-origin by the Referrer-Policy).
+func returnPath(r *http.Request) string {
+	p := r.URL.RequestURI()
+	if r.Method != http.MethodGet {
+		p = "/"
+		if ref, err := urlPath(r.Referer()); err == nil {
+			p = ref
+		}
+	}
+	return queryEscape(p)
+}
+
+// render writes the named page, rendered whole before anything is sent so that a failing template is an error
+// page, not half a page.
+func (s *Service) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := pageTemplates[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	writeHTML(w, r, status, buf.Bytes())
+	return nil
+}
+
+// renderFragment writes one template of a page, the part a script swaps in.
+func (s *Service) renderFragment(w http.ResponseWriter, r *http.Request, page, fragment string, data any) error {
+	var buf bytes.Buffer
+	if err := pageTemplates[page].ExecuteTemplate(&buf, fragment, data); err != nil {
+		return fmt.Errorf("render %s of %s: %w", fragment, page, err)
+	}
+	w.Header().Set("X-Fragment", "1")
+	writeHTML(w, r, http.StatusOK, buf.Bytes())
+	return nil
+}
+
+func writeHTML(w http.ResponseWriter, r *http.Request, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	// Pages show the reader's own session: not for shared caches, and not kept after signing out.
+	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Cookie")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// errorPage is the data of the friendly error page.
+type errorPage struct {
+	layout
+	Status  int
+	Heading string
+	Message string
+}
+
+func (s *Service) renderError(w http.ResponseWriter, r *http.Request, status int, heading, message string, retryAfter int) {
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	data := errorPage{layout: s.layout(r, heading), Status: status, Heading: heading, Message: message}
+	data.MainID = "error"
+	if err := s.render(w, r, status, "error.html", data); err != nil {
+		s.cfg.Logger.ErrorContext(r.Context(), "error page failed", "err", err)
+		http.Error(w, heading+": "+message, status)
+	}
+}
+
+// detached is ctx without its cancellation, bounded by its own timeout: for work a page starts and does not wait
+// for (a view), which must neither die with the request nor outlive a hung service.
+func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
