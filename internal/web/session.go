@@ -149,12 +149,19 @@ func (n *names) lookup(ctx context.Context, ids []int64) map[int64]string {
 			break
 		}
 		n.mu.Lock()
-		if len(n.known)+len(users) > maxNames {
+		if len(n.known)+len(batch) > maxNames {
 			clear(n.known)
 		}
 		for _, u := range users {
-			n.known[int64(u.UserID)] = u.Username
 			out[int64(u.UserID)] = u.Username
+		}
+		// An id the user service does not know is remembered too: ids are never reused, so asking again would only
+		// cost a call per page.
+		for _, uid := range batch {
+			if out[uid] == "" {
+				out[uid] = "user " + id(uid)
+			}
+			n.known[uid] = out[uid]
 		}
 		n.mu.Unlock()
 	}
