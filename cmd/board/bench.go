@@ -19,7 +19,7 @@ import (
 	"board/internal/httpio"
 )
 
-const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read [flags]
+const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
@@ -41,6 +41,8 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 			return benchFreshness(ctx, args[1:], getenv, stdout, stderr)
 		case "read":
 			return benchRead(ctx, args[1:], getenv, stdout, stderr)
+		case "pages":
+			return benchPages(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, benchUsage)
