@@ -448,3 +448,27 @@ func TestStaleKeysAnswerAtOnce(t *testing.T) {
 	}
 	waitFor(t, func() bool { return fetches.Load() == 2 }) // one fetch behind the requests, still hanging
 }
+
+// Known answers only for a token Verify accepted, and only while Verify would still accept it without work.
+func TestKnownOnlyAfterVerify(t *testing.T) {
+	k := newTestKey(t)
+	now := time.Now()
+	clock := now
+	ks := newKeyServer(t, k)
+	v := ks.verifier(VerifierConfig{Now: func() time.Time { return clock }})
+	want := Principal{UserID: 7, Role: RoleUser}
+	tok := sign(t, k, want, now, time.Minute)
+	if p, ok := v.Known(tok); ok {
+		t.Fatalf("Known before Verify = %+v", p)
+	}
+	if _, err := v.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := v.Known(tok); !ok || p != want {
+		t.Fatalf("Known after Verify = %+v, %v; want %+v", p, ok, want)
+	}
+	clock = now.Add(time.Minute + clockLeeway + time.Second)
+	if p, ok := v.Known(tok); ok {
+		t.Fatalf("Known after expiry = %+v", p)
+	}
+}

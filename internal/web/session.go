@@ -50,6 +50,20 @@ func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error
 	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.get(r.Context(), p.UserID), token: c.Value}, nil
 }
 
+// knownViewer is the signed-in reader for an error page, from what is at hand: a token that verifies with the keys
+// already fetched, and a name already known. An error page must not wait on a service that may be what failed.
+func (s *Service) knownViewer(r *http.Request) *viewer {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	p, ok := s.cfg.Tokens.Known(c.Value)
+	if !ok {
+		return nil
+	}
+	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.cached(p.UserID), token: c.Value}
+}
+
 // reader is viewer for a page any reader may see: when the keys cannot be checked the page is shown signed out.
 func (s *Service) reader(w http.ResponseWriter, r *http.Request) *viewer {
 	v, err := s.viewer(w, r)
@@ -119,6 +133,16 @@ const maxNames = 100_000
 
 func newNames(api *backend, logger *slog.Logger) *names {
 	return &names{api: api, logger: logger, known: map[int64]string{}}
+}
+
+// cached returns the name of userID if it is remembered, else "user <id>", without asking the user service.
+func (n *names) cached(userID int64) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if name, ok := n.known[userID]; ok {
+		return name
+	}
+	return "user " + id(userID)
 }
 
 func (n *names) get(ctx context.Context, userID int64) string {

@@ -329,6 +329,7 @@ func (s *Service) renderError(w http.ResponseWriter, r *http.Request, status int
 	}
 	data := errorPage{layout: s.layout(r, heading), Status: status, Heading: heading, Message: message}
 	data.MainID = "error"
+	data.Viewer = s.knownViewer(r)
 	if err := s.render(w, r, status, "error.html", data); err != nil {
 		s.cfg.Logger.ErrorContext(r.Context(), "error page failed", "err", err)
 		http.Error(w, heading+": "+message, status)
