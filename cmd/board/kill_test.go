@@ -26,6 +26,7 @@ var boardBinDir string
 func TestMain(m *testing.M) {
 	http.DefaultTransport = authorizing{http.DefaultTransport}
 	code := validateAPI(m)
+	stopBrowser()
 	if boardBinDir != "" {
 		os.RemoveAll(boardBinDir)
 	}
