@@ -111,7 +111,7 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 	tok, err := s.api.signIn(r.Context(), data.Username, password, s.cfg.ClientAddr(r))
 	if err != nil {
 		// The account exists; only the sign-in failed (a limit, a service gone): say so, and where to go on.
-		http.Redirect(w, r, "/signin?notice=welcome", http.StatusSeeOther)
+		http.Redirect(w, r, "/signin?notice=created", http.StatusSeeOther)
 		return nil
 	}
 	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))

@@ -27,6 +27,7 @@ var notices = map[string]string{
 	"deleted":   "The article was deleted.",
 	"signedout": "You are signed out.",
 	"welcome":   "Welcome! Your account is ready and you are signed in.",
+	"created":   "Your account is ready. Please sign in with it.",
 	"signedin":  "You are signed in.",
 }
 

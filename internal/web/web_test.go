@@ -600,6 +600,7 @@ func TestSignIn(t *testing.T) {
 		{`/\evil`, "/"},
 		{"/\\\\evil.example", "/"},
 		{"javascript:alert(1)", "/"},
+		{"/\t/evil.example", "/"},
 		{"", "/"},
 		{"/boards/2?page=3", "/boards/2?page=3"},
 		{"/articles/1", "/articles/1"},
@@ -1125,5 +1126,113 @@ func TestWriteAndComment(t *testing.T) {
 	w = post(t, h, "/signout", nil, alice)
 	if c := sessionCookieOf(w); w.Code != http.StatusSeeOther || c == nil || c.MaxAge >= 0 {
 		t.Errorf("sign out: status %d, cookie %v; want 303 clearing the cookie", w.Code, c)
+	}
+}
+
+// TestSignUp: a new account is signed in at once; a name taken or refused is said on the form.
+func TestSignUp(t *testing.T) {
+	form := url.Values{"username": {"carol"}, "password": {"long enough"}}
+
+	t.Run("signed in at once", func(t *testing.T) {
+		f := newFakes(t)
+		h := f.handler(t)
+		w := post(t, h, "/signup", form, "")
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/?notice=welcome" {
+			t.Fatalf("status %d to %q, want 303 to /?notice=welcome\n%s", w.Code, w.Header().Get("Location"), w.Body)
+		}
+		c := sessionCookieOf(w)
+		if c == nil || c.Value == "" {
+			t.Fatal("no session cookie")
+		}
+		page := get(t, h, "/?notice=welcome", c.Value).Body.String()
+		for _, want := range []string{`<span id="nav-user" class="who">carol</span>`, `<p id="notice" class="notice" role="status">Welcome!`} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the page after sign-up lacks %q:\n%s", want, page)
+			}
+		}
+	})
+
+	t.Run("name taken", func(t *testing.T) {
+		f := newFakes(t)
+		w := post(t, f.handler(t), "/signup", url.Values{"username": {"alice"}, "password": {"long enough"}}, "")
+		body := w.Body.String()
+		if w.Code != http.StatusConflict || !strings.Contains(body, `id="form-error"`) || !strings.Contains(body, "taken") ||
+			!strings.Contains(body, `value="alice"`) {
+			t.Errorf("status %d, want 409 with the form, its error and the name kept:\n%s", w.Code, body)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		f := newFakes(t)
+		f.override("user", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusBadRequest, "INVALID_USERNAME", "A username is 3 to 30 letters, digits or _.")
+		})
+		w := post(t, f.handler(t), "/signup", url.Values{"username": {"a!"}, "password": {"long enough"}}, "")
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "A username is 3 to 30 letters") {
+			t.Errorf("status %d, want 400 with the service's message:\n%s", w.Code, w.Body)
+		}
+	})
+
+	t.Run("created but not signed in", func(t *testing.T) {
+		// The account exists, the sign-in after it failed: the page it lands on must not say the reader is signed in.
+		f := newFakes(t)
+		users := f.userMux()
+		f.override("user", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/tokens" {
+				w.Header().Set("Retry-After", "9")
+				writeError(w, http.StatusTooManyRequests, "RATE_LIMITED", "too many")
+				return
+			}
+			users.ServeHTTP(w, r)
+		})
+		h := f.handler(t)
+		w := post(t, h, "/signup", form, "")
+		loc := w.Header().Get("Location")
+		if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
+			t.Fatalf("status %d to %q, want 303 to sign in", w.Code, loc)
+		}
+		if c := sessionCookieOf(w); c != nil && c.Value != "" {
+			t.Errorf("a session cookie without a token: %v", c)
+		}
+		page := get(t, h, loc, "")
+		body := page.Body.String()
+		if page.Code != http.StatusOK || !strings.Contains(body, `<form id="signin"`) {
+			t.Fatalf("status %d, want the sign-in form:\n%s", page.Code, body)
+		}
+		if strings.Contains(body, "signed in.") || strings.Contains(body, "you are signed in") {
+			t.Errorf("the sign-in page says the reader is signed in:\n%s", body)
+		}
+		if !strings.Contains(body, "account is ready") {
+			t.Errorf("the sign-in page does not say the account was made:\n%s", body)
+		}
+	})
+}
+
+func TestParseBoards(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []Board
+		ok   bool
+	}{
+		{"1=General,2=Questions", []Board{{1, "General"}, {2, "Questions"}}, true},
+		{" 7 = Off topic , 3=Q&A ", []Board{{7, "Off topic"}, {3, "Q&A"}}, true},
+		{"", nil, false},
+		{"1=General,1=Again", nil, false},
+		{"x=General", nil, false},
+		{"0=Zero", nil, false},
+		{"-1=Minus", nil, false},
+		{"1=", nil, false},
+		{"1", nil, false},
+		{"1=General,", nil, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseBoards(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("ParseBoards(%q) error %v, want ok %v", tc.in, err, tc.ok)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseBoards(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
 	}
 }
