@@ -34,7 +34,12 @@ var notices = map[string]string{
 func (s *Service) layout(r *http.Request, title string) layout {
 	here := ""
 	if r.Method == http.MethodGet {
-		here = r.URL.RequestURI()
+		// Without its notice: the page signed in to again is not the moment of the action.
+		u := *r.URL
+		q := u.Query()
+		q.Del("notice")
+		u.RawQuery = q.Encode()
+		here = u.RequestURI()
 	}
 	return layout{Title: title, Notice: notices[r.URL.Query().Get("notice")], MainID: "main", Here: here}
 }

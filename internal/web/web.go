@@ -9,7 +9,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -334,10 +333,4 @@ func (s *Service) renderError(w http.ResponseWriter, r *http.Request, status int
 		s.cfg.Logger.ErrorContext(r.Context(), "error page failed", "err", err)
 		http.Error(w, heading+": "+message, status)
 	}
-}
-
-// detached is ctx without its cancellation, bounded by its own timeout: for work a page starts and does not wait
-// for (a view), which must neither die with the request nor outlive a hung service.
-func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }

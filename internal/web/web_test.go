@@ -1236,3 +1236,28 @@ func TestParseBoards(t *testing.T) {
 		})
 	}
 }
+
+// A notice belongs to the moment of its action: the sign-in link of the page that shows it comes back without it.
+func TestSignInLinkDropsTheNotice(t *testing.T) {
+	f := newFakes(t)
+	h := f.handler(t)
+	w := get(t, h, "/boards/1?page=1&notice=deleted", "")
+	body := w.Body.String()
+	if !strings.Contains(body, `id="notice"`) {
+		t.Fatalf("no notice shown:\n%s", body)
+	}
+	if want := `href="/signin?next=%2fboards%2f1%3fpage%3d1"`; !strings.Contains(body, want) {
+		t.Errorf("sign-in link: want %s in\n%s", want, body)
+	}
+}
+
+// A delete asks first when script runs: the forms say what to ask.
+func TestDeletesAskFirst(t *testing.T) {
+	f := newFakes(t)
+	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
+	h := f.handler(t)
+	body := get(t, h, "/articles/1", f.token(t, 10, auth.RoleUser)).Body.String()
+	if !strings.Contains(body, `id="delete-article" method="post" action="/articles/1/delete" data-confirm=`) {
+		t.Errorf("the article's delete form does not ask first:\n%s", body)
+	}
+}

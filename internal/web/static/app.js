@@ -17,6 +17,12 @@ function fragment(html) {
   return tpl.content;
 }
 
+// A form with data-confirm (a delete) asks first; without script it is sent at once.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.matches("form[data-confirm]") && !window.confirm(form.dataset.confirm)) event.preventDefault();
+});
+
 // A form with data-swap is sent in the background; the answer is the new HTML of the element it names. Anything
 // else (a sign-in page, an error) falls back to sending the form the ordinary way.
 document.addEventListener("submit", async (event) => {
