@@ -496,6 +496,17 @@ func TestBrowserJourney(t *testing.T) {
 		}
 	}
 	expect(b, "#nav-user", b.count("#nav-user"), 0)
+
+	// Signing in again from the header of the page that says "signed out" must not say it again.
+	b.followOK("the sign-in link", "a#nav-signin")
+	if status := b.signInWith("alice", "alice-password"); status != 200 {
+		b.fatalf("status %d after signing in, want 200", status)
+	}
+	expect(b, "#nav-user after signing in again", b.text("#nav-user"), "alice")
+	if notice := b.text("p#notice"); strings.Contains(strings.ToLower(notice), "signed out") {
+		b.failf("right after signing in the page says %q (at %s)", notice, b.location())
+	}
+	b.followOK("sign out again", "form#signout button")
 	b.openOK("/boards/1/write")
 	if loc := b.location(); !strings.HasPrefix(loc, "/signin?next=") {
 		b.failf("signed out, the write page sent to %s, want /signin?next=...", loc)
