@@ -31,6 +31,10 @@ import (
 // stepTimeout bounds every step: a page that never answers fails the step instead of hanging the suite.
 const stepTimeout = 15 * time.Second
 
+// settleTimeout bounds a wait for the read side to show a write (reloads until it does). It is generous: the
+// race detector on a loaded two-core machine slows the relay, the consumers and the view cache by several times.
+const settleTimeout = 45 * time.Second
+
 // theBrowser is the shared browser, started by the first browser test and stopped by TestMain.
 var theBrowser struct {
 	ctx           context.Context // the browser's first tab; its children are new tabs
@@ -423,7 +427,7 @@ func (b *tab) waitFor(step, cond string) {
 func (b *tab) reloadUntil(step, path, cond string) {
 	b.t.Helper()
 	b.step = step
-	deadline := time.Now().Add(stepTimeout)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 		_, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.url(path)))
@@ -437,7 +441,7 @@ func (b *tab) reloadUntil(step, path, cond string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.fatalf("%s: still not true after %v: %s (last error: %v)", path, stepTimeout, cond, err)
+			b.fatalf("%s: still not true after %v: %s (last error: %v)", path, settleTimeout, cond, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -447,7 +451,7 @@ func (b *tab) reloadUntil(step, path, cond string) {
 func (b *tab) reloadUntilText(step, path, sel, want string) {
 	b.t.Helper()
 	b.step = step
-	deadline := time.Now().Add(stepTimeout)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		b.openOK(path)
 		got := b.text(sel)
@@ -455,7 +459,7 @@ func (b *tab) reloadUntilText(step, path, sel, want string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.fatalf("%s: %s is still %q after %v, want %q", path, sel, got, stepTimeout, want)
+			b.fatalf("%s: %s is still %q after %v, want %q", path, sel, got, settleTimeout, want)
 		}
 		b.step = step
 		time.Sleep(200 * time.Millisecond)
