@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,7 +18,10 @@ const maxFormBytes = 64 << 10
 func form(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		return &fault.Error{Kind: fault.Invalid, Code: "BAD_FORM", Message: "The form could not be read; it may be too long."}
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			return &fault.Error{Kind: fault.TooLarge, Code: "FORM_TOO_LARGE", Message: "The form is too long to send."}
+		}
+		return &fault.Error{Kind: fault.Invalid, Code: "BAD_FORM", Message: "The form could not be read."}
 	}
 	return nil
 }

@@ -223,7 +223,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var se *serviceError
 	if fe, ok := fault.As(err); ok && !errors.As(err, &se) {
 		status := map[fault.Kind]int{fault.NotFound: http.StatusNotFound, fault.Forbidden: http.StatusForbidden,
-			fault.Invalid: http.StatusBadRequest}[fe.Kind]
+			fault.Invalid: http.StatusBadRequest, fault.TooLarge: http.StatusRequestEntityTooLarge}[fe.Kind]
 		if status == 0 {
 			status = http.StatusInternalServerError
 		}

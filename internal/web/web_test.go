@@ -1261,3 +1261,16 @@ func TestDeletesAskFirst(t *testing.T) {
 		t.Errorf("the article's delete form does not ask first:\n%s", body)
 	}
 }
+
+// A form over the size bound is a 413 page, and nothing is sent on.
+func TestFormTooLarge(t *testing.T) {
+	f := newFakes(t)
+	h := f.handler(t)
+	w := post(t, h, "/boards/1/write", url.Values{"title": {"t"}, "content": {strings.Repeat("x", 100<<10)}}, f.token(t, 10, auth.RoleUser))
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), `<main id="error"`) {
+		t.Fatalf("status %d, want 413 with the error page:\n%s", w.Code, w.Body)
+	}
+	if n := len(f.requests("article")); n != 0 {
+		t.Errorf("the article service got %d requests", n)
+	}
+}
