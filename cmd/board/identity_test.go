@@ -433,6 +433,9 @@ func TestClientAddrTrustsOnlyProxies(t *testing.T) {
 		{"10.2.0.1:5000", "198.51.100.7", "10.2.0.1"},
 		{"203.0.113.9:5000", "198.51.100.7", "203.0.113.9"},
 		{"127.0.0.1:5000", "", "127.0.0.1"},
+		{"127.0.0.1:5000", "junk-7", "127.0.0.1"}, // not an address: no budget of its own
+		{"127.0.0.1:5000", "198.51.100.7:443", "127.0.0.1"},
+		{"127.0.0.1:5000", "2001:db8::1", "2001:db8::1"},
 	} {
 		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
 		if c.header != "" {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,7 @@ func buildArticleRead(ctx context.Context, e *engines, r runtime) (*http.ServeMu
 // buildWeb builds the pages, which call the other services over HTTP like any client.
 func buildWeb(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpio.Check, error) {
 	origin := func(name, listen string) string { return r.origin(e, name, listen) }
+	warnUnbelievedWeb(e, origin("user", e.cfg.UserAddr))
 	svc := web.New(web.Config{
 		Origins: web.Origins{ArticleRead: origin("article-read", e.cfg.ArticleReadAddr), HotArticle: origin("hot-article", e.cfg.HotArticleAddr),
 			Article: origin("article", e.cfg.ArticleAddr), Comment: origin("comment", e.cfg.CommentAddr), Like: origin("like", e.cfg.LikeAddr),
@@ -198,6 +200,25 @@ func buildWeb(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpi
 		Logger:     e.logger,
 	})
 	return svc.Routes(), nil, nil
+}
+
+// warnUnbelievedWeb says at start when a user service configured as this process is would not believe the browser
+// addresses the web passes on in X-Forwarded-For: every browser would then share the web's own sign-in budget, and
+// one could lock the others out. A user origin named by host name is not checked.
+func warnUnbelievedWeb(e *engines, userOrigin string) {
+	u, err := url.Parse(userOrigin)
+	if err != nil {
+		return
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return
+	}
+	trusted := slices.ContainsFunc(e.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+	if !strings.EqualFold(e.cfg.ClientIPHeader, "X-Forwarded-For") || !trusted {
+		e.logger.Warn("the user service will not believe the browser addresses the web passes on, so every browser shares the web's sign-in and sign-up limits; "+
+			"give the user service --client-ip-header X-Forwarded-For and the web's address in --trusted-proxies", "user_origin", userOrigin)
+	}
 }
 
 // articles returns the record of which articles exist of a service that writes on articles.
@@ -433,8 +454,9 @@ func clientAddr(header string, trusted []netip.Prefix) func(*http.Request) strin
 		if i := strings.LastIndexByte(last, ','); i >= 0 {
 			last = last[i+1:]
 		}
-		if last = strings.TrimSpace(last); last != "" {
-			return last
+		// Only an address names a client: anything else would be a fresh rate-limit budget per made-up name.
+		if ip, err := netip.ParseAddr(strings.TrimSpace(last)); err == nil {
+			return ip.String()
 		}
 		return remote
 	}

@@ -140,12 +140,6 @@ func (b *backend) createComment(ctx context.Context, v *viewer, articleID int64,
 	return c, err
 }
 
-func (b *backend) comment(ctx context.Context, commentID int64) (comment, error) {
-	var c comment
-	err := b.do(ctx, call{service: "comment", method: http.MethodGet, url: b.origins.Comment + "/v2/comments/" + id(commentID)}, &c)
-	return c, err
-}
-
 func (b *backend) deleteComment(ctx context.Context, v *viewer, commentID int64) error {
 	return b.do(ctx, call{service: "comment", method: http.MethodDelete, url: b.origins.Comment + "/v2/comments/" + id(commentID), token: v.token}, nil)
 }

@@ -181,7 +181,6 @@ type hotArticle struct {
 type userInfo struct {
 	UserID   wire.ID `json:"userId"`
 	Username string  `json:"username"`
-	Role     string  `json:"role"`
 }
 
 type tokenReply struct {

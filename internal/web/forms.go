@@ -70,8 +70,8 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 // formFailure turns a service's answer to a form into the message shown above the form, with the page's status:
 // input it refused, wrong credentials, a name taken, too many attempts. Anything else is "" (an error page).
 func formFailure(err error, unauthorized string) (int, string) {
-	se, ok := err.(*serviceError)
-	if !ok {
+	var se *serviceError
+	if !errors.As(err, &se) {
 		return 0, ""
 	}
 	switch se.status {
@@ -86,11 +86,12 @@ func formFailure(err error, unauthorized string) (int, string) {
 }
 
 func (s *Service) signUpForm(w http.ResponseWriter, r *http.Request) error {
+	next := localPath(r.URL.Query().Get("next"))
 	if v := s.reader(w, r); v != nil {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	return s.render(w, r, http.StatusOK, "signup.html", accountPage{layout: s.layout(r, "Sign up"), Next: "/"})
+	return s.render(w, r, http.StatusOK, "signup.html", accountPage{layout: s.layout(r, "Sign up"), Next: next})
 }
 
 // signUp creates the account and signs in with it.
@@ -98,14 +99,14 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 	if err := form(w, r); err != nil {
 		return err
 	}
-	data := accountPage{layout: s.layout(r, "Sign up"), Next: "/", Username: strings.TrimSpace(r.PostFormValue("username"))}
+	data := accountPage{layout: s.layout(r, "Sign up"), Next: localPath(r.PostFormValue("next")),
+		Username: strings.TrimSpace(r.PostFormValue("username"))}
 	password := r.PostFormValue("password")
 	err := s.api.signUp(r.Context(), data.Username, password, s.cfg.ClientAddr(r))
-	if statusOf(err) == http.StatusConflict {
-		data.Error = "That username is taken. Please choose another."
-		return s.render(w, r, http.StatusConflict, "signup.html", data)
-	}
 	if status, msg := formFailure(err, ""); msg != "" {
+		if status == http.StatusConflict {
+			msg = "That username is taken. Please choose another."
+		}
 		data.Error = msg
 		return s.render(w, r, status, "signup.html", data)
 	}
@@ -119,7 +120,11 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
-	http.Redirect(w, r, "/?notice=welcome", http.StatusSeeOther)
+	to := data.Next
+	if to == "/" {
+		to = "/?notice=welcome"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
 }
 
@@ -131,12 +136,45 @@ func (s *Service) signOut(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// formState is what a form shows above its fields when it comes back unsent: the service's reason, or that the
+// session ended (with where to sign in again, in another tab, so that the text here is kept).
+type formState struct {
+	Error        string
+	SessionEnded bool
+	SignIn       string
+}
+
+// formText is a field of a form as the services take it: browsers send a textarea's line breaks as CRLF, which
+// would count twice against the length the form's maxlength allows.
+func formText(r *http.Request, name string) string {
+	return strings.ReplaceAll(r.PostFormValue(name), "\r\n", "\n")
+}
+
+// keepText shows the form of page again, with the reader's text in it, when err is something the reader can act on:
+// input the service refused, too many tries, a service not answering, or a session that ended (err nil: there was
+// no session). Any other error is returned, for an error page.
+func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page string, data any, st *formState, err error) error {
+	status := statusOf(err)
+	switch {
+	case err == nil || status == http.StatusUnauthorized:
+		clearSession(w, r)
+		status, st.SessionEnded, st.SignIn = http.StatusUnauthorized, true, "/signin?next="+returnPath(r)
+	case unavailable(err):
+		status, st.Error = http.StatusServiceUnavailable, "Part of the site is not answering right now, so this was not sent. Please try again in a few seconds."
+	default:
+		if status, st.Error = formFailure(err, ""); st.Error == "" {
+			return err
+		}
+	}
+	return s.render(w, r, status, page, data)
+}
+
 type writePage struct {
 	layout
+	formState
 	Board          Board
 	ArticleID      int64 // 0 for a new article
 	Title, Content string
-	Error          string
 }
 
 func (s *Service) writeForm(w http.ResponseWriter, r *http.Request) error {
@@ -156,22 +194,20 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, ok, err := s.signedIn(w, r)
-	if !ok {
-		return err
-	}
 	if err := form(w, r); err != nil {
 		return err
 	}
-	data := writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b,
-		Title: r.PostFormValue("title"), Content: r.PostFormValue("content")}
-	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)})
-	if status, msg := formFailure(err, ""); msg != "" && status != http.StatusUnauthorized {
-		data.Error = msg
-		return s.render(w, r, status, "write.html", data)
-	}
+	v, err := s.viewer(w, r)
 	if err != nil {
-		return err
+		return &serviceError{service: "user", err: err}
+	}
+	data := writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b, Title: formText(r, "title"), Content: formText(r, "content")}
+	if v == nil {
+		return s.keepText(w, r, "write.html", &data, &data.formState, nil)
+	}
+	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)})
+	if err != nil {
+		return s.keepText(w, r, "write.html", &data, &data.formState, err)
 	}
 	http.Redirect(w, r, "/articles/"+a.ArticleID.String(), http.StatusSeeOther)
 	return nil
@@ -213,22 +249,20 @@ func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, ok, err := s.signedIn(w, r)
-	if !ok {
-		return err
-	}
 	if err := form(w, r); err != nil {
 		return err
 	}
-	data := writePage{layout: s.pageLayout(r, v, "Edit"), ArticleID: articleID,
-		Title: r.PostFormValue("title"), Content: r.PostFormValue("content")}
-	a, err := s.api.updateArticle(r.Context(), v, articleID, articleInput{Title: data.Title, Content: data.Content})
-	if status, msg := formFailure(err, ""); msg != "" && status == http.StatusBadRequest {
-		data.Error = msg
-		return s.render(w, r, status, "write.html", data)
-	}
+	v, err := s.viewer(w, r)
 	if err != nil {
-		return err
+		return &serviceError{service: "user", err: err}
+	}
+	data := writePage{layout: s.pageLayout(r, v, "Edit"), ArticleID: articleID, Title: formText(r, "title"), Content: formText(r, "content")}
+	if v == nil {
+		return s.keepText(w, r, "write.html", &data, &data.formState, nil)
+	}
+	a, err := s.api.updateArticle(r.Context(), v, articleID, articleInput{Title: data.Title, Content: data.Content})
+	if err != nil {
+		return s.keepText(w, r, "write.html", &data, &data.formState, err)
 	}
 	// The page names the edit's time, so that it shows the edit even before the read model has it.
 	http.Redirect(w, r, "/articles/"+id(articleID)+"?since="+strconv.FormatInt(time.Time(a.ModifiedAt).UnixMilli(), 10), http.StatusSeeOther)
@@ -247,7 +281,8 @@ func (s *Service) deleteArticle(w http.ResponseWriter, r *http.Request) error {
 	if err := form(w, r); err != nil {
 		return err
 	}
-	if err := s.api.deleteArticle(r.Context(), v, articleID); err != nil {
+	// Not found is done: a second click of the button, or a second tab.
+	if err := s.api.deleteArticle(r.Context(), v, articleID); err != nil && statusOf(err) != http.StatusNotFound {
 		return err
 	}
 	to := "/"
@@ -261,24 +296,45 @@ func (s *Service) deleteArticle(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// postComment writes a comment, or a reply when the form names its parent's path, and goes back to it.
+type commentFormPage struct {
+	layout
+	formState
+	ArticleID         int64
+	ParentPath, CPage string
+	Content           string
+}
+
+// postComment writes a comment, or a reply when the form names its parent's path, and goes back to it, on the
+// comment page the form was on. A comment that could not be sent comes back in a form of its own.
 func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	articleID, err := articleIDOf(r)
 	if err != nil {
 		return err
 	}
-	v, ok, err := s.signedIn(w, r)
-	if !ok {
-		return err
-	}
 	if err := form(w, r); err != nil {
 		return err
 	}
-	c, err := s.api.createComment(r.Context(), v, articleID, r.PostFormValue("parentPath"), r.PostFormValue("content"))
+	v, err := s.viewer(w, r)
 	if err != nil {
-		return err
+		return &serviceError{service: "user", err: err}
 	}
-	http.Redirect(w, r, "/articles/"+id(articleID)+"#c-"+c.CommentID.String(), http.StatusSeeOther)
+	data := commentFormPage{layout: s.pageLayout(r, v, "Your comment"), ArticleID: articleID,
+		ParentPath: r.PostFormValue("parentPath"), Content: formText(r, "content")}
+	if cpage, err := strconv.ParseInt(r.PostFormValue("cpage"), 10, 64); err == nil && cpage > 1 && cpage <= maxPage {
+		data.CPage = id(cpage)
+	}
+	if v == nil {
+		return s.keepText(w, r, "comment.html", &data, &data.formState, nil)
+	}
+	c, err := s.api.createComment(r.Context(), v, articleID, data.ParentPath, data.Content)
+	if err != nil {
+		return s.keepText(w, r, "comment.html", &data, &data.formState, err)
+	}
+	to := "/articles/" + id(articleID)
+	if data.CPage != "" {
+		to += "?cpage=" + data.CPage
+	}
+	http.Redirect(w, r, to+"#c-"+c.CommentID.String(), http.StatusSeeOther)
 	return nil
 }
 
@@ -298,7 +354,7 @@ func (s *Service) deleteComment(w http.ResponseWriter, r *http.Request) error {
 	if err := form(w, r); err != nil {
 		return err
 	}
-	if err := s.api.deleteComment(r.Context(), v, commentID); err != nil {
+	if err := s.api.deleteComment(r.Context(), v, commentID); err != nil && statusOf(err) != http.StatusNotFound {
 		return err
 	}
 	http.Redirect(w, r, "/articles/"+id(articleID)+"#comments", http.StatusSeeOther)

@@ -5,6 +5,7 @@ package web
 // most one row past the current block: enough to know whether a next block exists without counting the board.
 type pager struct {
 	ID       string
+	Label    string // what the pages are of, for a screen reader
 	Pages    []int64
 	Current  int64
 	Prev     int64 // the last page of the block before; 0 when this block starts at page 1
@@ -15,8 +16,8 @@ type pager struct {
 
 const pagesPerBlock = 10
 
-func newPager(id, prefix string, page, size, count int64) pager {
-	p := pager{ID: id, Current: page, prefix: prefix}
+func newPager(id, label, prefix string, page, size, count int64) pager {
+	p := pager{ID: id, Label: label, Current: page, prefix: prefix}
 	start := (page-1)/pagesPerBlock*pagesPerBlock + 1
 	last := (count + size - 1) / size // the last page the count knows of
 	end := min(start+pagesPerBlock-1, last)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -100,18 +101,21 @@ func (s *Service) boardOf(r *http.Request) (Board, error) {
 	return b, nil
 }
 
-// queryNumber reads an optional positive number from the query.
-func queryNumber(r *http.Request, name string, def int64) (int64, error) {
+// queryNumber reads an optional number of 1..max from the query.
+func queryNumber(r *http.Request, name string, def, max int64) (int64, error) {
 	raw := r.URL.Query().Get(name)
 	if raw == "" {
 		return def, nil
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 1 {
-		return 0, fault.Invalidf("BAD_"+name, "The %s in the address must be a whole number of 1 or more.", name)
+	if err != nil || n < 1 || n > max {
+		return 0, fault.Invalidf("BAD_"+name, "The %s in the address must be a whole number from 1 to %d.", name, max)
 	}
 	return n, nil
 }
+
+// maxPage bounds page numbers: far past any board's end, and inside what the services take.
+const maxPage = 1_000_000
 
 type boardPage struct {
 	layout
@@ -127,7 +131,7 @@ func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := queryNumber(r, "page", 1)
+	page, err := queryNumber(r, "page", 1, maxPage)
 	if err != nil {
 		return err
 	}
@@ -142,7 +146,7 @@ func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.render(w, r, http.StatusOK, "board.html", boardPage{layout: s.pageLayout(r, v, title), Board: b,
 		Articles: s.items(r.Context(), p.Articles),
-		Pager:    newPager("pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)})
+		Pager:    newPager("pages", "Pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)})
 }
 
 type scrollPage struct {
@@ -159,7 +163,7 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := queryNumber(r, "after", 0)
+	after, err := queryNumber(r, "after", 0, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -182,7 +186,6 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 type articleView struct {
 	ID, BoardID                int64
 	Title, Content, Writer     string
-	WriterID                   int64
 	CreatedAt, ModifiedAt      time.Time
 	Likes, CommentCount, Views int64
 }
@@ -230,15 +233,15 @@ const (
 // signed-in reader whether they like it; then usernames not seen before. A signed-in reader's visit is counted as a
 // view behind the page (the view service counts one per reader per 10 minutes).
 func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
-	articleID, err := wire.Parse(r.PathValue("articleId"))
-	if err != nil {
-		return fault.NotFoundf("NO_ARTICLE", "There is no such article.")
-	}
-	cpage, err := queryNumber(r, "cpage", 1)
+	articleID, err := articleIDOf(r)
 	if err != nil {
 		return err
 	}
-	since, err := queryNumber(r, "since", 0)
+	cpage, err := queryNumber(r, "cpage", 1, maxPage)
+	if err != nil {
+		return err
+	}
+	since, err := queryNumber(r, "since", 0, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -285,12 +288,12 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		layout: s.pageLayout(r, v, a.Title),
 		Board:  s.boardNamed(int64(a.BoardID)),
 		Article: articleView{ID: articleID, BoardID: int64(a.BoardID), Title: a.Title, Content: a.Content,
-			Writer: names[int64(a.WriterID)], WriterID: int64(a.WriterID), CreatedAt: time.Time(a.CreatedAt),
+			Writer: names[int64(a.WriterID)], CreatedAt: time.Time(a.CreatedAt),
 			ModifiedAt: time.Time(a.ModifiedAt), Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount},
 		CanChange:           v.Owns(int64(a.WriterID)),
 		Like:                likeBox{ArticleID: articleID, SignedIn: v != nil, Liked: liked, Count: a.ArticleLikeCount},
 		CommentsUnavailable: commentsErr != nil,
-		CommentPager:        newPager("comment-pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
+		CommentPager:        newPager("comment-pages", "Comment pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
 	}
 	data.CommentPager.Fragment = "#comments"
 	for _, c := range comments.Comments {
@@ -299,21 +302,28 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 			Writer: names[int64(c.WriterID)], CreatedAt: time.Time(c.CreatedAt), Deleted: c.Deleted,
 			CanReply: v != nil && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(int64(c.WriterID))})
 	}
-	if v != nil {
-		s.countView(ctx, v, articleID)
+	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
+		s.countView(v, articleID)
 	}
 	return s.render(w, r, http.StatusOK, "article.html", data)
 }
 
 // countView counts the visit behind the page: a slow view service must not slow the page, and a failed count is
-// only logged.
-func (s *Service) countView(ctx context.Context, v *viewer, articleID int64) {
-	logger := s.cfg.Logger
+// only logged. At most maxViewsInFlight are sent at once; past that, while the view service is slow or hung, a
+// visit goes uncounted rather than piling up goroutines and connections.
+func (s *Service) countView(v *viewer, articleID int64) {
+	select {
+	case s.viewsInFlight <- struct{}{}:
+	default:
+		s.cfg.Logger.Warn("a view was not counted: too many views in flight", "article", articleID, "user", v.ID)
+		return
+	}
 	go func() {
+		defer func() { <-s.viewsInFlight }()
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
 		if err := s.api.view(ctx, v, articleID); err != nil {
-			logger.Warn("a view was not counted", "article", articleID, "user", v.ID, "err", err)
+			s.cfg.Logger.Warn("a view was not counted", "article", articleID, "user", v.ID, "err", err)
 		}
 	}()
 }

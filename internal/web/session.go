@@ -117,8 +117,6 @@ func urlPath(raw string) (string, error) {
 	return localPath(u.RequestURI()), nil
 }
 
-func queryEscape(s string) string { return url.QueryEscape(s) }
-
 // names remembers usernames by user id: a name never changes, so a page needs the user service only for writers it
 // has not shown before, all of them in one call.
 type names struct {
@@ -126,10 +124,18 @@ type names struct {
 	logger *slog.Logger
 	mu     sync.Mutex
 	known  map[int64]string
+	// resting is until when lookups are not tried, after one failed: a hung user service must not cost every page
+	// the lookup's wait.
+	resting time.Time
 }
 
-// maxNames bounds the memory of names; when full, it starts over.
-const maxNames = 100_000
+// maxNames bounds the memory of names; when full, it starts over. A lookup waits at most nameTimeout, and after a
+// failure none is tried for nameRest.
+const (
+	maxNames    = 100_000
+	nameTimeout = 500 * time.Millisecond
+	nameRest    = 5 * time.Second
+)
 
 func newNames(api *backend, logger *slog.Logger) *names {
 	return &names{api: api, logger: logger, known: map[int64]string{}}
@@ -163,13 +169,25 @@ func (n *names) lookup(ctx context.Context, ids []int64) map[int64]string {
 			missing = append(missing, uid)
 		}
 	}
+	resting := time.Now().Before(n.resting)
 	n.mu.Unlock()
+	if resting {
+		missing = nil
+	}
+	if len(missing) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, nameTimeout)
+		defer cancel()
+	}
 	for len(missing) > 0 {
 		batch := missing[:min(len(missing), 100)]
 		missing = missing[len(batch):]
 		users, err := n.api.users(ctx, batch)
 		if err != nil {
 			n.logger.WarnContext(ctx, "usernames unavailable; showing user ids", "err", err)
+			n.mu.Lock()
+			n.resting = time.Now().Add(nameRest)
+			n.mu.Unlock()
 			break
 		}
 		n.mu.Lock()

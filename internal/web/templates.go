@@ -96,7 +96,7 @@ var templateFuncs = template.FuncMap{
 var pageTemplates = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, page := range []string{"home.html", "board.html", "scroll.html", "article.html", "write.html", "hot.html",
-		"signin.html", "signup.html", "error.html"} {
+		"signin.html", "signup.html", "comment.html", "error.html"} {
 		out[page] = template.Must(template.New(page).Funcs(templateFuncs).ParseFS(templateFiles,
 			"templates/layout.html", "templates/parts.html", "templates/"+page))
 	}

@@ -2,8 +2,8 @@
 // APIs, called over HTTP like any client. Reads go through article-read and hot-article, writes through the
 // producers, accounts through the user service. It imports none of them.
 //
-// Every page works without JavaScript; a few lines of embedded script send likes and comments without a reload,
-// load more articles as the reader scrolls, and show dates in the reader's locale. Nothing is loaded from anywhere
+// Every page works without JavaScript; a few lines of embedded script send likes without a reload, ask before a
+// delete, load more articles as the reader scrolls, and show dates in the reader's locale. Nothing is loaded from anywhere
 // else, and the Content-Security-Policy allows nothing else.
 package web
 
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,12 @@ type Service struct {
 	api    *backend
 	names  *names
 	boards map[int64]Board
+	// viewsInFlight holds a token for each view being counted behind its page.
+	viewsInFlight chan struct{}
 }
+
+// maxViewsInFlight bounds the views being counted at once (see countView).
+const maxViewsInFlight = 256
 
 // New returns the service.
 func New(cfg Config) *Service {
@@ -104,7 +110,8 @@ func New(cfg Config) *Service {
 		cfg.ClientAddr = httpio.RemoteHost
 	}
 	api := &backend{origins: cfg.Origins, client: cfg.Client}
-	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), boards: map[int64]Board{}}
+	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), boards: map[int64]Board{},
+		viewsInFlight: make(chan struct{}, maxViewsInFlight)}
 	for _, b := range cfg.Boards {
 		s.boards[b.ID] = b
 	}
@@ -236,7 +243,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	switch {
-	case se.status == 0 || se.status == http.StatusServiceUnavailable || se.status == http.StatusGatewayTimeout:
+	case unavailable(err):
 		s.cfg.Logger.WarnContext(r.Context(), "a service cannot answer", "service", se.service, "path", r.URL.Path, "err", err)
 		s.renderError(w, r, http.StatusServiceUnavailable, "Temporarily unavailable",
 			"Part of the site ("+se.service+") is not answering right now. Please try again in a few seconds.", 5)
@@ -259,6 +266,12 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// unavailable says whether err is a service that cannot answer now: unreachable, hung, or saying so.
+func unavailable(err error) bool {
+	var se *serviceError
+	return errors.As(err, &se) && (se.status == 0 || se.status == http.StatusServiceUnavailable || se.status == http.StatusGatewayTimeout)
+}
+
 func seconds(n int) string {
 	if n <= 1 {
 		return "a second"
@@ -276,7 +289,7 @@ func returnPath(r *http.Request) string {
 			p = ref
 		}
 	}
-	return queryEscape(p)
+	return url.QueryEscape(p)
 }
 
 // render writes the named page, rendered whole before anything is sent so that a failing template is an error

@@ -449,7 +449,7 @@ func TestPager(t *testing.T) {
 		{"past every page", 31, 20, 0, shown{Prev: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPager("pages", "/boards/1?page=", tc.page, tc.size, tc.count)
+			p := newPager("pages", "Pages", "/boards/1?page=", tc.page, tc.size, tc.count)
 			if diff := cmp.Diff(tc.want, shown{Pages: p.Pages, Prev: p.Prev, Next: p.Next}); diff != "" {
 				t.Errorf("newPager(page %d, size %d, count %d) (-want +got):\n%s", tc.page, tc.size, tc.count, diff)
 			}
@@ -461,7 +461,7 @@ func TestPager(t *testing.T) {
 			}
 		})
 	}
-	p := newPager("comment-pages", "/articles/1?cpage=", 1, 100, 250)
+	p := newPager("comment-pages", "Comment pages", "/articles/1?cpage=", 1, 100, 250)
 	p.Fragment = "#comments"
 	if got, want := p.Link(3), "/articles/1?cpage=3#comments"; got != want {
 		t.Errorf("Link(3) = %q, want %q", got, want)
@@ -686,10 +686,12 @@ func TestBadSession(t *testing.T) {
 
 	t.Run("a form without a session", func(t *testing.T) {
 		f := newFakes(t)
-		w := serve(t, f.handler(t), visit{method: http.MethodPost, target: "/articles/1/comments", form: url.Values{"content": {"hi"}},
+		w := serve(t, f.handler(t), visit{method: http.MethodPost, target: "/articles/1/comments", form: url.Values{"content": {"my long comment"}},
 			header: map[string]string{"Referer": "http://example.com/articles/1"}})
-		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/signin?next=%2Farticles%2F1" {
-			t.Errorf("status %d to %q, want 303 to sign in and back", w.Code, w.Header().Get("Location"))
+		body := w.Body.String()
+		if w.Code != http.StatusUnauthorized || !strings.Contains(body, `href="/signin?next=%2Farticles%2F1" target="_blank"`) ||
+			!strings.Contains(body, ">my long comment</textarea>") {
+			t.Errorf("status %d, want 401 with the text kept and a sign-in link back:\n%s", w.Code, body)
 		}
 		if n := len(f.requests("comment")); n != 0 {
 			t.Errorf("the comment service received %v", f.requests("comment"))
@@ -1272,5 +1274,97 @@ func TestFormTooLarge(t *testing.T) {
 	}
 	if n := len(f.requests("article")); n != 0 {
 		t.Errorf("the article service got %d requests", n)
+	}
+}
+
+// A user service that fails is not asked again for a while: its failure must not cost every page a wait.
+func TestNamesRestAfterAFailure(t *testing.T) {
+	f := newFakes(t)
+	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
+	f.override("user", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "down")
+	})
+	h := f.handler(t)
+	for range 3 {
+		if w := get(t, h, "/boards/1", ""); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "user 10") {
+			t.Fatalf("status %d, want 200 naming the writer by id:\n%s", w.Code, w.Body)
+		}
+	}
+	var asked int
+	for _, r := range f.requests("user") {
+		if r.Path == "/v1/users" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Errorf("the user service was asked for names %d times in three pages, want once", asked)
+	}
+}
+
+// What a reader typed survives a refusal they can act on: the form comes back with it, and CRLF line breaks, which
+// browsers send and maxlength counts once, reach the service as LF.
+func TestTextKept(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		service string
+		answer  func(w http.ResponseWriter)
+		target  string
+		form    url.Values
+		status  int
+		says    string
+	}{
+		{"a comment over the rate limit", "comment", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7")
+			writeError(w, http.StatusTooManyRequests, "RATE_LIMITED", "slow down")
+		}, "/articles/1/comments", url.Values{"content": {"line one\r\nline two"}, "parentPath": {"00000"}, "cpage": {"2"}},
+			http.StatusTooManyRequests, "wait 7 seconds"},
+		{"a comment with the comment service down", "comment", func(w http.ResponseWriter) {
+			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "down")
+		}, "/articles/1/comments", url.Values{"content": {"line one\r\nline two"}}, http.StatusServiceUnavailable, "not answering"},
+		{"an edit over the rate limit", "article", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "3")
+			writeError(w, http.StatusTooManyRequests, "RATE_LIMITED", "slow down")
+		}, "/articles/1/edit", url.Values{"title": {"t"}, "content": {"line one\r\nline two"}}, http.StatusTooManyRequests, "wait 3 seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakes(t)
+			f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
+			f.override(tc.service, func(w http.ResponseWriter, r *http.Request) { tc.answer(w) })
+			w := post(t, f.handler(t), tc.target, tc.form, f.token(t, 10, auth.RoleUser))
+			body := w.Body.String()
+			if w.Code != tc.status || !strings.Contains(body, tc.says) || !strings.Contains(body, "line one\nline two</textarea>") {
+				t.Errorf("status %d, want %d saying %q with the text kept:\n%s", w.Code, tc.status, tc.says, body)
+			}
+			if tc.form.Get("parentPath") != "" && !strings.Contains(body, `name="parentPath" value="00000"`) {
+				t.Errorf("the reply lost its parent:\n%s", body)
+			}
+			reqs := f.requests(tc.service)
+			if len(reqs) == 0 || strings.Contains(reqs[len(reqs)-1].Body, `\r\n`) {
+				t.Errorf("the service got %v, want the text with LF line breaks", reqs)
+			}
+		})
+	}
+}
+
+// A reply goes back to the comment page it was written on.
+func TestReplyReturnsToItsCommentPage(t *testing.T) {
+	f := newFakes(t)
+	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
+	w := post(t, f.handler(t), "/articles/1/comments", url.Values{"content": {"hi"}, "cpage": {"3"}}, f.token(t, 10, auth.RoleUser))
+	if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/articles/1?cpage=3#c-") {
+		t.Errorf("status %d to %q, want 303 to /articles/1?cpage=3#c-...", w.Code, loc)
+	}
+}
+
+// Signing up from a page's link comes back to that page, as signing in does.
+func TestSignUpComesBack(t *testing.T) {
+	f := newFakes(t)
+	h := f.handler(t)
+	if page := get(t, h, "/signup?next=%2Farticles%2F1", "").Body.String(); !strings.Contains(page, `name="next" value="/articles/1"`) {
+		t.Fatalf("the sign-up form does not carry where to go back:\n%s", page)
+	}
+	w := post(t, h, "/signup", url.Values{"username": {"carol"}, "password": {"long enough"}, "next": {"/articles/1"}}, "")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/articles/1" {
+		t.Errorf("status %d to %q, want 303 to /articles/1", w.Code, w.Header().Get("Location"))
 	}
 }

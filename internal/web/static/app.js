@@ -27,7 +27,7 @@ document.addEventListener("submit", (event) => {
 // else (a sign-in page, an error) falls back to sending the form the ordinary way.
 document.addEventListener("submit", async (event) => {
   const form = event.target;
-  if (!form.matches("form[data-swap]")) return;
+  if (event.defaultPrevented || !form.matches("form[data-swap]")) return;
   event.preventDefault();
   const button = form.querySelector("button");
   if (button) button.disabled = true;
