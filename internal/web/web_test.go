@@ -1368,3 +1368,13 @@ func TestSignUpComesBack(t *testing.T) {
 		t.Errorf("status %d to %q, want 303 to /articles/1", w.Code, w.Header().Get("Location"))
 	}
 }
+
+// A comment page past the end says so and leads back, instead of claiming there are no comments.
+func TestCommentPagePastTheEnd(t *testing.T) {
+	f := newFakes(t)
+	f.putArticle(&fakeArticle{ID: 7, Board: 1, Writer: 10, Title: "t", Content: "c"}) // the fakes hold no comments on it
+	body := get(t, f.handler(t), "/articles/7?cpage=5", "").Body.String()
+	if !strings.Contains(body, "No comments on this page.") || !strings.Contains(body, `href="/articles/7?cpage=1#comments"`) {
+		t.Errorf("a comment page past the end:\n%s", body)
+	}
+}
