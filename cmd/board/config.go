@@ -76,8 +76,9 @@ type config struct {
 	ClientIPHeader string
 	TrustedProxies []netip.Prefix
 
-	WebAddr string
-	Boards  []web.Board
+	WebAddr       string
+	Boards        []web.Board
+	SecureCookies bool
 
 	NodeLeaseTTL    time.Duration
 	RequestTimeout  time.Duration
@@ -222,6 +223,7 @@ func (c *config) serveFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.StringVar(&c.WebAddr, "web-addr", ":8080", "listen address of the web pages")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	c.Boards = web.DefaultBoards
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
 		func(v string) (err error) { c.Boards, err = web.ParseBoards(v); return err })

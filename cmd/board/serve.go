@@ -193,13 +193,14 @@ func buildWeb(_ context.Context, e *engines, r runtime) (*http.ServeMux, []httpi
 		Origins: web.Origins{ArticleRead: origin("article-read", e.cfg.ArticleReadAddr), HotArticle: origin("hot-article", e.cfg.HotArticleAddr),
 			Article: origin("article", e.cfg.ArticleAddr), Comment: origin("comment", e.cfg.CommentAddr), Like: origin("like", e.cfg.LikeAddr),
 			View: origin("view", e.cfg.ViewAddr), User: origin("user", e.cfg.UserAddr)},
-		Boards:     e.cfg.Boards,
-		Tokens:     newVerifier(e, r),
-		Location:   e.cfg.HotArticleTimeZone,
-		ClientAddr: clientAddr(e.cfg.ClientIPHeader, e.cfg.TrustedProxies),
-		Logger:     e.logger,
+		Boards:        e.cfg.Boards,
+		Tokens:        newVerifier(e, r),
+		Location:      e.cfg.HotArticleTimeZone,
+		ClientAddr:    clientAddr(e.cfg.ClientIPHeader, e.cfg.TrustedProxies),
+		SecureCookies: e.cfg.SecureCookies,
+		Logger:        e.logger,
 	})
-	return svc.Routes(), nil, nil
+	return svc.Routes(), []httpio.Check{{Name: "article-read", Ping: svc.Ready}}, nil
 }
 
 // warnUnbelievedWeb says at start when a user service configured as this process is would not believe the browser

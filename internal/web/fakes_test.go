@@ -302,6 +302,9 @@ func (f *fakes) boardArticles(board int64) []*fakeArticle {
 
 func (f *fakes) articleReadMux() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	mux.HandleFunc("GET /v1/articles/{articleId}", func(w http.ResponseWriter, r *http.Request) {
 		n, ok := pathID(w, r, "articleId")
 		if !ok {

@@ -62,7 +62,7 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	s.setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
 	http.Redirect(w, r, data.Next, http.StatusSeeOther)
 	return nil
 }
@@ -119,7 +119,7 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, "/signin?notice=created", http.StatusSeeOther)
 		return nil
 	}
-	setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	s.setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
 	to := data.Next
 	if to == "/" {
 		to = "/?notice=welcome"
@@ -131,7 +131,7 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 // signOut forgets the session. The token itself stays valid until it expires (tokens are not revocable, SPEC
 // §2.1), but this browser no longer holds it.
 func (s *Service) signOut(w http.ResponseWriter, r *http.Request) error {
-	clearSession(w, r)
+	s.clearSession(w, r)
 	http.Redirect(w, r, "/?notice=signedout", http.StatusSeeOther)
 	return nil
 }
@@ -157,7 +157,7 @@ func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page string, 
 	status := statusOf(err)
 	switch {
 	case err == nil || status == http.StatusUnauthorized:
-		clearSession(w, r)
+		s.clearSession(w, r)
 		status, st.SessionEnded, st.SignIn = http.StatusUnauthorized, true, "/signin?next="+returnPath(r)
 	case unavailable(err):
 		status, st.Error = http.StatusServiceUnavailable, "Part of the site is not answering right now, so this was not sent. Please try again in a few seconds."

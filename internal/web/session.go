@@ -14,8 +14,9 @@ import (
 	"board/internal/fault"
 )
 
-// sessionCookie holds a signed-in reader's access token. It is HttpOnly (no script reads it), Secure on TLS, and
-// SameSite=Lax (another site's forms do not carry it; the cross-origin check refuses them anyway).
+// sessionCookie holds a signed-in reader's access token. It is HttpOnly (no script reads it), Secure on TLS (or
+// always, with Config.SecureCookies, behind a proxy that ends TLS), and SameSite=Lax (another site's forms do not
+// carry it; the cross-origin check refuses them anyway).
 const sessionCookie = "board_session"
 
 // viewer is the signed-in reader of a page.
@@ -44,7 +45,7 @@ func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error
 		if fault.KindOf(err) == fault.Unavailable {
 			return nil, err
 		}
-		clearSession(w, r)
+		s.clearSession(w, r)
 		return nil, nil
 	}
 	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.get(r.Context(), p.UserID), token: c.Value}, nil
@@ -86,14 +87,14 @@ func (s *Service) signedIn(w http.ResponseWriter, r *http.Request) (*viewer, boo
 	return v, true, nil
 }
 
-func setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+func (s *Service) setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", Expires: expires,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+		HttpOnly: true, Secure: s.cfg.SecureCookies || r.TLS != nil, SameSite: http.SameSiteLaxMode})
 }
 
-func clearSession(w http.ResponseWriter, r *http.Request) {
+func (s *Service) clearSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+		HttpOnly: true, Secure: s.cfg.SecureCookies || r.TLS != nil, SameSite: http.SameSiteLaxMode})
 }
 
 // localPath returns next if it is a path on this site, else "/": a sign-in link must not send anyone elsewhere.

@@ -9,6 +9,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,9 +66,12 @@ type Config struct {
 	Location *time.Location
 	// ClientAddr names a request's client, as the services' rate limits know it (nil: the connection's address).
 	ClientAddr func(*http.Request) string
-	Client     *http.Client
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// SecureCookies marks the session cookie Secure on every answer, for a site whose TLS a proxy in front ends;
+	// without it, only answers over TLS mark it.
+	SecureCookies bool
+	Client        *http.Client
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // Page sizes: a board page and a scroll chunk hold 20 articles, an article page up to 100 comments.
@@ -116,6 +120,12 @@ func New(cfg Config) *Service {
 		s.boards[b.ID] = b
 	}
 	return s
+}
+
+// Ready checks that the pages can be made: that article-read, which every board and article page reads, answers.
+// The other services are not checked: a page goes on without hot articles, comments or names.
+func (s *Service) Ready(ctx context.Context) error {
+	return s.api.do(ctx, call{service: "article-read", method: http.MethodGet, url: s.cfg.Origins.ArticleRead + "/healthz"}, nil)
 }
 
 // Routes returns the site's routes, behind the cross-origin check and the security headers. Every route is a
@@ -249,7 +259,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 			"Part of the site ("+se.service+") is not answering right now. Please try again in a few seconds.", 5)
 	case se.status == http.StatusUnauthorized:
 		// The session's token expired or its key was withdrawn: sign in again and come back.
-		clearSession(w, r)
+		s.clearSession(w, r)
 		http.Redirect(w, r, "/signin?expired=1&next="+returnPath(r), http.StatusSeeOther)
 	case se.status == http.StatusForbidden:
 		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Only its writer or a moderator may change this.", 0)

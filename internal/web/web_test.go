@@ -1378,3 +1378,29 @@ func TestCommentPagePastTheEnd(t *testing.T) {
 		t.Errorf("a comment page past the end:\n%s", body)
 	}
 }
+
+// Behind a proxy that ends TLS, SecureCookies marks the session cookie Secure although the request came in plain.
+func TestSecureCookiesBehindATLSProxy(t *testing.T) {
+	f := newFakes(t)
+	h := f.handler(t, func(c *Config) { c.SecureCookies = true })
+	w := post(t, h, "/signin", url.Values{"username": {"alice"}, "password": {"correct horse"}}, "")
+	if c := sessionCookieOf(w); c == nil || !c.Secure || !c.HttpOnly {
+		t.Errorf("session cookie %+v, want Secure and HttpOnly", c)
+	}
+	if c := sessionCookieOf(post(t, h, "/signout", url.Values{}, "")); c == nil || !c.Secure {
+		t.Errorf("the cleared cookie %+v, want Secure", c)
+	}
+}
+
+// The web is ready while article-read answers, and not when it does not.
+func TestReady(t *testing.T) {
+	f := newFakes(t)
+	origins := Origins{ArticleRead: f.servers["article-read"].URL}
+	if err := New(Config{Origins: origins}).Ready(context.Background()); err != nil {
+		t.Errorf("with article-read up: %v", err)
+	}
+	origins.ArticleRead = closedOrigin(t)
+	if err := New(Config{Origins: origins}).Ready(context.Background()); err == nil {
+		t.Error("with article-read down: ready")
+	}
+}
