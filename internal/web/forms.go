@@ -169,6 +169,19 @@ func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page string, 
 	return s.render(w, r, status, page, data)
 }
 
+// textForm reads a form that carries the reader's text, and who sends it: nil when no session does, which keepText
+// answers with the text kept.
+func (s *Service) textForm(w http.ResponseWriter, r *http.Request) (*viewer, error) {
+	if err := form(w, r); err != nil {
+		return nil, err
+	}
+	v, err := s.viewer(w, r)
+	if err != nil {
+		return nil, &serviceError{service: "user", err: err}
+	}
+	return v, nil
+}
+
 type writePage struct {
 	layout
 	formState
@@ -194,12 +207,9 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := form(w, r); err != nil {
-		return err
-	}
-	v, err := s.viewer(w, r)
+	v, err := s.textForm(w, r)
 	if err != nil {
-		return &serviceError{service: "user", err: err}
+		return err
 	}
 	data := writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b, Title: formText(r, "title"), Content: formText(r, "content")}
 	if v == nil {
@@ -249,12 +259,9 @@ func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := form(w, r); err != nil {
-		return err
-	}
-	v, err := s.viewer(w, r)
+	v, err := s.textForm(w, r)
 	if err != nil {
-		return &serviceError{service: "user", err: err}
+		return err
 	}
 	data := writePage{layout: s.pageLayout(r, v, "Edit"), ArticleID: articleID, Title: formText(r, "title"), Content: formText(r, "content")}
 	if v == nil {
@@ -311,12 +318,9 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := form(w, r); err != nil {
-		return err
-	}
-	v, err := s.viewer(w, r)
+	v, err := s.textForm(w, r)
 	if err != nil {
-		return &serviceError{service: "user", err: err}
+		return err
 	}
 	data := commentFormPage{layout: s.pageLayout(r, v, "Your comment"), ArticleID: articleID,
 		ParentPath: r.PostFormValue("parentPath"), Content: formText(r, "content")}
