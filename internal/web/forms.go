@@ -223,6 +223,21 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// articleAction reads a form that acts on the path's article as the signed-in reader. ok is false when there is
+// nothing to act on: err says why, or, with err nil, the reader was sent to sign in.
+func (s *Service) articleAction(w http.ResponseWriter, r *http.Request) (articleID int64, v *viewer, ok bool, err error) {
+	if articleID, err = articleIDOf(r); err != nil {
+		return 0, nil, false, err
+	}
+	if v, ok, err = s.signedIn(w, r); !ok {
+		return 0, nil, false, err
+	}
+	if err = form(w, r); err != nil {
+		return 0, nil, false, err
+	}
+	return articleID, v, true, nil
+}
+
 // articleIDOf reads the path's {articleId}; an id that cannot exist is a missing article.
 func articleIDOf(r *http.Request) (int64, error) {
 	n, err := wire.Parse(r.PathValue("articleId"))
@@ -277,15 +292,8 @@ func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteArticle(w http.ResponseWriter, r *http.Request) error {
-	articleID, err := articleIDOf(r)
-	if err != nil {
-		return err
-	}
-	v, ok, err := s.signedIn(w, r)
+	articleID, v, ok, err := s.articleAction(w, r)
 	if !ok {
-		return err
-	}
-	if err := form(w, r); err != nil {
 		return err
 	}
 	// Not found is done: a second click of the button, or a second tab.
@@ -343,19 +351,12 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteComment(w http.ResponseWriter, r *http.Request) error {
-	articleID, err := articleIDOf(r)
-	if err != nil {
-		return err
-	}
 	commentID, err := wire.Parse(r.PathValue("commentId"))
 	if err != nil {
 		return fault.NotFoundf("NO_COMMENT", "There is no such comment.")
 	}
-	v, ok, err := s.signedIn(w, r)
+	articleID, v, ok, err := s.articleAction(w, r)
 	if !ok {
-		return err
-	}
-	if err := form(w, r); err != nil {
 		return err
 	}
 	if err := s.api.deleteComment(r.Context(), v, commentID); err != nil && statusOf(err) != http.StatusNotFound {
@@ -369,15 +370,8 @@ func (s *Service) deleteComment(w http.ResponseWriter, r *http.Request) error {
 // a plain form goes back to the article.
 func (s *Service) like(like bool) func(w http.ResponseWriter, r *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		articleID, err := articleIDOf(r)
-		if err != nil {
-			return err
-		}
-		v, ok, err := s.signedIn(w, r)
+		articleID, v, ok, err := s.articleAction(w, r)
 		if !ok {
-			return err
-		}
-		if err := form(w, r); err != nil {
 			return err
 		}
 		if err := s.api.setLiked(r.Context(), v, articleID, like); err != nil {
