@@ -12,8 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"board/internal/auth"
 )
 
@@ -35,13 +33,7 @@ from --connections keep-alive clients for --warmup untimed and --duration timed:
 Prints, per case, requests, failures, requests/s, p50 and p99, and the backend calls of one page (from its
 Server-Timing header). The web must know the board: start board serve with e.g. --boards "1=General,9=Bench".`, stderr)
 	webURL := fs.String("web-url", "http://127.0.0.1:8080", "base URL of the web pages")
-	articleURL := fs.String("article-url", "http://127.0.0.1:9000", "base URL of the article service")
-	commentURL := fs.String("comment-url", "http://127.0.0.1:9001", "base URL of the comment service")
-	likeURL := fs.String("like-url", "http://127.0.0.1:9002", "base URL of the like service")
-	readURL := fs.String("article-read-url", "http://127.0.0.1:9005", "base URL of the article-read service")
-	redisAddr := fs.String("redis-addr", "127.0.0.1:6380", "the board's Redis (the embedded one of board serve by default), or a comma-separated list of Redis Cluster nodes")
-	redisPassword := fs.String("redis-password", "", "password of the board's Redis")
-	redisPrefix := fs.String("redis-prefix", "", "the board's --redis-prefix")
+	running := newRunningBoardFlags(fs)
 	board := fs.Int64("board", 9, "the board the bench writes to, one the web knows (--boards)")
 	articles := fs.Int("articles", 100, "articles created on the board")
 	comments := fs.Int("comments", 3, "comments on every article")
@@ -62,22 +54,24 @@ Server-Timing header). The web must know the board: start board serve with e.g. 
 	if err := get(ctx, client, boardPage); err != nil {
 		return fmt.Errorf("the web does not serve board %d (start board serve with --boards listing it, and check --web-url): %w", *board, err)
 	}
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: splitList(*redisAddr), Password: *redisPassword,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
+	rdb, err := running.redis(ctx)
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	tokens, closeTokens, err := openTokens(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
 	defer closeTokens()
-	setup := readSetup{client: client, tokens: tokens, rdb: rdb, prefix: *redisPrefix, readURL: *readURL, board: *board}
-	if err := setup.createData(ctx, *articleURL, *commentURL, *likeURL, *articles, 0, *comments, 500, stderr); err != nil {
+	setup := readSetup{client: client, tokens: tokens, rdb: rdb, prefix: *running.redisPrefix, readURL: *running.readURL, board: *board}
+	if err := setup.createData(ctx, *running.articleURL, *running.commentURL, *running.likeURL, *articles, 0, *comments, 500, stderr); err != nil {
 		return err
 	}
 	if _, err := setup.waitForArticles(ctx, 0, *comments, *wait); err != nil {
 		return err
 	}
-	apiPage := fmt.Sprintf("%s/v1/articles?boardId=%d&page=1&pageSize=20", *readURL, *board)
+	apiPage := fmt.Sprintf("%s/v1/articles?boardId=%d&page=1&pageSize=20", *running.readURL, *board)
 	if err := setup.waitForList(ctx, apiPage, min(*articles, 20), *wait); err != nil {
 		return err
 	}
@@ -97,7 +91,7 @@ Server-Timing header). The web must know the board: start board serve with e.g. 
 
 	apiArticles, webArticles := make([]string, len(setup.ids)), make([]string, len(setup.ids))
 	for i, id := range setup.ids {
-		apiArticles[i] = fmt.Sprintf("%s/v1/articles/%d", *readURL, id)
+		apiArticles[i] = fmt.Sprintf("%s/v1/articles/%d", *running.readURL, id)
 		webArticles[i] = fmt.Sprintf("%s/articles/%d", *webURL, id)
 	}
 	fmt.Fprintf(stdout, "board %d: %d new articles with %d comments each; %d connections, closed loop; per case %s untimed, then %s timed\n\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,13 +56,7 @@ cases one after the other, each closed loop from --connections keep-alive client
                 article, comment and like services.
 Prints, per case, requests, failures, requests/s, p50 and p99 latency, and requests/s relative to the floor.
 The view counts are not in the model: every read also reads its view count through article-read's 1 s cache.`, stderr)
-	articleURL := fs.String("article-url", "http://127.0.0.1:9000", "base URL of the article service")
-	commentURL := fs.String("comment-url", "http://127.0.0.1:9001", "base URL of the comment service")
-	likeURL := fs.String("like-url", "http://127.0.0.1:9002", "base URL of the like service")
-	readURL := fs.String("article-read-url", "http://127.0.0.1:9005", "base URL of the article-read service")
-	redisAddr := fs.String("redis-addr", "127.0.0.1:6380", "the board's Redis (the embedded one of board serve by default), or a comma-separated list of Redis Cluster nodes")
-	redisPassword := fs.String("redis-password", "", "password of the board's Redis")
-	redisPrefix := fs.String("redis-prefix", "", "the board's --redis-prefix")
+	board := newRunningBoardFlags(fs)
 	articles := fs.Int("articles", 200, "articles created on the bench's board")
 	likes := fs.Int("likes", 2, "likes of every article, each by another user")
 	comments := fs.Int("comments", 1, "comments on every article")
@@ -82,16 +77,11 @@ The view counts are not in the model: every read also reads its view count throu
 			article.MaxContentChars)
 	}
 
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: splitList(*redisAddr), Password: *redisPassword,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
-		MaxRetries: 1, DialerRetries: 1})
-	defer rdb.Close()
-	pingCtx, cancel := context.WithTimeout(ctx, readRedisTimeout)
-	err := rdb.Ping(pingCtx).Err()
-	cancel()
+	rdb, err := board.redis(ctx)
 	if err != nil {
-		return fmt.Errorf("connect to the board's redis %s (--redis-addr): %w", *redisAddr, err)
+		return err
 	}
+	defer rdb.Close()
 
 	// One client for the setup and every case: the client's cost is the same in each. One kept-alive connection per
 	// load client: the default keeps 2 idle and would open a connection per request.
@@ -101,21 +91,21 @@ The view counts are not in the model: every read also reads its view count throu
 		return err
 	}
 	defer closeTokens()
-	setup := readSetup{client: client, tokens: tokens, rdb: rdb, prefix: *redisPrefix, readURL: *readURL,
+	setup := readSetup{client: client, tokens: tokens, rdb: rdb, prefix: *board.redisPrefix, readURL: *board.readURL,
 		board: 1_000_000_000 + rand.Int64N(1_000_000_000)}
-	if err := setup.createData(ctx, *articleURL, *commentURL, *likeURL, *articles, *likes, *comments, *contentSize, stderr); err != nil {
+	if err := setup.createData(ctx, *board.articleURL, *board.commentURL, *board.likeURL, *articles, *likes, *comments, *contentSize, stderr); err != nil {
 		return err
 	}
 	floorValue, err := setup.waitForArticles(ctx, *likes, *comments, *wait)
 	if err != nil {
 		return err
 	}
-	pageURL := fmt.Sprintf("%s/v1/articles?boardId=%d&page=1&pageSize=%d", *readURL, setup.board, readPageSize)
+	pageURL := fmt.Sprintf("%s/v1/articles?boardId=%d&page=1&pageSize=%d", *board.readURL, setup.board, readPageSize)
 	if err := setup.waitForList(ctx, pageURL, min(*articles, readPageSize), *wait); err != nil {
 		return err
 	}
 
-	floorKey := fmt.Sprintf("%sbench-read::floor::{%d}", *redisPrefix, setup.board)
+	floorKey := fmt.Sprintf("%sbench-read::floor::{%d}", *board.redisPrefix, setup.board)
 	floorURL, stopFloor, err := startFloor(ctx, rdb, floorKey, floorValue, *floorAddr)
 	if err != nil {
 		return err
@@ -124,10 +114,10 @@ The view counts are not in the model: every read also reads its view count throu
 
 	articleURLs := make([]string, len(setup.ids))
 	for i, id := range setup.ids {
-		articleURLs[i] = fmt.Sprintf("%s/v1/articles/%d", *readURL, id)
+		articleURLs[i] = fmt.Sprintf("%s/v1/articles/%d", *board.readURL, id)
 	}
 	fmt.Fprintf(stdout, "board %d: %d articles of %d characters; per article %d likes, %d comments; redis %s, prefix %q\n",
-		setup.board, len(setup.ids), *contentSize, *likes, *comments, *redisAddr, *redisPrefix)
+		setup.board, len(setup.ids), *contentSize, *likes, *comments, *board.redisAddr, *board.redisPrefix)
 	fmt.Fprintf(stdout, "floor %s: one GET of a %d-byte value (an article-read answer); a warm article: %s\n",
 		floorURL, len(floorValue), articleURLs[0])
 	fmt.Fprintf(stdout, "%d connections, closed loop; per case %s untimed, then %s timed\n\n", *connections, *warmup, *duration)
@@ -181,6 +171,38 @@ The view counts are not in the model: every read also reads its view count throu
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// runningBoardFlags say where a running board's services and Redis are, for the benchmarks that load it.
+type runningBoardFlags struct {
+	articleURL, commentURL, likeURL, readURL *string
+	redisAddr, redisPassword, redisPrefix    *string
+}
+
+func newRunningBoardFlags(fs *flag.FlagSet) runningBoardFlags {
+	return runningBoardFlags{
+		articleURL:    fs.String("article-url", "http://127.0.0.1:9000", "base URL of the article service"),
+		commentURL:    fs.String("comment-url", "http://127.0.0.1:9001", "base URL of the comment service"),
+		likeURL:       fs.String("like-url", "http://127.0.0.1:9002", "base URL of the like service"),
+		readURL:       fs.String("article-read-url", "http://127.0.0.1:9005", "base URL of the article-read service"),
+		redisAddr:     fs.String("redis-addr", "127.0.0.1:6380", "the board's Redis (the embedded one of board serve by default), or a comma-separated list of Redis Cluster nodes"),
+		redisPassword: fs.String("redis-password", "", "password of the board's Redis"),
+		redisPrefix:   fs.String("redis-prefix", "", "the board's --redis-prefix"),
+	}
+}
+
+// redis connects to the board's Redis and checks that it answers.
+func (f runningBoardFlags) redis(ctx context.Context) (redis.UniversalClient, error) {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: splitList(*f.redisAddr), Password: *f.redisPassword,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
+		MaxRetries: 1, DialerRetries: 1})
+	pingCtx, cancel := context.WithTimeout(ctx, readRedisTimeout)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("connect to the board's redis %s (--redis-addr): %w", *f.redisAddr, err)
+	}
+	return rdb, nil
 }
 
 // readSetup creates the bench's data through the producers and waits until article-read serves it.
