@@ -56,6 +56,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
+	"board/internal/redisclient"
 	"board/internal/snowflake"
 	"board/internal/wire"
 )
@@ -428,7 +429,7 @@ func (s *Service) KeyPattern() string { return s.cfg.KeyPrefix + "article-read::
 
 // redisFault is the article-read service's 503 for a Redis that cannot serve.
 func redisFault(err error) error {
-	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the read model (Redis) is unavailable; try again later")
+	return redisclient.Unavailable(err, "REDIS_UNAVAILABLE", "the read model (Redis) is unavailable; try again later")
 }
 
 var errArticleNotFound = fault.NotFoundf("ARTICLE_NOT_FOUND", "article not found")

@@ -50,6 +50,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
+	"board/internal/redisclient"
 	"board/internal/snowflake"
 )
 
@@ -388,7 +389,7 @@ func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
 
 // redisFault is the hot-article service's 503 for a Redis that cannot serve.
 func redisFault(err error) error {
-	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the hot-article store (Redis) is unavailable; try again later")
+	return redisclient.Unavailable(err, "REDIS_UNAVAILABLE", "the hot-article store (Redis) is unavailable; try again later")
 }
 
 // KeyPattern matches every Redis key of the service (all days' lists and article states), for a replay to clear.

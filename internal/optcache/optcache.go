@@ -14,9 +14,9 @@
 // for its value for up to LockTTL; only if none appears do they load it themselves.
 //
 // Failures degrade rather than spread. An origin error while a stale value exists serves the stale value; with
-// nothing stored the origin's error is returned. When Redis cannot serve (fault.FromRedis classifies it Unavailable),
-// Get calls the origin directly, once per key at a time in a process; any other Redis error, such as a key of the
-// wrong type, is a bug and is returned.
+// nothing stored the origin's error is returned. When Redis cannot serve (redisclient.Unavailable classifies it
+// Unavailable), Get calls the origin directly, once per key at a time in a process; any other Redis error, such as a
+// key of the wrong type, is a bug and is returned.
 package optcache
 
 import (
@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"board/internal/fault"
+	"board/internal/redisclient"
 	"board/internal/redislock"
 )
 
@@ -116,7 +117,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 	var v V
 	switch {
 	case err != nil && ctx.Err() != nil: // no time left to try the origin
-		err = fault.FromRedis(err, cacheDownCode, cacheDownMessage)
+		err = redisclient.Unavailable(err, cacheDownCode, cacheDownMessage)
 	case err != nil:
 		redisErr := err
 		v, err = c.shared(ctx, "origin:"+key, func(ctx context.Context) (V, error) { return c.withoutRedis(ctx, redisErr, load) })
@@ -246,7 +247,7 @@ const (
 // carries the origin's error first, then Redis's as fault.Unavailable, so fault.KindOf reports the origin's kind
 // when it has one and Unavailable otherwise.
 func (c *Cache[V]) withoutRedis(ctx context.Context, redisErr error, load func(context.Context) (V, error)) (V, error) {
-	cacheDown := fault.FromRedis(redisErr, cacheDownCode, cacheDownMessage)
+	cacheDown := redisclient.Unavailable(redisErr, cacheDownCode, cacheDownMessage)
 	if fault.KindOf(cacheDown) != fault.Unavailable {
 		var zero V
 		return zero, cacheDown

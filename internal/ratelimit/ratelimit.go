@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/fault"
+	"board/internal/redisclient"
 )
 
 // Rule is one named limit: Limit.Rate requests per Limit.Period, in bursts of up to Limit.Burst.
@@ -69,7 +70,7 @@ func (l *Limiter) Allow(ctx context.Context, name, key string) error {
 		l.logger.WarnContext(ctx, "rate limit not checked; letting the request through", "limit", name, "err", err)
 		return nil
 	case err != nil:
-		return fault.FromRedis(err, "RATE_LIMIT_UNAVAILABLE", "the rate limit cannot be checked; try again later")
+		return redisclient.Unavailable(err, "RATE_LIMIT_UNAVAILABLE", "the rate limit cannot be checked; try again later")
 	case res.Allowed == 0:
 		return &fault.Error{Kind: fault.RateLimited, Code: "RATE_LIMITED", RetryAfter: res.RetryAfter,
 			Message: fmt.Sprintf("too many requests (limit %s); try again in %s", rule.Limit, res.RetryAfter.Round(time.Second))}

@@ -92,6 +92,7 @@ import (
 
 	"board/internal/existence"
 	"board/internal/fault"
+	"board/internal/redisclient"
 )
 
 // Defaults (SPEC §5.2).
@@ -629,9 +630,9 @@ func (s *Service) atLeastKeys(articleID int64) []string {
 	return []string{s.countKey(articleID), s.tombstoneKey(articleID)}
 }
 
-// redisFault is the view service's 503 for a Redis that cannot serve (fault.FromRedis).
+// redisFault is the view service's 503 for a Redis that cannot serve (redisclient.Unavailable).
 func redisFault(err error) error {
-	return fault.FromRedis(err, "REDIS_UNAVAILABLE", "the view counter (Redis) is unavailable; try again later")
+	return redisclient.Unavailable(err, "REDIS_UNAVAILABLE", "the view counter (Redis) is unavailable; try again later")
 }
 
 // unsaved remembers, per article, the highest count this instance produced that may not be backed up yet.

@@ -1,21 +1,23 @@
-package fault
+package redisclient
 
 import (
 	"errors"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/fault"
 )
 
-// FromRedis turns Redis being unreachable, slow or unable to serve into an Unavailable error with code and
-// message. Any other reply error (a wrong type, a script error) means a command or script of the caller is wrong,
-// and is returned as it is: an internal error.
-func FromRedis(err error, code, message string) error {
+// Unavailable turns Redis being unreachable, slow or unable to serve into a fault.Unavailable error with code and
+// message, err as its cause. Any other reply error (a wrong type, a script error) means a command or script of the
+// caller is wrong, and is returned as it is: an internal error.
+func Unavailable(err error, code, message string) error {
 	var reply redis.Error
 	if errors.As(err, &reply) && !redisCannotServe(err) {
 		return err
 	}
-	return Unavailablef(err, code, "%s", message)
+	return fault.Unavailablef(err, code, "%s", message)
 }
 
 // redisCannotServe reports the replies of a Redis that is up but cannot serve for now: loading its data, a
