@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/auth"
-	"board/internal/wire"
 )
 
 // The end-to-end tests write as the users they name, as a signed-in client would: a write a test sends without an
@@ -105,7 +105,7 @@ func actingUser(req *http.Request) auth.Principal {
 	}
 	if req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
-			var named struct{ WriterID wire.ID }
+			var named struct{ WriterID apijson.ID }
 			if json.NewDecoder(body).Decode(&named) == nil && named.WriterID > 0 {
 				return auth.Principal{UserID: int64(named.WriterID), Role: auth.RoleUser}
 			}

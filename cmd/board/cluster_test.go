@@ -20,10 +20,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/apijson"
 	"board/internal/redistest"
 	"board/internal/sqldb/sqltest"
 	"board/internal/view"
-	"board/internal/wire"
 )
 
 // The cluster suite (issue 13): three `board serve` processes with every service on MariaDB, a Redis Cluster and
@@ -464,7 +464,7 @@ func (w *worker) ownArticle() int64 {
 }
 
 type articleAnswer struct {
-	ArticleID, BoardID wire.ID
+	ArticleID, BoardID apijson.ID
 	Title, Content     string
 }
 
@@ -531,7 +531,7 @@ func (w *worker) deleteArticle() {
 }
 
 type commentAnswer struct {
-	CommentID, ArticleID, ParentCommentID wire.ID
+	CommentID, ArticleID, ParentCommentID apijson.ID
 	Path                                  string
 }
 
@@ -636,7 +636,7 @@ func (w *worker) likeOrUnlike() {
 	}
 	var id int64
 	if method == "POST" {
-		var out struct{ ArticleLikeID wire.ID }
+		var out struct{ ArticleLikeID apijson.ID }
 		if !w.l.decode(kind, a, &out) {
 			return
 		}

@@ -8,9 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"board/internal/apijson"
 	"board/internal/fault"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // Limits on input (SPEC §2).
@@ -79,7 +79,7 @@ func (s *Service) Update(ctx context.Context, id int64, title, content string) (
 	if err := validate(title, content); err != nil {
 		return Article{}, err
 	}
-	return s.store.Update(ctx, id, title, content, wire.Millis(s.now()))
+	return s.store.Update(ctx, id, title, content, apijson.Millis(s.now()))
 }
 
 // Delete removes an article.

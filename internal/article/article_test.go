@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/fault"
@@ -18,7 +19,6 @@ import (
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
-	"board/internal/wire"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
@@ -661,7 +661,7 @@ func outboxRows(t *testing.T, db *sqldb.DB) []event.Envelope {
 		if err := rows.Scan(&id, &typ, &payload); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, event.Envelope{EventID: wire.ID(id), Type: event.Type(typ), Payload: []byte(payload)})
+		out = append(out, event.Envelope{EventID: apijson.ID(id), Type: event.Type(typ), Payload: []byte(payload)})
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

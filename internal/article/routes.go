@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // Routes returns the whole HTTP API of the article service (SPEC §3.1).
@@ -41,18 +41,18 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 
 // articleJSON is the wire form of an Article.
 type articleJSON struct {
-	ArticleID  wire.ID   `json:"articleId"`
-	Title      string    `json:"title"`
-	Content    string    `json:"content"`
-	BoardID    wire.ID   `json:"boardId"`
-	WriterID   wire.ID   `json:"writerId"`
-	CreatedAt  wire.Time `json:"createdAt"`
-	ModifiedAt wire.Time `json:"modifiedAt"`
+	ArticleID  apijson.ID   `json:"articleId"`
+	Title      string       `json:"title"`
+	Content    string       `json:"content"`
+	BoardID    apijson.ID   `json:"boardId"`
+	WriterID   apijson.ID   `json:"writerId"`
+	CreatedAt  apijson.Time `json:"createdAt"`
+	ModifiedAt apijson.Time `json:"modifiedAt"`
 }
 
 func toJSON(a Article) articleJSON {
-	return articleJSON{wire.ID(a.ID), a.Title, a.Content, wire.ID(a.BoardID), wire.ID(a.WriterID),
-		wire.Time(a.CreatedAt), wire.Time(a.ModifiedAt)}
+	return articleJSON{apijson.ID(a.ID), a.Title, a.Content, apijson.ID(a.BoardID), apijson.ID(a.WriterID),
+		apijson.Time(a.CreatedAt), apijson.Time(a.ModifiedAt)}
 }
 
 func toJSONList(as []Article) []articleJSON {
@@ -69,10 +69,10 @@ type handlers struct {
 
 func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Title    *string  `json:"title"`
-		Content  *string  `json:"content"`
-		WriterID *wire.ID `json:"writerId"` // optional: the acting user
-		BoardID  *wire.ID `json:"boardId"`
+		Title    *string     `json:"title"`
+		Content  *string     `json:"content"`
+		WriterID *apijson.ID `json:"writerId"` // optional: the acting user
+		BoardID  *apijson.ID `json:"boardId"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
 		return err

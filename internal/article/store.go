@@ -8,11 +8,11 @@ import (
 	"math"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -77,8 +77,8 @@ func readBoardCount(ctx context.Context, tx *sql.Tx, boardID int64) (boardCount,
 }
 
 func payload(a Article, c boardCount) event.Article {
-	return event.Article{ArticleID: wire.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: wire.ID(a.BoardID),
-		WriterID: wire.ID(a.WriterID), CreatedAt: wire.Time(a.CreatedAt), ModifiedAt: wire.Time(a.ModifiedAt),
+	return event.Article{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: apijson.ID(a.BoardID),
+		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
 		BoardArticleCount: c.count, ArticleVersion: a.Version, BoardArticleCountVersion: c.version}
 }
 

@@ -53,12 +53,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
 	"board/internal/redisclient"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // Defaults (SPEC §5.2).
@@ -179,8 +179,8 @@ func decodeArticle(id int64, raw string) (Article, error) {
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return Article{}, err
 	}
-	return Article{wire.ID(id), st.Title, st.Content, wire.ID(st.BoardID), wire.ID(st.WriterID),
-		wire.Time(time.UnixMilli(st.Created).UTC()), wire.Time(time.UnixMilli(st.Modified).UTC())}, nil
+	return Article{apijson.ID(id), st.Title, st.Content, apijson.ID(st.BoardID), apijson.ID(st.WriterID),
+		apijson.Time(time.UnixMilli(st.Created).UTC()), apijson.Time(time.UnixMilli(st.Modified).UTC())}, nil
 }
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the

@@ -16,13 +16,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/optcache"
 	"board/internal/redistest"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // truth is what the origin services hold: articles per board, their versions, the board counts, and the comment,
@@ -68,7 +68,7 @@ func (tr *truth) emit(t event.Type, payload any) event.Envelope {
 	}
 	// Event ids are Snowflakes of the test's clock, as a producer's: the service trusts an event to create state
 	// only if it was committed since the read model's epoch (see flush).
-	env := event.Envelope{EventID: wire.ID(snowflake.Compose(tr.now(), 9, int64(len(tr.events)%(snowflake.MaxSeq+1)))),
+	env := event.Envelope{EventID: apijson.ID(snowflake.Compose(tr.now(), 9, int64(len(tr.events)%(snowflake.MaxSeq+1)))),
 		Type: t, Payload: raw}
 	tr.events = append(tr.events, env)
 	return env
@@ -126,9 +126,9 @@ func (tr *truth) createAt(boardID int64, at time.Time) int64 {
 }
 
 func (tr *truth) createLocked(boardID, id int64) int64 {
-	created := wire.Time(snowflake.Timestamp(id))
-	a := &truthArticle{version: 1, article: Article{ArticleID: wire.ID(id), Title: fmt.Sprintf("title %d", id),
-		Content: fmt.Sprintf("content of %d", id), BoardID: wire.ID(boardID), WriterID: wire.ID(id%97 + 1),
+	created := apijson.Time(snowflake.Timestamp(id))
+	a := &truthArticle{version: 1, article: Article{ArticleID: apijson.ID(id), Title: fmt.Sprintf("title %d", id),
+		Content: fmt.Sprintf("content of %d", id), BoardID: apijson.ID(boardID), WriterID: apijson.ID(id%97 + 1),
 		CreatedAt: created, ModifiedAt: created}}
 	tr.articles[id] = a
 	clear(tr.listed)
@@ -155,7 +155,7 @@ func (tr *truth) update(id int64) {
 	a.version++
 	a.article.Title = fmt.Sprintf("title %d v%d", id, a.version)
 	a.article.Content = fmt.Sprintf("content of %d v%d", id, a.version)
-	a.article.ModifiedAt = wire.Time(wire.Millis(tr.now()))
+	a.article.ModifiedAt = apijson.Time(apijson.Millis(tr.now()))
 	tr.articleEvent(event.ArticleUpdated, a)
 }
 
@@ -193,8 +193,8 @@ func (tr *truth) comment(id, delta int64) {
 	if delta < 0 {
 		t = event.CommentDeleted
 	}
-	tr.emit(t, event.Comment{CommentID: wire.ID(tr.nextID()), Content: "a comment", Path: "00000",
-		ArticleID: wire.ID(id), WriterID: 5, CreatedAt: wire.Time(wire.Millis(tr.now())),
+	tr.emit(t, event.Comment{CommentID: apijson.ID(tr.nextID()), Content: "a comment", Path: "00000",
+		ArticleID: apijson.ID(id), WriterID: 5, CreatedAt: apijson.Time(apijson.Millis(tr.now())),
 		ArticleCommentCount: c.Value, ArticleCommentCountVersion: c.Version})
 }
 
@@ -209,8 +209,8 @@ func (tr *truth) like(id, delta int64) {
 	if delta < 0 {
 		t = event.ArticleUnliked
 	}
-	tr.emit(t, event.Like{ArticleLikeID: wire.ID(tr.nextID()), ArticleID: wire.ID(id), UserID: 9,
-		CreatedAt: wire.Time(wire.Millis(tr.now())), ArticleLikeCount: c.Value, ArticleLikeCountVersion: c.Version})
+	tr.emit(t, event.Like{ArticleLikeID: apijson.ID(tr.nextID()), ArticleID: apijson.ID(id), UserID: 9,
+		CreatedAt: apijson.Time(apijson.Millis(tr.now())), ArticleLikeCount: c.Value, ArticleLikeCountVersion: c.Version})
 }
 
 func (tr *truth) setViews(id, n int64) {
@@ -458,7 +458,7 @@ func badRequest(w http.ResponseWriter, name string) {
 }
 
 func (o *origin) getArticle(w http.ResponseWriter, r *http.Request) {
-	id, err := wire.Parse(r.PathValue("articleId"))
+	id, err := apijson.Parse(r.PathValue("articleId"))
 	if err != nil {
 		badRequest(w, "ARTICLE_ID")
 		return
@@ -510,7 +510,7 @@ func (o *origin) getScroll(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *origin) getBoardCount(w http.ResponseWriter, r *http.Request) {
-	id, err := wire.Parse(r.PathValue("boardId"))
+	id, err := apijson.Parse(r.PathValue("boardId"))
 	if err != nil {
 		badRequest(w, "BOARD_ID")
 		return
@@ -523,7 +523,7 @@ func (o *origin) getBoardCount(w http.ResponseWriter, r *http.Request) {
 
 func (o *origin) counts(counts map[int64]*versioned[int64]) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := wire.Parse(r.PathValue("articleId"))
+		id, err := apijson.Parse(r.PathValue("articleId"))
 		if err != nil {
 			badRequest(w, "ARTICLE_ID")
 			return
@@ -536,7 +536,7 @@ func (o *origin) counts(counts map[int64]*versioned[int64]) func(http.ResponseWr
 }
 
 func (o *origin) getViews(w http.ResponseWriter, r *http.Request) {
-	id, err := wire.Parse(r.PathValue("articleId"))
+	id, err := apijson.Parse(r.PathValue("articleId"))
 	if err != nil {
 		badRequest(w, "ARTICLE_ID")
 		return
@@ -671,7 +671,7 @@ func shuffled(rng *rand.Rand, envs []event.Envelope) []event.Envelope {
 }
 
 // timeEqual compares wire times as instants.
-var timeEqual = cmp.Comparer(func(a, b wire.Time) bool { return time.Time(a).Equal(time.Time(b)) })
+var timeEqual = cmp.Comparer(func(a, b apijson.Time) bool { return time.Time(a).Equal(time.Time(b)) })
 
 // checkGet checks that Get answers article id as the truth holds it: equal, or ARTICLE_NOT_FOUND.
 func (e *env) checkGet(t *testing.T, id int64) {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 // Origins are the base URLs of the services the read model is rebuilt from when Redis does not hold it.
@@ -115,13 +115,13 @@ func (o *origins) attempt(ctx context.Context, rawURL string, out any) (version 
 
 // Article is an article as the article service writes it.
 type Article struct {
-	ArticleID  wire.ID   `json:"articleId"`
-	Title      string    `json:"title"`
-	Content    string    `json:"content"`
-	BoardID    wire.ID   `json:"boardId"`
-	WriterID   wire.ID   `json:"writerId"`
-	CreatedAt  wire.Time `json:"createdAt"`
-	ModifiedAt wire.Time `json:"modifiedAt"`
+	ArticleID  apijson.ID   `json:"articleId"`
+	Title      string       `json:"title"`
+	Content    string       `json:"content"`
+	BoardID    apijson.ID   `json:"boardId"`
+	WriterID   apijson.ID   `json:"writerId"`
+	CreatedAt  apijson.Time `json:"createdAt"`
+	ModifiedAt apijson.Time `json:"modifiedAt"`
 }
 
 // versioned is a value and the version of the row it was read from.

@@ -30,9 +30,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"board/internal/apijson"
 	"board/internal/fault"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // Limits on input (SPEC §2).
@@ -114,7 +114,7 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 	if err != nil {
 		return Comment{}, snowflake.Unavailable(err)
 	}
-	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: wire.Millis(s.now())}, nil
+	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: apijson.Millis(s.now())}, nil
 }
 
 // Create adds a v1 comment: a root when parentID is 0, else a reply to the root comment parentID.

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // Routes returns the whole HTTP API of the comment service, both versions (SPEC §3.2).
@@ -49,33 +49,33 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 
 // commentV1JSON and commentV2JSON are the wire forms of a Comment in each version.
 type commentV1JSON struct {
-	CommentID       wire.ID   `json:"commentId"`
-	Content         string    `json:"content"`
-	ArticleID       wire.ID   `json:"articleId"`
-	WriterID        wire.ID   `json:"writerId"`
-	ParentCommentID wire.ID   `json:"parentCommentId"`
-	Deleted         bool      `json:"deleted"`
-	CreatedAt       wire.Time `json:"createdAt"`
+	CommentID       apijson.ID   `json:"commentId"`
+	Content         string       `json:"content"`
+	ArticleID       apijson.ID   `json:"articleId"`
+	WriterID        apijson.ID   `json:"writerId"`
+	ParentCommentID apijson.ID   `json:"parentCommentId"`
+	Deleted         bool         `json:"deleted"`
+	CreatedAt       apijson.Time `json:"createdAt"`
 }
 
 type commentV2JSON struct {
-	CommentID wire.ID   `json:"commentId"`
-	Content   string    `json:"content"`
-	ArticleID wire.ID   `json:"articleId"`
-	WriterID  wire.ID   `json:"writerId"`
-	Path      string    `json:"path"`
-	Deleted   bool      `json:"deleted"`
-	CreatedAt wire.Time `json:"createdAt"`
+	CommentID apijson.ID   `json:"commentId"`
+	Content   string       `json:"content"`
+	ArticleID apijson.ID   `json:"articleId"`
+	WriterID  apijson.ID   `json:"writerId"`
+	Path      string       `json:"path"`
+	Deleted   bool         `json:"deleted"`
+	CreatedAt apijson.Time `json:"createdAt"`
 }
 
 func toV1(c Comment) commentV1JSON {
-	return commentV1JSON{wire.ID(c.ID), c.Content, wire.ID(c.ArticleID), wire.ID(c.WriterID), wire.ID(c.ParentID), c.Deleted,
-		wire.Time(c.CreatedAt)}
+	return commentV1JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
+		apijson.Time(c.CreatedAt)}
 }
 
 func toV2(c Comment) commentV2JSON {
-	return commentV2JSON{wire.ID(c.ID), c.Content, wire.ID(c.ArticleID), wire.ID(c.WriterID), c.Path, c.Deleted,
-		wire.Time(c.CreatedAt)}
+	return commentV2JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
+		apijson.Time(c.CreatedAt)}
 }
 
 func mapAll[T any](cs []Comment, to func(Comment) T) []T {
@@ -92,11 +92,11 @@ type handlers struct {
 
 // newCommentJSON is the body of both versions' create requests.
 type newCommentJSON struct {
-	ArticleID       *wire.ID `json:"articleId"`
-	Content         *string  `json:"content"`
-	WriterID        *wire.ID `json:"writerId"`        // optional: the acting user
-	ParentCommentID *wire.ID `json:"parentCommentId"` // v1
-	ParentPath      *string  `json:"parentPath"`      // v2
+	ArticleID       *apijson.ID `json:"articleId"`
+	Content         *string     `json:"content"`
+	WriterID        *apijson.ID `json:"writerId"`        // optional: the acting user
+	ParentCommentID *apijson.ID `json:"parentCommentId"` // v1
+	ParentPath      *string     `json:"parentPath"`      // v2
 }
 
 // decodeNew reads and checks the fields both versions' create requests share; named is the writerId given, 0 when

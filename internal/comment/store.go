@@ -6,12 +6,12 @@ import (
 	"embed"
 	"errors"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -111,11 +111,11 @@ func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t
 }
 
 func payload(c Comment, count commentCount) event.Comment {
-	p := event.Comment{CommentID: wire.ID(c.ID), Content: c.Content, Path: c.Path, ArticleID: wire.ID(c.ArticleID),
-		WriterID: wire.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: wire.Time(c.CreatedAt),
+	p := event.Comment{CommentID: apijson.ID(c.ID), Content: c.Content, Path: c.Path, ArticleID: apijson.ID(c.ArticleID),
+		WriterID: apijson.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: apijson.Time(c.CreatedAt),
 		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version}
 	if c.Path == "" {
-		p.ParentCommentID = wire.ID(c.ParentID)
+		p.ParentCommentID = apijson.ID(c.ParentID)
 	}
 	return p
 }

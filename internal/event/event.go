@@ -18,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 
-	"board/internal/wire"
+	"board/internal/apijson"
 )
 
 // Type names what happened.
@@ -59,7 +59,7 @@ func DeadLetterTopic(topic string) string { return topic + ".dlt" }
 
 // Envelope is the JSON value of every event record.
 type Envelope struct {
-	EventID wire.ID         `json:"eventId"`
+	EventID apijson.ID      `json:"eventId"`
 	Type    Type            `json:"type"`
 	Payload json.RawMessage `json:"payload"`
 }
@@ -72,7 +72,7 @@ func Encode(id int64, t Type, payload []byte) ([]byte, error) {
 	if !t.Known() {
 		return nil, fmt.Errorf("encode event: unknown type %q", t)
 	}
-	return json.Marshal(Envelope{EventID: wire.ID(id), Type: t, Payload: payload})
+	return json.Marshal(Envelope{EventID: apijson.ID(id), Type: t, Payload: payload})
 }
 
 // Decode reads a record value. It tolerates unknown fields; it rejects anything that is not an envelope with an
@@ -104,47 +104,47 @@ func Payload[T any](env Envelope) (T, error) {
 
 // Article is the payload of ARTICLE_CREATED, ARTICLE_UPDATED and ARTICLE_DELETED; the key is BoardID.
 type Article struct {
-	ArticleID                wire.ID   `json:"articleId"`
-	Title                    string    `json:"title"`
-	Content                  string    `json:"content"`
-	BoardID                  wire.ID   `json:"boardId"`
-	WriterID                 wire.ID   `json:"writerId"`
-	CreatedAt                wire.Time `json:"createdAt"`
-	ModifiedAt               wire.Time `json:"modifiedAt"`
-	BoardArticleCount        int64     `json:"boardArticleCount"`
-	ArticleVersion           int64     `json:"articleVersion"`
-	BoardArticleCountVersion int64     `json:"boardArticleCountVersion"`
+	ArticleID                apijson.ID   `json:"articleId"`
+	Title                    string       `json:"title"`
+	Content                  string       `json:"content"`
+	BoardID                  apijson.ID   `json:"boardId"`
+	WriterID                 apijson.ID   `json:"writerId"`
+	CreatedAt                apijson.Time `json:"createdAt"`
+	ModifiedAt               apijson.Time `json:"modifiedAt"`
+	BoardArticleCount        int64        `json:"boardArticleCount"`
+	ArticleVersion           int64        `json:"articleVersion"`
+	BoardArticleCountVersion int64        `json:"boardArticleCountVersion"`
 }
 
 // Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID. A v2 comment has a Path, a
 // v1 comment a ParentCommentID (its own id for a root) instead.
 type Comment struct {
-	CommentID                  wire.ID   `json:"commentId"`
-	Content                    string    `json:"content"`
-	Path                       string    `json:"path"`
-	ParentCommentID            wire.ID   `json:"parentCommentId,omitempty"`
-	ArticleID                  wire.ID   `json:"articleId"`
-	WriterID                   wire.ID   `json:"writerId"`
-	Deleted                    bool      `json:"deleted"`
-	CreatedAt                  wire.Time `json:"createdAt"`
-	ArticleCommentCount        int64     `json:"articleCommentCount"`
-	ArticleCommentCountVersion int64     `json:"articleCommentCountVersion"`
+	CommentID                  apijson.ID   `json:"commentId"`
+	Content                    string       `json:"content"`
+	Path                       string       `json:"path"`
+	ParentCommentID            apijson.ID   `json:"parentCommentId,omitempty"`
+	ArticleID                  apijson.ID   `json:"articleId"`
+	WriterID                   apijson.ID   `json:"writerId"`
+	Deleted                    bool         `json:"deleted"`
+	CreatedAt                  apijson.Time `json:"createdAt"`
+	ArticleCommentCount        int64        `json:"articleCommentCount"`
+	ArticleCommentCountVersion int64        `json:"articleCommentCountVersion"`
 }
 
 // Like is the payload of ARTICLE_LIKED and ARTICLE_UNLIKED; the key is ArticleID.
 type Like struct {
-	ArticleLikeID           wire.ID   `json:"articleLikeId"`
-	ArticleID               wire.ID   `json:"articleId"`
-	UserID                  wire.ID   `json:"userId"`
-	CreatedAt               wire.Time `json:"createdAt"`
-	ArticleLikeCount        int64     `json:"articleLikeCount"`
-	ArticleLikeCountVersion int64     `json:"articleLikeCountVersion"`
+	ArticleLikeID           apijson.ID   `json:"articleLikeId"`
+	ArticleID               apijson.ID   `json:"articleId"`
+	UserID                  apijson.ID   `json:"userId"`
+	CreatedAt               apijson.Time `json:"createdAt"`
+	ArticleLikeCount        int64        `json:"articleLikeCount"`
+	ArticleLikeCountVersion int64        `json:"articleLikeCountVersion"`
 }
 
 // View is the payload of ARTICLE_VIEWED; the key is ArticleID.
 type View struct {
-	ArticleID        wire.ID `json:"articleId"`
-	ArticleViewCount int64   `json:"articleViewCount"`
+	ArticleID        apijson.ID `json:"articleId"`
+	ArticleViewCount int64      `json:"articleViewCount"`
 }
 
 // Record headers every event carries besides its JSON value, so tools can route without decoding.

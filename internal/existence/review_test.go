@@ -5,21 +5,21 @@ import (
 	"encoding/json"
 	"testing"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
-	"board/internal/wire"
 )
 
 // articleEnvelope is an article event of articleID at version, as the article topic carries it.
 func articleEnvelope(t *testing.T, typ event.Type, articleID, version int64) event.Envelope {
 	t.Helper()
-	payload, err := json.Marshal(event.Article{ArticleID: wire.ID(articleID), ArticleVersion: version})
+	payload, err := json.Marshal(event.Article{ArticleID: apijson.ID(articleID), ArticleVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return event.Envelope{EventID: wire.ID(version), Type: typ, Payload: payload}
+	return event.Envelope{EventID: apijson.ID(version), Type: typ, Payload: payload}
 }
 
 // TestALateUpdateDoesNotLetAStaleLiveAnswerHideTheDelete: the memo refuses to replace "deleted" with an answer read

@@ -14,11 +14,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"board/internal/apijson"
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/kafka"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // TestConsumerWaitsOutRedis runs the real consumer loop on the embedded broker and stops Redis halfway through the
@@ -83,12 +83,12 @@ func TestConsumerWaitsOutRedis(t *testing.T) {
 	for i := range ids {
 		ids[i] = snowflake.Compose(now.Add(-time.Duration(i)*time.Second), 1, 0)
 		created := snowflake.Timestamp(ids[i])
-		produce(event.ArticleCreated, 1, event.Article{ArticleID: wire.ID(ids[i]), Title: fmt.Sprint("a", i),
-			CreatedAt: wire.Time(created), ArticleVersion: 1})
+		produce(event.ArticleCreated, 1, event.Article{ArticleID: apijson.ID(ids[i]), Title: fmt.Sprint("a", i),
+			CreatedAt: apijson.Time(created), ArticleVersion: 1})
 		if i == 6 {
 			mr.Close() // the rest of the stream arrives while Redis is down
 		}
-		produce(event.ArticleLiked, ids[i], event.Like{ArticleID: wire.ID(ids[i]), ArticleLikeCount: int64(i),
+		produce(event.ArticleLiked, ids[i], event.Like{ArticleID: apijson.ID(ids[i]), ArticleLikeCount: int64(i),
 			ArticleLikeCountVersion: 1})
 		want = append(want, HotArticle{ArticleID: ids[i], Title: fmt.Sprint("a", i), CreatedAt: created,
 			Score: Score(int64(i), 0, 0), LikeCount: int64(i)})

@@ -19,12 +19,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/redistest"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // fixture is a Service on one Redis backend, with a clock the test moves. The clock starts at the real time,
@@ -120,9 +120,9 @@ func envelope(typ event.Type, payload any) event.Envelope {
 // articleEvent is an ARTICLE_* event as the article service publishes it: created at the time in the id.
 func articleEvent(typ event.Type, id, version int64, title string) event.Envelope {
 	created := snowflake.Timestamp(id)
-	return envelope(typ, event.Article{ArticleID: wire.ID(id), Title: title, Content: "content of " + title,
-		BoardID: 1, WriterID: 7, CreatedAt: wire.Time(created),
-		ModifiedAt:        wire.Time(created.Add(time.Duration(version) * time.Second)),
+	return envelope(typ, event.Article{ArticleID: apijson.ID(id), Title: title, Content: "content of " + title,
+		BoardID: 1, WriterID: 7, CreatedAt: apijson.Time(created),
+		ModifiedAt:        apijson.Time(created.Add(time.Duration(version) * time.Second)),
 		BoardArticleCount: 3, ArticleVersion: version, BoardArticleCountVersion: version})
 }
 
@@ -139,8 +139,8 @@ func deleted(id, version int64) event.Envelope {
 }
 
 func likeEvent(typ event.Type, id, count, version int64) event.Envelope {
-	return envelope(typ, event.Like{ArticleLikeID: wire.ID(lastEventID.Load()), ArticleID: wire.ID(id), UserID: 9,
-		CreatedAt: wire.Time(snowflake.Timestamp(id)), ArticleLikeCount: count, ArticleLikeCountVersion: version})
+	return envelope(typ, event.Like{ArticleLikeID: apijson.ID(lastEventID.Load()), ArticleID: apijson.ID(id), UserID: 9,
+		CreatedAt: apijson.Time(snowflake.Timestamp(id)), ArticleLikeCount: count, ArticleLikeCountVersion: version})
 }
 
 func liked(id, count, version int64) event.Envelope {
@@ -152,9 +152,9 @@ func unliked(id, count, version int64) event.Envelope {
 }
 
 func commentEvent(typ event.Type, id, count, version int64) event.Envelope {
-	return envelope(typ, event.Comment{CommentID: wire.ID(lastEventID.Load()), Content: "c", Path: "00000",
-		ArticleID: wire.ID(id), WriterID: 9, Deleted: typ == event.CommentDeleted,
-		CreatedAt: wire.Time(snowflake.Timestamp(id)), ArticleCommentCount: count, ArticleCommentCountVersion: version})
+	return envelope(typ, event.Comment{CommentID: apijson.ID(lastEventID.Load()), Content: "c", Path: "00000",
+		ArticleID: apijson.ID(id), WriterID: 9, Deleted: typ == event.CommentDeleted,
+		CreatedAt: apijson.Time(snowflake.Timestamp(id)), ArticleCommentCount: count, ArticleCommentCountVersion: version})
 }
 
 func commented(id, count, version int64) event.Envelope {
@@ -166,7 +166,7 @@ func uncommented(id, count, version int64) event.Envelope {
 }
 
 func viewed(id, count int64) event.Envelope {
-	return envelope(event.ArticleViewed, event.View{ArticleID: wire.ID(id), ArticleViewCount: count})
+	return envelope(event.ArticleViewed, event.View{ArticleID: apijson.ID(id), ArticleViewCount: count})
 }
 
 // hot is the entry an article with these latest values has in a day's list.
@@ -574,7 +574,7 @@ func TestMalformed(t *testing.T) {
 	b := redistest.Mini(t)
 	f := newFixture(t, b, time.UTC)
 	id := fmt.Sprint(snowflake.Compose(f.dayStart(0), 1, 0))
-	createdAt := `"` + f.dayStart(0).Format(wire.TimeLayout) + `"`
+	createdAt := `"` + f.dayStart(0).Format(apijson.TimeLayout) + `"`
 	for _, tc := range []struct {
 		typ     event.Type
 		payload string

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"board/internal/apijson"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // Routes returns the whole HTTP API of the hot-article service (SPEC §3.5).
@@ -19,13 +19,13 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 
 // hotArticleJSON is the wire form of a HotArticle.
 type hotArticleJSON struct {
-	ArticleID    wire.ID   `json:"articleId"`
-	Title        string    `json:"title"`
-	CreatedAt    wire.Time `json:"createdAt"`
-	Score        int64     `json:"score"`
-	LikeCount    int64     `json:"likeCount"`
-	CommentCount int64     `json:"commentCount"`
-	ViewCount    int64     `json:"viewCount"`
+	ArticleID    apijson.ID   `json:"articleId"`
+	Title        string       `json:"title"`
+	CreatedAt    apijson.Time `json:"createdAt"`
+	Score        int64        `json:"score"`
+	LikeCount    int64        `json:"likeCount"`
+	CommentCount int64        `json:"commentCount"`
+	ViewCount    int64        `json:"viewCount"`
 }
 
 type handlers struct {
@@ -39,7 +39,7 @@ func (h handlers) day(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]hotArticleJSON, len(list))
 	for i, a := range list {
-		out[i] = hotArticleJSON{wire.ID(a.ArticleID), a.Title, wire.Time(a.CreatedAt), a.Score, a.LikeCount,
+		out[i] = hotArticleJSON{apijson.ID(a.ArticleID), a.Title, apijson.Time(a.CreatedAt), a.Score, a.LikeCount,
 			a.CommentCount, a.ViewCount}
 	}
 	httpio.Write(w, http.StatusOK, out)

@@ -20,20 +20,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 var discard = slog.New(slog.DiscardHandler)
 
 type decodeTarget struct {
-	Name *string  `json:"name"`
-	N    *int     `json:"n"`
-	ID   *wire.ID `json:"id"`
+	Name *string     `json:"name"`
+	N    *int        `json:"n"`
+	ID   *apijson.ID `json:"id"`
 }
 
 func TestDecode(t *testing.T) {
-	name, n, id := "a", 2, wire.ID(3)
+	name, n, id := "a", 2, apijson.ID(3)
 	big := `{"name":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
 	for _, tc := range []struct {
 		name     string
@@ -108,12 +108,12 @@ func TestDecode(t *testing.T) {
 // Decode's messages say what is wrong in the client's terms: the field at fault, never Go types.
 func TestDecodeMessages(t *testing.T) {
 	type inner struct {
-		ID wire.ID `json:"id"`
+		ID apijson.ID `json:"id"`
 	}
 	var target struct {
-		N     *int     `json:"n"`
-		ID    *wire.ID `json:"id"`
-		Inner inner    `json:"inner"`
+		N     *int        `json:"n"`
+		ID    *apijson.ID `json:"id"`
+		Inner inner       `json:"inner"`
 	}
 	notObject := "request body must be a JSON object"
 	for body, want := range map[string]string{
@@ -121,12 +121,12 @@ func TestDecodeMessages(t *testing.T) {
 		`"x"`:                  notObject,
 		`5`:                    notObject,
 		`false`:                notObject,
-		`{"id":"abc"}`:         `field "id": "abc" is not a valid id: ` + wire.IDSyntax,
-		`{"id":"+1"}`:          `field "id": "+1" is not a valid id: ` + wire.IDSyntax,
-		`{"id":1.5}`:           `field "id": 1.5 is not a valid id: ` + wire.IDSyntax,
-		`{"inner":{"id":-1}}`:  `field "inner.id": -1 is not a valid id: ` + wire.IDSyntax,
+		`{"id":"abc"}`:         `field "id": "abc" is not a valid id: ` + apijson.IDSyntax,
+		`{"id":"+1"}`:          `field "id": "+1" is not a valid id: ` + apijson.IDSyntax,
+		`{"id":1.5}`:           `field "id": 1.5 is not a valid id: ` + apijson.IDSyntax,
+		`{"inner":{"id":-1}}`:  `field "inner.id": -1 is not a valid id: ` + apijson.IDSyntax,
 		`{"n":"5"}`:            `field "n" has the wrong type`,
-		`{"inner":{"id":[1]}}`: `field "inner.id": [1] is not a valid id: ` + wire.IDSyntax,
+		`{"inner":{"id":[1]}}`: `field "inner.id": [1] is not a valid id: ` + apijson.IDSyntax,
 		`{"inner":[1]}`:        `field "inner" has the wrong type`,
 	} {
 		err := Decode(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), &target)
@@ -315,7 +315,7 @@ func testAPI(logger *slog.Logger) *http.ServeMux {
 			Error(w, r, logger, err)
 			return
 		}
-		Write(w, http.StatusOK, map[string]any{"itemId": wire.ID(id), "requestId": RequestID(r.Context())})
+		Write(w, http.StatusOK, map[string]any{"itemId": apijson.ID(id), "requestId": RequestID(r.Context())})
 	})
 	api.HandleFunc("DELETE /v1/items/{itemId}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	api.HandleFunc("GET /v1/panic", func(w http.ResponseWriter, r *http.Request) { panic("boom") })

@@ -14,8 +14,8 @@ import (
 	"reflect"
 	"strconv"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 // MaxBodyBytes is the largest request body accepted (SPEC §2).
@@ -72,8 +72,8 @@ func fieldError(err error) error {
 		return nil
 	case !errors.As(err, &typ) || typ.Field == "":
 		return fault.Invalidf("INVALID_JSON", "request body has a value of the wrong type")
-	case typ.Type == reflect.TypeFor[wire.ID]():
-		return fault.Invalidf("INVALID_JSON", "field %q: %s is not a valid id: %s", typ.Field, typ.Value, wire.IDSyntax)
+	case typ.Type == reflect.TypeFor[apijson.ID]():
+		return fault.Invalidf("INVALID_JSON", "field %q: %s is not a valid id: %s", typ.Field, typ.Value, apijson.IDSyntax)
 	default:
 		return fault.Invalidf("INVALID_JSON", "field %q has the wrong type", typ.Field)
 	}

@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 // PathID parses the {name} path segment as an id.
 func PathID(r *http.Request, name string) (int64, error) {
-	v, err := wire.Parse(r.PathValue(name))
+	v, err := apijson.Parse(r.PathValue(name))
 	if err != nil {
 		return 0, fault.Invalidf("INVALID_"+codeName(name), "path parameter %s: %v", name, err)
 	}
@@ -24,7 +24,7 @@ func QueryID(r *http.Request, name string) (int64, error) {
 	if s == "" {
 		return 0, fault.Invalidf("MISSING_"+codeName(name), "query parameter %s is required", name)
 	}
-	v, err := wire.Parse(s)
+	v, err := apijson.Parse(s)
 	if err != nil {
 		return 0, fault.Invalidf("INVALID_"+codeName(name), "query parameter %s: %v", name, err)
 	}

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/fault"
 	"board/internal/snowflake"
-	"board/internal/wire"
 )
 
 // Like is one user's like of one article.
@@ -171,7 +171,7 @@ func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID
 	if err != nil {
 		return Like{}, snowflake.Unavailable(err)
 	}
-	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: wire.Millis(s.now())}
+	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: apijson.Millis(s.now())}
 	err = s.store.articles.Write(ctx, articleID, func() error {
 		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Like(ctx, st, l) })
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
@@ -25,7 +26,6 @@ import (
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
-	"board/internal/wire"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
@@ -81,7 +81,7 @@ type sent struct {
 }
 
 // sameTime compares event times by the instant they name.
-var sameTime = cmp.Comparer(func(a, b wire.Time) bool { return time.Time(a).Equal(time.Time(b)) })
+var sameTime = cmp.Comparer(func(a, b apijson.Time) bool { return time.Time(a).Equal(time.Time(b)) })
 
 // outboxOf returns the events written for an article, in no particular order.
 func outboxOf(t *testing.T, db *sqldb.DB, articleID int64) []sent {
@@ -216,8 +216,9 @@ func TestLikeLifecycle(t *testing.T) {
 				// One event per change, with the count and its version as that transaction left them; an unlike
 				// carries the like it removed. Failed requests wrote none.
 				ev := func(typ event.Type, l Like, count, version int64) sent {
-					return sent{typ, event.Like{ArticleLikeID: wire.ID(l.ID), ArticleID: wire.ID(article), UserID: wire.ID(l.UserID),
-						CreatedAt: wire.Time(t0ms), ArticleLikeCount: count, ArticleLikeCountVersion: version}}
+					return sent{typ, event.Like{ArticleLikeID: apijson.ID(l.ID), ArticleID: apijson.ID(article),
+						UserID: apijson.ID(l.UserID), CreatedAt: apijson.Time(t0ms), ArticleLikeCount: count,
+						ArticleLikeCountVersion: version}}
 				}
 				wantEvents := []sent{
 					ev(event.ArticleLiked, l, 1, 1),

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // Routes returns the whole HTTP API of the like service (SPEC §3.3). Likes and unlikes on the plain path use the
@@ -41,14 +41,14 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 
 // likeJSON is the wire form of a Like.
 type likeJSON struct {
-	ArticleLikeID wire.ID   `json:"articleLikeId"`
-	ArticleID     wire.ID   `json:"articleId"`
-	UserID        wire.ID   `json:"userId"`
-	CreatedAt     wire.Time `json:"createdAt"`
+	ArticleLikeID apijson.ID   `json:"articleLikeId"`
+	ArticleID     apijson.ID   `json:"articleId"`
+	UserID        apijson.ID   `json:"userId"`
+	CreatedAt     apijson.Time `json:"createdAt"`
 }
 
 func toJSON(l Like) likeJSON {
-	return likeJSON{wire.ID(l.ID), wire.ID(l.ArticleID), wire.ID(l.UserID), wire.Time(l.CreatedAt)}
+	return likeJSON{apijson.ID(l.ID), apijson.ID(l.ArticleID), apijson.ID(l.UserID), apijson.Time(l.CreatedAt)}
 }
 
 type handlers struct {

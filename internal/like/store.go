@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -220,8 +220,8 @@ func readCount(ctx context.Context, tx *sql.Tx, articleID int64, lock string) (l
 }
 
 func payload(l Like, c likeCount) event.Like {
-	return event.Like{ArticleLikeID: wire.ID(l.ID), ArticleID: wire.ID(l.ArticleID), UserID: wire.ID(l.UserID),
-		CreatedAt: wire.Time(l.CreatedAt), ArticleLikeCount: c.likes, ArticleLikeCountVersion: c.version}
+	return event.Like{ArticleLikeID: apijson.ID(l.ID), ArticleID: apijson.ID(l.ArticleID), UserID: apijson.ID(l.UserID),
+		CreatedAt: apijson.Time(l.CreatedAt), ArticleLikeCount: c.likes, ArticleLikeCountVersion: c.version}
 }
 
 const columns = "article_like_id, article_id, user_id, created_at"

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -99,7 +99,7 @@ func (o *Outbox) append(ctx context.Context, tx *sql.Tx, t event.Type, key int64
 	if err != nil {
 		return Message{}, snowflake.Unavailable(err)
 	}
-	m := Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: wire.Millis(o.now())}
+	m := Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: apijson.Millis(o.now())}
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)`, m.ID, o.shardOf(m.Key), string(m.Type), m.Key, m.Payload, m.CreatedAt)
 	return m, err

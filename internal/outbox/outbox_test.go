@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"board/internal/apijson"
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/fault"
@@ -25,7 +26,6 @@ import (
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqltest"
-	"board/internal/wire"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,7 +142,7 @@ func write(t *testing.T, ob *Outbox, n int) {
 		wg.Go(func() {
 			for i := w; i < n; i += 10 {
 				errs <- ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
-					return emit(event.ArticleCreated, int64(i%7), event.Article{ArticleID: wire.ID(i), BoardID: wire.ID(i % 7)})
+					return emit(event.ArticleCreated, int64(i%7), event.Article{ArticleID: apijson.ID(i), BoardID: apijson.ID(i % 7)})
 				})
 			}
 		})

@@ -13,11 +13,11 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 // Signing keys and their rotation.
@@ -239,7 +239,7 @@ func loadKeys(ctx context.Context, db *sqldb.DB, now time.Time) ([]auth.Key, err
 	if err != nil || len(keys) > 0 {
 		return keys, err
 	}
-	first, err := auth.NewKey(wire.Millis(now))
+	first, err := auth.NewKey(apijson.Millis(now))
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func readKeys(ctx context.Context, db querier) ([]auth.Key, error) {
 // Rotate stores a new signing key created at now, which every instance publishes within Reload and signs with from
 // Activation after now, and deletes keys retired more than a day ago. It returns the new key.
 func Rotate(ctx context.Context, db *sqldb.DB, now time.Time) (auth.Key, error) {
-	k, err := auth.NewKey(wire.Millis(now))
+	k, err := auth.NewKey(apijson.Millis(now))
 	if err != nil {
 		return auth.Key{}, err
 	}

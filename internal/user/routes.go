@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"board/internal/apijson"
 	"board/internal/fault"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // OpenRoutes are the user service's writes that need no access token, each with the name of the per-client-address
@@ -35,14 +35,14 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 }
 
 type userJSON struct {
-	UserID    wire.ID   `json:"userId"`
-	Username  string    `json:"username"`
-	Role      string    `json:"role"`
-	CreatedAt wire.Time `json:"createdAt"`
+	UserID    apijson.ID   `json:"userId"`
+	Username  string       `json:"username"`
+	Role      string       `json:"role"`
+	CreatedAt apijson.Time `json:"createdAt"`
 }
 
 func toJSON(u User) userJSON {
-	return userJSON{wire.ID(u.ID), u.Username, string(u.Role), wire.Time(u.CreatedAt)}
+	return userJSON{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt)}
 }
 
 type handlers struct {
@@ -88,10 +88,10 @@ func (h handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Cache-Control", "no-store") // RFC 6749 §5.1: no cache keeps a token
 	httpio.Write(w, http.StatusOK, struct {
-		AccessToken string    `json:"accessToken"`
-		TokenType   string    `json:"tokenType"`
-		ExpiresAt   wire.Time `json:"expiresAt"`
-	}{t.AccessToken, "Bearer", wire.Time(t.ExpiresAt)})
+		AccessToken string       `json:"accessToken"`
+		TokenType   string       `json:"tokenType"`
+		ExpiresAt   apijson.Time `json:"expiresAt"`
+	}{t.AccessToken, "Bearer", apijson.Time(t.ExpiresAt)})
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (h handlers) getMany(w http.ResponseWriter, r *http.Request) error {
 	}
 	ids := make([]int64, len(parts))
 	for i, p := range parts {
-		id, err := wire.Parse(p)
+		id, err := apijson.Parse(p)
 		if err != nil {
 			return fault.Invalidf("INVALID_IDS", "query parameter ids: %v", err)
 		}

@@ -13,11 +13,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -150,7 +150,7 @@ func (s *Service) Create(ctx context.Context, username, password string, role au
 		if err != nil {
 			return User{}, snowflake.Unavailable(err)
 		}
-		u := User{ID: id, Username: name, Role: role, CreatedAt: wire.Millis(snowflake.Timestamp(id))}
+		u := User{ID: id, Username: name, Role: role, CreatedAt: apijson.Millis(snowflake.Timestamp(id))}
 		_, err = s.db.ExecContext(ctx, "INSERT INTO users (user_id, username, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?)",
 			u.ID, u.Username, hash, string(u.Role), u.CreatedAt)
 		if err == nil {

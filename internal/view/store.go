@@ -8,12 +8,12 @@ import (
 	"maps"
 	"slices"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 //go:embed migrations
@@ -95,7 +95,7 @@ func (s *Store) upsert(ctx context.Context, tx *sql.Tx, emit outbox.Emit, articl
 		articleID, count, count, count); err != nil {
 		return err
 	}
-	return emit(event.ArticleViewed, articleID, event.View{ArticleID: wire.ID(articleID), ArticleViewCount: count})
+	return emit(event.ArticleViewed, articleID, event.View{ArticleID: apijson.ID(articleID), ArticleViewCount: count})
 }
 
 // deleteBackup deletes a purged article's backup row.

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/httpio"
-	"board/internal/wire"
 )
 
 // Origins are the base URLs of the services the pages are made from: reads through article-read and hot-article,
@@ -136,16 +136,16 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 // The shapes the pages read, as the services write them (SPEC §3).
 
 type articleRead struct {
-	ArticleID           wire.ID   `json:"articleId"`
-	Title               string    `json:"title"`
-	Content             string    `json:"content"`
-	BoardID             wire.ID   `json:"boardId"`
-	WriterID            wire.ID   `json:"writerId"`
-	CreatedAt           wire.Time `json:"createdAt"`
-	ModifiedAt          wire.Time `json:"modifiedAt"`
-	ArticleCommentCount int64     `json:"articleCommentCount"`
-	ArticleLikeCount    int64     `json:"articleLikeCount"`
-	ArticleViewCount    int64     `json:"articleViewCount"`
+	ArticleID           apijson.ID   `json:"articleId"`
+	Title               string       `json:"title"`
+	Content             string       `json:"content"`
+	BoardID             apijson.ID   `json:"boardId"`
+	WriterID            apijson.ID   `json:"writerId"`
+	CreatedAt           apijson.Time `json:"createdAt"`
+	ModifiedAt          apijson.Time `json:"modifiedAt"`
+	ArticleCommentCount int64        `json:"articleCommentCount"`
+	ArticleLikeCount    int64        `json:"articleLikeCount"`
+	ArticleViewCount    int64        `json:"articleViewCount"`
 }
 
 type articleListPage struct {
@@ -154,13 +154,13 @@ type articleListPage struct {
 }
 
 type comment struct {
-	CommentID wire.ID   `json:"commentId"`
-	Content   string    `json:"content"`
-	ArticleID wire.ID   `json:"articleId"`
-	WriterID  wire.ID   `json:"writerId"`
-	Path      string    `json:"path"`
-	Deleted   bool      `json:"deleted"`
-	CreatedAt wire.Time `json:"createdAt"`
+	CommentID apijson.ID   `json:"commentId"`
+	Content   string       `json:"content"`
+	ArticleID apijson.ID   `json:"articleId"`
+	WriterID  apijson.ID   `json:"writerId"`
+	Path      string       `json:"path"`
+	Deleted   bool         `json:"deleted"`
+	CreatedAt apijson.Time `json:"createdAt"`
 }
 
 type commentPage struct {
@@ -169,23 +169,23 @@ type commentPage struct {
 }
 
 type hotArticle struct {
-	ArticleID    wire.ID   `json:"articleId"`
-	Title        string    `json:"title"`
-	CreatedAt    wire.Time `json:"createdAt"`
-	Score        int64     `json:"score"`
-	LikeCount    int64     `json:"likeCount"`
-	CommentCount int64     `json:"commentCount"`
-	ViewCount    int64     `json:"viewCount"`
+	ArticleID    apijson.ID   `json:"articleId"`
+	Title        string       `json:"title"`
+	CreatedAt    apijson.Time `json:"createdAt"`
+	Score        int64        `json:"score"`
+	LikeCount    int64        `json:"likeCount"`
+	CommentCount int64        `json:"commentCount"`
+	ViewCount    int64        `json:"viewCount"`
 }
 
 type userInfo struct {
-	UserID   wire.ID `json:"userId"`
-	Username string  `json:"username"`
+	UserID   apijson.ID `json:"userId"`
+	Username string     `json:"username"`
 }
 
 type tokenReply struct {
-	AccessToken string    `json:"accessToken"`
-	ExpiresAt   wire.Time `json:"expiresAt"`
+	AccessToken string       `json:"accessToken"`
+	ExpiresAt   apijson.Time `json:"expiresAt"`
 }
 
 // callCounter counts a page's backend calls and the time they took, for its Server-Timing header and the log.

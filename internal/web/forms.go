@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 // maxFormBytes bounds a form's body: the largest, an article, is 100 + 3000 characters.
@@ -240,7 +240,7 @@ func (s *Service) articleAction(w http.ResponseWriter, r *http.Request) (article
 
 // articleIDOf reads the path's {articleId}; an id that cannot exist is a missing article.
 func articleIDOf(r *http.Request) (int64, error) {
-	n, err := wire.Parse(r.PathValue("articleId"))
+	n, err := apijson.Parse(r.PathValue("articleId"))
 	if err != nil {
 		return 0, fault.NotFoundf("NO_ARTICLE", "There is no such article.")
 	}
@@ -302,7 +302,7 @@ func (s *Service) deleteArticle(w http.ResponseWriter, r *http.Request) error {
 	}
 	to := "/"
 	// The form names the article's board, for where to go next; only a board of the site is believed.
-	if n, err := wire.Parse(r.PostFormValue("boardId")); err == nil {
+	if n, err := apijson.Parse(r.PostFormValue("boardId")); err == nil {
 		if _, ok := s.boards[n]; ok {
 			to = "/boards/" + id(n)
 		}
@@ -351,7 +351,7 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) deleteComment(w http.ResponseWriter, r *http.Request) error {
-	commentID, err := wire.Parse(r.PathValue("commentId"))
+	commentID, err := apijson.Parse(r.PathValue("commentId"))
 	if err != nil {
 		return fault.NotFoundf("NO_COMMENT", "There is no such comment.")
 	}

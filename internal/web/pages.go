@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/fault"
-	"board/internal/wire"
 )
 
 // layout is what every page shows around its content.
@@ -93,7 +93,7 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request) error {
 
 // boardOf returns the board named by the path's {boardId}.
 func (s *Service) boardOf(r *http.Request) (Board, error) {
-	n, err := wire.Parse(r.PathValue("boardId"))
+	n, err := apijson.Parse(r.PathValue("boardId"))
 	b, ok := s.boards[n]
 	if err != nil || !ok {
 		return Board{}, fault.NotFoundf("NO_BOARD", "There is no such board.")

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/sqldb"
-	"board/internal/wire"
 )
 
 // Origin answers the article service's GET /v1/articles/{id} for existence lookups: 200 with ETag "1" for every id,
@@ -51,7 +51,7 @@ func NewOrigin(t testing.TB) *Origin {
 			return
 		}
 		w.Header().Set("ETag", `"1"`)
-		_ = json.NewEncoder(w).Encode(map[string]any{"articleId": wire.ID(id)})
+		_ = json.NewEncoder(w).Encode(map[string]any{"articleId": apijson.ID(id)})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -91,11 +91,11 @@ func Deleted(articleID, version int64) event.Envelope {
 var eventIDs atomic.Int64
 
 func articleEvent(t event.Type, articleID, version int64) event.Envelope {
-	payload, err := json.Marshal(event.Article{ArticleID: wire.ID(articleID), ArticleVersion: version})
+	payload, err := json.Marshal(event.Article{ArticleID: apijson.ID(articleID), ArticleVersion: version})
 	if err != nil {
 		panic(err)
 	}
-	return event.Envelope{EventID: wire.ID(eventIDs.Add(1)), Type: t, Payload: payload}
+	return event.Envelope{EventID: apijson.ID(eventIDs.Add(1)), Type: t, Payload: payload}
 }
 
 // Apply has reg's handlers apply env, failing the test on an error.

@@ -1,7 +1,7 @@
-// Package wire holds the JSON conventions every service and event shares (SPEC §2): 64-bit ids written as strings,
+// Package apijson holds the JSON conventions every service and event shares (SPEC §2): 64-bit ids written as strings,
 // because JavaScript numbers lose precision above 2^53, and read from either a string or a number; times in RFC 3339
 // UTC with milliseconds.
-package wire
+package apijson
 
 import (
 	"bytes"

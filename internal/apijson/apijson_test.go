@@ -1,4 +1,4 @@
-package wire
+package apijson
 
 import (
 	"encoding/json"
@@ -196,7 +196,7 @@ func TestIDUnmarshalErrorNamesTheField(t *testing.T) {
 			t.Errorf("%s: field, value (-want +got):\n%s", in, diff)
 		}
 		if typeErr.Type != reflect.TypeFor[ID]() {
-			t.Errorf("%s: type = %v, want wire.ID", in, typeErr.Type)
+			t.Errorf("%s: type = %v, want apijson.ID", in, typeErr.Type)
 		}
 	}
 }
