@@ -20,8 +20,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-
-	"board/internal/apidoc"
 )
 
 // validateAPI runs the tests with every HTTP exchange they make through http.DefaultTransport checked against the
@@ -370,24 +368,4 @@ func (v *apiValidator) report(w io.Writer) bool {
 			x.count, x.example, strings.ReplaceAll(x.problem, "\n", "\n    "))
 	}
 	return len(v.violations) > 0
-}
-
-// Every API service the binary runs serves its document; the web serves pages, not an API.
-func TestEveryServiceHasItsOpenAPIDocument(t *testing.T) {
-	for _, s := range services {
-		if s.pages {
-			if apidoc.For(s.name) != nil {
-				t.Errorf("%s serves pages, yet has an OpenAPI document", s.name)
-			}
-			continue
-		}
-		raw := apidoc.For(s.name)
-		if raw == nil {
-			t.Errorf("%s: no OpenAPI document in internal/apidoc", s.name)
-			continue
-		}
-		if _, _, err := loadAPI(raw); err != nil {
-			t.Errorf("%s: %v", s.name, err)
-		}
-	}
 }
