@@ -21,8 +21,8 @@
 // model began; an event committed before it may update what a model holds but writes a group the model lacks only
 // as unverified, which reads fetch again from the origin (docs/article-read.md).
 //
-// View counts are not in the model: they come from the view service through optcache, which refreshes a cached
-// count at most once per second for everyone.
+// View counts are not in the model: they come from the view service through a logicalttl cache, which refreshes a
+// cached count at most once per second for everyone.
 //
 // # Board lists
 //
@@ -90,7 +90,7 @@ const (
 	backfillSkew = 5 * time.Second
 )
 
-// ViewCounts is the cache view counts are read through (an *optcache.Cache[int64] in production).
+// ViewCounts is the cache view counts are read through (a *logicalttl.Cache[int64] in production).
 type ViewCounts interface {
 	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
 	// Peek queues the read of a cached count on pipe; after it ran, the function gives the count if it is fresh.

@@ -20,7 +20,7 @@ import (
 	"board/internal/event"
 	"board/internal/fake"
 	"board/internal/fault"
-	"board/internal/optcache"
+	"board/internal/logicalttl"
 	"board/internal/redistest"
 	"board/internal/snowflake"
 )
@@ -620,8 +620,8 @@ func newEnv(t *testing.T, b redistest.Backend) *env {
 func (e *env) service(views ViewCounts) *Service { return e.serviceWithClock(views, e.clock.Now) }
 
 // viewCache returns the view-count cache production uses, over the env's Redis and clock, as cmd/board builds it.
-func (e *env) viewCache() *optcache.Cache[int64] {
-	return optcache.New[int64](e.b.Client, e.b.Prefix+"article-read::", optcache.Config{Now: e.clock.Now})
+func (e *env) viewCache() *logicalttl.Cache[int64] {
+	return logicalttl.New[int64](e.b.Client, e.b.Prefix+"article-read::", logicalttl.Config{Now: e.clock.Now})
 }
 
 // serviceWithClock returns another Service over the env's Redis and origin whose clock is now.

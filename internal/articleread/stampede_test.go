@@ -8,15 +8,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"board/internal/optcache"
+	"board/internal/logicalttl"
 	"board/internal/redistest"
 )
 
 // stableViewCache is the production view-count cache with a logical TTL no test outlives, so that a slow run under
 // the race detector never sees a count expire and refresh: every origin call counted is a miss.
-func (e *env) stableViewCache() *optcache.Cache[int64] {
-	return optcache.New[int64](e.b.Client, e.b.Prefix+"article-read::",
-		optcache.Config{Now: e.clock.Now, LogicalTTL: time.Hour, PhysicalTTL: 2 * time.Hour})
+func (e *env) stableViewCache() *logicalttl.Cache[int64] {
+	return logicalttl.New[int64](e.b.Client, e.b.Prefix+"article-read::",
+		logicalttl.Config{Now: e.clock.Now, LogicalTTL: time.Hour, PhysicalTTL: 2 * time.Hour})
 }
 
 // uncachedArticle creates an article with counts in the origin only: no event reached article-read.

@@ -1,4 +1,4 @@
-// Package optcache is a read-through Redis cache for values that may be a little out of date, such as view counts:
+// Package logicalttl is a read-through Redis cache for values that may be a little out of date, such as view counts:
 // however many requests want a value, its origin is called about once per refresh.
 //
 // Every entry has two expiries. The logical one (Config.LogicalTTL, stored inside the entry) says when the value
@@ -17,7 +17,7 @@
 // nothing stored the origin's error is returned. When Redis cannot serve (redisclient.Unavailable classifies it
 // Unavailable), Get calls the origin directly, once per key at a time in a process; any other Redis error, such as a
 // key of the wrong type, is a bug and is returned.
-package optcache
+package logicalttl
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func New[V any](rdb redis.UniversalClient, keyPrefix string, cfg Config) *Cache[
 		cfg.Logger = slog.Default()
 	}
 	if cfg.LogicalTTL >= cfg.PhysicalTTL {
-		panic(fmt.Sprintf("optcache: LogicalTTL %v must be shorter than PhysicalTTL %v", cfg.LogicalTTL, cfg.PhysicalTTL))
+		panic(fmt.Sprintf("logicalttl: LogicalTTL %v must be shorter than PhysicalTTL %v", cfg.LogicalTTL, cfg.PhysicalTTL))
 	}
 	return &Cache[V]{rdb: rdb, prefix: keyPrefix, cfg: cfg}
 }
@@ -130,7 +130,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 	}
 	if err != nil {
 		var zero V
-		return zero, fmt.Errorf("optcache: get %s: %w", key, err)
+		return zero, fmt.Errorf("logicalttl: get %s: %w", key, err)
 	}
 	return v, nil
 }
@@ -226,7 +226,7 @@ func (c *Cache[V]) loadLocked(ctx context.Context, k keys, held *redislock.Lock,
 	v, err := load(ctx)
 	if err != nil {
 		if stale != nil {
-			c.cfg.Logger.WarnContext(ctx, "optcache: refresh failed; serving the stale value", "key", k.value, "err", err)
+			c.cfg.Logger.WarnContext(ctx, "logicalttl: refresh failed; serving the stale value", "key", k.value, "err", err)
 			return stale.Value, nil
 		}
 		var zero V
@@ -316,13 +316,13 @@ func (c *Cache[V]) read(ctx context.Context, k keys) (entry[V], bool, error) {
 func (c *Cache[V]) store(ctx context.Context, k keys, v V) {
 	raw, err := json.Marshal(entry[V]{Value: v, Expiry: c.cfg.Now().Add(c.cfg.LogicalTTL).UnixMilli()})
 	if err != nil {
-		c.cfg.Logger.ErrorContext(ctx, "optcache: cannot encode a value; it is never cached", "key", k.value, "err", err)
+		c.cfg.Logger.ErrorContext(ctx, "logicalttl: cannot encode a value; it is never cached", "key", k.value, "err", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if err := c.rdb.Set(ctx, k.value, raw, c.cfg.PhysicalTTL).Err(); err != nil {
-		c.cfg.Logger.WarnContext(ctx, "optcache: cannot store a loaded value", "key", k.value, "err", err)
+		c.cfg.Logger.WarnContext(ctx, "logicalttl: cannot store a loaded value", "key", k.value, "err", err)
 	}
 }
 
@@ -337,6 +337,6 @@ func (c *Cache[V]) unlock(ctx context.Context, k keys, held *redislock.Lock) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if err := held.Release(ctx); err != nil {
-		c.cfg.Logger.WarnContext(ctx, "optcache: cannot release a lock; it expires by itself", "lock", k.lock, "err", err)
+		c.cfg.Logger.WarnContext(ctx, "logicalttl: cannot release a lock; it expires by itself", "lock", k.lock, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package optcache
+package logicalttl
 
 import (
 	"context"
