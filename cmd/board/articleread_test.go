@@ -10,7 +10,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 // readOut is an article as article-read writes it.
@@ -129,10 +129,10 @@ func flushReadModel(t *testing.T, p *program) {
 	rdb := redisClient(p.redisAddr())
 	defer rdb.Close()
 	prefix := flagValue(p.flags, "--redis-prefix") + "article-read::"
-	if len(redistest.Keys(t, rdb, prefix+"*")) == 0 {
+	if len(redisclienttest.Keys(t, rdb, prefix+"*")) == 0 {
 		t.Fatal("flush the read model: no keys")
 	}
-	redistest.DeletePrefix(t, rdb, prefix)
+	redisclienttest.DeletePrefix(t, rdb, prefix)
 }
 
 func getJSON(t *testing.T, url string, out any) {

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 // TestBenchReadAgainstARunningBoard runs the read bench briefly against a board started as board serve: the table
@@ -36,7 +36,7 @@ func TestBenchReadAgainstARunningBoard(t *testing.T) {
 
 	rdb := redisClient(p.redisAddr())
 	defer rdb.Close()
-	if keys := redistest.Keys(t, rdb, prefix+"bench-read::*"); len(keys) > 0 {
+	if keys := redisclienttest.Keys(t, rdb, prefix+"bench-read::*"); len(keys) > 0 {
 		t.Errorf("floor keys left behind: %q", keys)
 	}
 }

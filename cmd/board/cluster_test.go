@@ -21,8 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
-	"board/internal/redistest"
-	"board/internal/sqldb/sqltest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/sqldb/sqldbtest"
 	"board/internal/view"
 )
 
@@ -66,24 +66,24 @@ type incarnation struct {
 // own MariaDB databases, Redis key prefix and topic prefix, all removed at the end.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	suffix := sqltest.RandomSuffix()
+	suffix := sqldbtest.RandomSuffix()
 	dbPrefix := "board_cluster_" + suffix + "_"
 	redisPrefix := "test:cluster:" + suffix + ":"
 	c := &cluster{topicPrefix: "cluster-" + suffix + "-", dbs: map[string]*sql.DB{}}
 
-	addrs := strings.Split(os.Getenv(redistest.ClusterAddrsEnv), ",")
+	addrs := strings.Split(os.Getenv(redisclienttest.ClusterAddrsEnv), ",")
 	c.redisAddrs = addrs
 	c.redis = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() {
-		redistest.DeletePrefix(t, c.redis, redisPrefix) // after the instances stopped: cleanups run last first
-		redistest.DeletePrefix(t, c.redis, redistest.RateLimitPrefix+redisPrefix)
+		redisclienttest.DeletePrefix(t, c.redis, redisPrefix) // after the instances stopped: cleanups run last first
+		redisclienttest.DeletePrefix(t, c.redis, redisclienttest.RateLimitPrefix+redisPrefix)
 		c.redis.Close()
 	})
 	for _, s := range services {
 		if s.database == "" {
 			continue
 		}
-		dsn := sqltest.DatabaseDSN(t, dbPrefix+s.database) // dropped at the end
+		dsn := sqldbtest.DatabaseDSN(t, dbPrefix+s.database) // dropped at the end
 		if !s.publishes {
 			continue // the checks read the producers' databases only
 		}
@@ -100,7 +100,7 @@ func startCluster(t *testing.T) *cluster {
 	c.kafka = c.engines.kafkaBrokers
 	for i := range clusterInstances {
 		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",
-			"--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", dbPrefix,
+			"--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", dbPrefix,
 			"--redis-addr", strings.Join(addrs, ","), "--redis-prefix", redisPrefix,
 			"--kafka-brokers", c.kafka, "--topic-prefix", c.topicPrefix, "--hot-article-time-zone", "UTC",
 			// Every write asks the rate limiter, through the faults too, with a limit the workload stays under.
@@ -162,9 +162,10 @@ func clusterDuration(t *testing.T) time.Duration {
 }
 
 func TestCluster(t *testing.T) {
-	if os.Getenv(clusterEnv) != "1" || os.Getenv(sqltest.MySQLDSNEnv) == "" || os.Getenv(redistest.ClusterAddrsEnv) == "" {
+	if os.Getenv(clusterEnv) != "1" || os.Getenv(sqldbtest.MySQLDSNEnv) == "" ||
+		os.Getenv(redisclienttest.ClusterAddrsEnv) == "" {
 		t.Skipf("the cluster suite needs %s=1, %s (MariaDB) and %s (a Redis Cluster, e.g. $(scripts/redis-cluster start))",
-			clusterEnv, sqltest.MySQLDSNEnv, redistest.ClusterAddrsEnv)
+			clusterEnv, sqldbtest.MySQLDSNEnv, redisclienttest.ClusterAddrsEnv)
 	}
 	c := startCluster(t)
 	l := newLedger()

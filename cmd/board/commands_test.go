@@ -1,7 +1,7 @@
 package main
 
 import (
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -186,8 +186,8 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 func TestBenchLikesCountsExactly(t *testing.T) {
 	var out bytes.Buffer
 	args := append([]string{"bench", "likes", "--likes", "60", "--workers", "6"}, testFlags(t, t.TempDir())...)
-	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
-		sqltest.DatabaseDSN(t, flagValue(args, "--mysql-db-prefix")+"like_bench")
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
+		sqldbtest.DatabaseDSN(t, flagValue(args, "--mysql-db-prefix")+"like_bench")
 	}
 	if err := run(context.Background(), args, noEnv, &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("bench likes: %v\n%s", err, out.String())

@@ -18,13 +18,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"board/internal/redistest"
-	"board/internal/sqldb/sqltest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // redisAddrEnv turns the real-Redis backend on for the end-to-end tests: one address, or a Redis Cluster's seed
 // nodes separated by commas, as --redis-addr takes them.
-const redisAddrEnv = redistest.AddrEnv
+const redisAddrEnv = redisclienttest.AddrEnv
 
 // program is a running `board serve` started by the test through run, as main would.
 type program struct {
@@ -42,23 +42,23 @@ type program struct {
 func testFlags(t *testing.T, dir string) []string {
 	flags := []string{"--data-dir", dir, "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
 		"--log-format", "json"}
-	suffix := sqltest.RandomSuffix()
-	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
+	suffix := sqldbtest.RandomSuffix()
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
 		prefix := "board_e2e_" + suffix + "_"
 		for _, s := range services {
 			if s.database != "" {
-				sqltest.DatabaseDSN(t, prefix+s.database) // drops it at the end
+				sqldbtest.DatabaseDSN(t, prefix+s.database) // drops it at the end
 			}
 		}
-		flags = append(flags, "--mysql-dsn", os.Getenv(sqltest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
+		flags = append(flags, "--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
 	}
 	if addr := os.Getenv(redisAddrEnv); addr != "" {
 		prefix := "test:e2e:" + suffix + ":"
 		t.Cleanup(func() {
 			rdb := redisClient(addr)
 			defer rdb.Close()
-			redistest.DeletePrefix(t, rdb, prefix)
-			redistest.DeletePrefix(t, rdb, redistest.RateLimitPrefix+prefix)
+			redisclienttest.DeletePrefix(t, rdb, prefix)
+			redisclienttest.DeletePrefix(t, rdb, redisclienttest.RateLimitPrefix+prefix)
 		})
 		flags = append(flags, "--redis-addr", addr, "--redis-prefix", prefix)
 	}
@@ -311,15 +311,15 @@ func ids(as []articleOut) string {
 // A database that stops answering (the connections stay open, nothing comes back) makes requests fail with 503
 // at the request deadline instead of hanging, and readiness says so.
 func TestHungDatabaseAnswers503(t *testing.T) {
-	dsn := os.Getenv(sqltest.MySQLDSNEnv)
+	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
 	if dsn == "" {
-		t.Skip("needs MySQL: set " + sqltest.MySQLDSNEnv)
+		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := sqltest.NewFreezingProxy(t, cfg.Addr)
+	proxy := sqldbtest.NewFreezingProxy(t, cfg.Addr)
 	defer proxy.Close() // before the program's shutdown (a cleanup), which then finds its connections closed
 	cfg.Addr = proxy.Addr()
 	p := startProgram(t, append(testFlags(t, t.TempDir()), "--mysql-dsn", cfg.FormatDSN(), "--request-timeout", "500ms"))
@@ -346,15 +346,15 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 // A --redis-addr that names one node of a Redis Cluster gets a cluster client: views of articles whose keys live
 // on every primary all count, rather than most getting MOVED.
 func TestRedisAddrOfOneClusterNode(t *testing.T) {
-	seeds := os.Getenv(redistest.ClusterAddrsEnv)
+	seeds := os.Getenv(redisclienttest.ClusterAddrsEnv)
 	if seeds == "" {
-		t.Skip("needs a Redis Cluster: set " + redistest.ClusterAddrsEnv)
+		t.Skip("needs a Redis Cluster: set " + redisclienttest.ClusterAddrsEnv)
 	}
-	prefix := "test:one-node:" + sqltest.RandomSuffix() + ":"
+	prefix := "test:one-node:" + sqldbtest.RandomSuffix() + ":"
 	t.Cleanup(func() {
 		rdb := redisClient(seeds)
 		defer rdb.Close()
-		redistest.DeletePrefix(t, rdb, prefix)
+		redisclienttest.DeletePrefix(t, rdb, prefix)
 	})
 	p := startProgram(t, []string{"--data-dir", t.TempDir(), "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json",
 		"--redis-addr", strings.Split(seeds, ",")[0], "--redis-prefix", prefix})

@@ -17,7 +17,7 @@ import (
 
 	"board/internal/auth"
 	"board/internal/snowflake"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 	"board/internal/user"
 )
 
@@ -29,9 +29,9 @@ type userFixture struct {
 
 func newUserFixture(t *testing.T) userFixture {
 	flags := testFlags(t, t.TempDir())
-	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
 		i := slices.Index(flags, "--mysql-db-prefix")
-		sqltest.DatabaseDSN(t, flags[i+1]+"user") // dropped at the end, whether or not serve knows the user service
+		sqldbtest.DatabaseDSN(t, flags[i+1]+"user") // dropped at the end, whether or not serve knows the user service
 	}
 	return userFixture{t: t, flags: flags}
 }

@@ -11,7 +11,7 @@ import (
 
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // wantUnauthenticated checks a 401 answer as SPEC §2.1 words it.
@@ -26,7 +26,7 @@ func wantUnauthenticated(t *testing.T, what string, r httpiotest.Reply) {
 // TestRoutesWhoMayWrite checks SPEC §2.1 on the article routes: writes need a principal, create writes as it, and
 // only the writer or a moderator update or delete.
 func TestRoutesWhoMayWrite(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db)
 		const writer, other, moderator = 9, 10, 11
 		get := func(path string) any {

@@ -14,14 +14,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
-	"board/internal/fake"
 	"board/internal/httpio/httpiotest"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // testHandler is the article service's whole port over db, with a fake clock and fake ids.
-func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
+func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *snowflaketest.Clock) {
 	t.Helper()
 	svc, _, clock := newTestService(db)
 	return httpiotest.Handler("article", Routes(svc, httpiotest.Logger)), clock
@@ -35,7 +35,7 @@ func articleMap(id int64, title, content string, board, writer int64, created, m
 }
 
 func TestRoutes(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := testHandler(t, db)
 		const created = "2026-01-02T03:04:05.006Z"
 		id := int64(firstID)
@@ -165,7 +165,7 @@ func TestRoutes(t *testing.T) {
 // TestRoutesETag checks that GET of an article and of a board's count carry, as their ETag, the versions that the
 // latest event of that article and that board carried.
 func TestRoutesETag(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db)
 		get := func(path string) httpiotest.Reply { return httpiotest.Call(h, "GET", path, "") }
 		quoted := func(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` } // the format, spelled out
@@ -260,7 +260,7 @@ func ids(t *testing.T, v any) []string {
 }
 
 func TestRoutesBadInput(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		anyone, _ := testHandler(t, db)
 		h := httpiotest.As(anyone, 1) // the writer of every article here: bad input is a 400 whoever sends it
 		r := httpiotest.Call(h, "POST", "/v1/articles", `{"title":"t","content":"c","writerId":1,"boardId":1}`)
@@ -396,7 +396,7 @@ func FuzzCreateArticle(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	anyone, _ := testHandler(f, sqltest.OpenSQLite(f, Migrate))
+	anyone, _ := testHandler(f, sqldbtest.OpenSQLite(f, Migrate))
 	h := httpiotest.As(anyone, 1)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()

@@ -14,7 +14,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio/httpiotest"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 var modelOrigins = []string{svcArticle, svcComment, svcLike}
@@ -22,7 +22,7 @@ var modelOrigins = []string{svcArticle, svcComment, svcLike}
 // TestOriginsDownModelCached: with the model and the view count cached, a read needs no origin, so one that is
 // down or hanging changes nothing.
 func TestOriginsDownModelCached(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for _, h := range []health{failing, hanging} {
 			e := newEnv(t, b)
 			e.svc = e.service(e.stableViewCache())
@@ -43,7 +43,7 @@ func TestOriginsDownModelCached(t *testing.T) {
 // TestOriginsDownNothingCached: a model that cannot be rebuilt is an Unavailable fault, ORIGIN_UNAVAILABLE (503),
 // whichever origin is down; a hanging one ends at the reader's deadline.
 func TestOriginsDownNothingCached(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for _, svc := range modelOrigins {
 			e := newEnv(t, b)
 			id := e.uncachedArticle(1)
@@ -73,7 +73,7 @@ func TestOriginsDownNothingCached(t *testing.T) {
 // TestListsWithOriginDown: pages the synced list covers are served while the article service is down; the others,
 // and every page of an unsynced board, are ORIGIN_UNAVAILABLE.
 func TestListsWithOriginDown(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		e := newEnv(t, b)
 		e.svc = e.service(e.stableViewCache())
@@ -117,7 +117,7 @@ func deadRedis(t *testing.T) redis.UniversalClient {
 // TestRedisDown: without Redis nothing is served and no event applied: REDIS_UNAVAILABLE (503), which the consumer
 // retries.
 func TestRedisDown(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		e := newEnv(t, b)
 		id := e.uncachedArticle(1)
@@ -151,7 +151,7 @@ func TestRedisDown(t *testing.T) {
 // TestUnknownArticle: an article the origin does not have is ARTICLE_NOT_FOUND (404), and nothing stays cached for
 // it that a later read would serve.
 func TestUnknownArticle(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1) + 1 // never created
 		_, err := e.svc.Get(context.Background(), id)

@@ -18,11 +18,11 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/event"
-	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/logicalttl"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 )
 
 // truth is what the origin services hold: articles per board, their versions, the board counts, and the comment,
@@ -562,14 +562,14 @@ func (loadViews) Peek(context.Context, redis.Pipeliner, string) func() (int64, b
 // testClock is the clock of a test: on miniredis a fixed instant that the test moves and miniredis follows (its
 // TTLs too); on a real Redis the wall clock, since the server's own clock judges the expiries written.
 type testClock struct {
-	mini *fake.Clock
-	b    redistest.Backend
+	mini *snowflaketest.Clock
+	b    redisclienttest.Backend
 }
 
-func newTestClock(b redistest.Backend) *testClock {
+func newTestClock(b redisclienttest.Backend) *testClock {
 	c := &testClock{b: b}
 	if b.Mini != nil {
-		c.mini = fake.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+		c.mini = snowflaketest.NewClock(time.Now().UTC().Truncate(time.Millisecond))
 		b.Mini.SetTime(c.mini.Now())
 		b.Mini.ClockTTL(true)
 	}
@@ -595,14 +595,14 @@ func (c *testClock) add(d time.Duration) bool {
 
 // env is a test's service over one backend and a fake origin.
 type env struct {
-	b      redistest.Backend
+	b      redisclienttest.Backend
 	clock  *testClock
 	truth  *truth
 	origin *origin
 	svc    *Service
 }
 
-func newEnv(t *testing.T, b redistest.Backend) *env {
+func newEnv(t *testing.T, b redisclienttest.Backend) *env {
 	clock := newTestClock(b)
 	tr := newTruth(clock.Now)
 	o := newOrigin(t, tr)

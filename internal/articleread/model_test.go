@@ -11,7 +11,7 @@ import (
 
 	"board/internal/event"
 	"board/internal/fault"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 )
 
@@ -75,7 +75,7 @@ func (e *env) applyConcurrently(t *testing.T, envs []event.Envelope, workers int
 // TestModelFromShuffledEvents: whatever the order and however often each event arrives, every article reads as the
 // origin holds it, and a deleted one is not found.
 func TestModelFromShuffledEvents(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for seed := range uint64(3) {
 			e := newEnv(t, b)
 			rng := rand.New(rand.NewPCG(seed, 42))
@@ -96,7 +96,7 @@ func TestModelFromShuffledEvents(t *testing.T) {
 
 // TestModelEventsNeedNoOrigin: a model complete from events is read without any origin call but the view count.
 func TestModelEventsNeedNoOrigin(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
 		e.truth.like(id, 1)
@@ -115,7 +115,7 @@ func TestModelEventsNeedNoOrigin(t *testing.T) {
 // events arrive, so the first read of a new article calls no origin but the view count's; one from before the
 // epoch does not (its counts may have been lost), and the read asks the comment and like services.
 func TestNewArticleNeedsNoOrigin(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
 		e.applyNew(t, 0)
@@ -138,7 +138,7 @@ func TestNewArticleNeedsNoOrigin(t *testing.T) {
 // TestModelFlushedMidway: Redis loses everything while events are being applied; reads rebuild from the origins
 // with their versions, so late (older) events do not overwrite what was rebuilt, and later changes apply on top.
 func TestModelFlushedMidway(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for seed := range uint64(2) {
 			e := newEnv(t, b)
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -165,7 +165,7 @@ func TestModelFlushedMidway(t *testing.T) {
 // TestModelRebuiltBeatsStaleEvents: after a flush, a model rebuilt from the origins carries the origins' versions:
 // every older event delivered again afterwards is ignored, and newer ones apply.
 func TestModelRebuiltBeatsStaleEvents(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		rng := rand.New(rand.NewPCG(11, 11))
 		var ids []int64
@@ -206,7 +206,7 @@ func TestModelRebuiltBeatsStaleEvents(t *testing.T) {
 // (flush, failover to an empty replica, eviction of the tombstone), then its ARTICLE_CREATED is delivered again
 // (at least once). The article must stay not found.
 func TestDeletedArticleStaysDeletedAfterFlush(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
 		e.truth.delete(id)
@@ -220,7 +220,7 @@ func TestDeletedArticleStaysDeletedAfterFlush(t *testing.T) {
 }
 
 // pexpireTime is when Redis drops key.
-func pexpireTime(t *testing.T, b redistest.Backend, key string) time.Time {
+func pexpireTime(t *testing.T, b redisclienttest.Backend, key string) time.Time {
 	t.Helper()
 	ms, err := b.Client.PExpireTime(context.Background(), key).Result()
 	if err != nil {
@@ -232,7 +232,7 @@ func pexpireTime(t *testing.T, b redistest.Backend, key string) time.Time {
 	return time.UnixMilli(int64(ms / time.Millisecond))
 }
 
-func exists(t *testing.T, b redistest.Backend, key string) bool {
+func exists(t *testing.T, b redisclienttest.Backend, key string) bool {
 	t.Helper()
 	n, err := b.Client.Exists(context.Background(), key).Result()
 	if err != nil {
@@ -244,7 +244,7 @@ func exists(t *testing.T, b redistest.Backend, key string) bool {
 // TestModelTTL: a model lives until a day after its article's creation, whatever events update it; once gone, late
 // events do not bring it back; a model rebuilt for an article older than a day is kept a day from the rebuild.
 func TestModelTTL(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1) // an hour old
 		e.truth.like(id, 1)
@@ -313,7 +313,7 @@ func TestModelTTL(t *testing.T) {
 func TestModelTTLClockSkew(t *testing.T) {
 	const skew = 2 * time.Second
 	const slack = 20 * time.Millisecond // a real Redis answers a few milliseconds after the service read its clock
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for _, offset := range []time.Duration{-skew, skew} {
 			e := newEnv(t, b)
 			e.svc = e.serviceWithClock(loadViews{}, func() time.Time { return e.clock.Now().Add(offset) })
@@ -389,7 +389,7 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 			Payload: payload(event.View{ArticleID: 5, ArticleViewCount: 100})}, false},
 		{"an unknown type", event.Envelope{EventID: 1, Type: "ARTICLE_PINNED", Payload: payload(full)}, false},
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		for _, tt := range tests {
 			err := e.svc.Apply(context.Background(), tt.env)
@@ -400,7 +400,8 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 				t.Errorf("%s: Apply = %v, want a fault of kind Invalid", tt.name, err)
 			}
 		}
-		if keys := redistest.Keys(t, b.Client, b.Prefix+"*"); len(keys) != 1 || keys[0] != b.Prefix+"article-read::epoch" {
+		keys := redisclienttest.Keys(t, b.Client, b.Prefix+"*")
+		if len(keys) != 1 || keys[0] != b.Prefix+"article-read::epoch" {
 			t.Errorf("bad events wrote keys %v; want only the epoch the test set", keys)
 		}
 	})

@@ -10,13 +10,13 @@ import (
 
 	"board/internal/article"
 	"board/internal/httpio/httpiotest"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 // TestRoutesAnswers: the three reads answer the article service's Article plus the three counts, ids as strings,
 // times in RFC 3339 UTC with milliseconds, and defaults page 1, pageSize 30.
 func TestRoutesAnswers(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		var ids []int64
 		for range 35 {
@@ -123,7 +123,7 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 		"/v1/articles/-5",
 		"/v1/articles/99999999999999999999",
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
 		// The article service's own routes: input is checked before its service is used, so none is needed.

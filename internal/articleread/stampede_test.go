@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/logicalttl"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 // stableViewCache is the production view-count cache with a logical TTL no test outlives, so that a slow run under
@@ -77,7 +77,7 @@ func (e *env) wantOneCallEach(t *testing.T) {
 
 // TestGetStampede: however many readers want an article no one cached, the origins are asked once each.
 func TestGetStampede(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		e.svc = e.service(e.stableViewCache())
 		id := e.uncachedArticle(1)
@@ -88,7 +88,7 @@ func TestGetStampede(t *testing.T) {
 
 // TestGetStampedeTwoInstances: two instances of the service sharing one Redis still ask each origin once.
 func TestGetStampedeTwoInstances(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		one, two := e.service(e.stableViewCache()), e.service(e.stableViewCache())
 		id := e.uncachedArticle(1)

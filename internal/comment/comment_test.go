@@ -15,11 +15,11 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 func TestCreateGetV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		root, err := svc.Create(ctx, 7, 9, 0, "root")
@@ -71,7 +71,7 @@ func TestCreateGetV1(t *testing.T) {
 }
 
 func TestCreateV2Paths(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		parent := ""
@@ -122,7 +122,7 @@ func TestCreateV2Paths(t *testing.T) {
 }
 
 func TestCreateV2PastTheLastSegment(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		root, err := svc.CreateV2(ctx, 7, 9, "", "root")
@@ -168,7 +168,7 @@ func countVersionsIncrease(t *testing.T, db *sqldb.DB) {
 }
 
 func TestDeleteV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		root, _ := svc.Create(ctx, 7, 9, 0, "root")           // 0
@@ -237,7 +237,7 @@ func TestDeleteV1(t *testing.T) {
 }
 
 func TestDeleteV2Cascades(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		// 0 ─ 1 ─ 2 ─ 3
@@ -310,7 +310,7 @@ func TestDeleteV2Cascades(t *testing.T) {
 // TestTreeOrder builds a random tree through the store and checks that every way of listing it (offset pages,
 // infinite scroll) gives depth-first order: binary path collation on every engine.
 func TestTreeOrder(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		rng := rand.New(rand.NewPCG(7, 7))
@@ -383,7 +383,7 @@ func TestTreeOrder(t *testing.T) {
 }
 
 func TestListAndScrollV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		// Roots and replies interleaved in time: the list still puts each root's replies right after it.
@@ -463,7 +463,7 @@ func TestListAndScrollV1(t *testing.T) {
 
 // TestConcurrentReplies fires 50 replies at one parent at once: all must succeed, with distinct paths.
 func TestConcurrentReplies(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		parent, err := svc.CreateV2(ctx, 7, 9, "", "parent")
@@ -502,7 +502,7 @@ func TestConcurrentReplies(t *testing.T) {
 // TestCountUnderConcurrency creates and deletes comments of both versions from many goroutines at once, and deletes
 // their roots halfway; the article's count must equal the rows left.
 func TestCountUnderConcurrency(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		rootV1, err := svc.Create(ctx, 7, 9, 0, "root v1")
@@ -577,7 +577,7 @@ func TestCountUnderConcurrency(t *testing.T) {
 // different articles must not meet on any lock (on MariaDB, a locking range read of an empty article locks the gap
 // it shares with its neighbours, and two such articles inserting into it deadlock).
 func TestConcurrentFirstComments(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
 		const articles, rounds = 16, 3

@@ -9,7 +9,7 @@ import (
 
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // httpWriter is the writer of a comment as written on the wire.
@@ -29,7 +29,7 @@ func asWriterOf(h http.Handler, c map[string]any) http.Handler {
 // TestHTTPWhoMayWrite checks SPEC §2.1 on both versions' routes: writes need a principal, a comment is written as
 // it, and only its writer or a moderator deletes it.
 func TestHTTPWhoMayWrite(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		const writer, other, moderator = 9, 10, 11
 		for _, version := range []string{"v1", "v2"} {

@@ -19,15 +19,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
-	"board/internal/fake"
 	"board/internal/httpio"
 	"board/internal/httpio/httpiotest"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // httpHandler is the comment service's whole port over db, with fake ids (from firstID) and a fake clock (at t0).
-func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *fake.Clock) {
+func httpHandler(t testing.TB, db *sqldb.DB) (http.Handler, *snowflaketest.Clock) {
 	t.Helper()
 	svc, _, clock := testService(t, db)
 	return httpiotest.Handler("comment", Routes(svc, httpiotest.Logger)), clock
@@ -197,7 +197,7 @@ func httpPages(t testing.TB, h http.Handler, version string, articleID, pageSize
 }
 
 func TestHTTPCreateGetV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		if !httpiotest.TimeFormat.MatchString(httpCreatedAt) {
 			t.Fatalf("bad test time %s", httpCreatedAt)
@@ -260,7 +260,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 }
 
 func TestHTTPCreateGetV2(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		id := int64(firstID)
 
@@ -307,7 +307,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 }
 
 func TestHTTPRulesV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		root := httpPostV1(t, h, 1, 1, "", "root")
 		reply := httpPostV1(t, h, 1, 2, root["commentId"].(string), "reply")
@@ -354,7 +354,7 @@ func TestHTTPRulesV1(t *testing.T) {
 }
 
 func TestHTTPDepthAndPathsV2(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 
 		// A chain down to the deepest level.
@@ -440,7 +440,7 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 // TestHTTPSiblingPathsV2 fills a level past its last single digit: paths must order as bytes (so "0000a" is neither
 // "0000A" nor before it) and carry into the next digit.
 func TestHTTPSiblingPathsV2(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		var want []string
 		for i := range 64 {
@@ -469,7 +469,7 @@ func TestHTTPSiblingPathsV2(t *testing.T) {
 }
 
 func TestHTTPDeleteV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
 			return httpiotest.Call(asWriterOf(h, c), "DELETE", "/v1/comments/"+c["commentId"].(string), "")
@@ -542,7 +542,7 @@ func TestHTTPDeleteV1(t *testing.T) {
 }
 
 func TestHTTPDeleteV2(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
 			return httpiotest.Call(asWriterOf(h, c), "DELETE", "/v2/comments/"+c["commentId"].(string), "")
@@ -632,7 +632,7 @@ func TestHTTPDeleteV2(t *testing.T) {
 }
 
 func TestHTTPListV1(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		// Created out of list order: replies come after later roots.
 		r1 := httpPostV1(t, h, 5, 1, "", "r1")
@@ -714,7 +714,7 @@ func TestHTTPListV1(t *testing.T) {
 }
 
 func TestHTTPListV2(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		// Created out of tree order.
 		a := httpPostV2(t, h, 5, 1, "", "a")
@@ -796,7 +796,7 @@ func TestHTTPListV2(t *testing.T) {
 // TestHTTPListCountCapped checks commentCount against SPEC §3.1's cap, ((page-1)/10 + 1) * pageSize * 10 + 1, worked
 // out by hand for an article of 25 comments.
 func TestHTTPListCountCapped(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		const total = 25
 		var roots []string
@@ -862,7 +862,7 @@ func TestHTTPListCountCapped(t *testing.T) {
 }
 
 func TestHTTPArticleCount(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		count := func(target, want string) {
 			t.Helper()
@@ -896,7 +896,7 @@ func TestHTTPArticleCount(t *testing.T) {
 // TestHTTPArticleCountETag checks that the count's ETag is the articleCommentCountVersion of the article's latest
 // comment event, through creates, soft deletes and removals of both versions.
 func TestHTTPArticleCountETag(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		// wantVersion checks that the latest event of an article (if any) carries version and that the count answers
 		// with that version as its ETag, and with the event's count as its body.
@@ -953,7 +953,7 @@ func TestHTTPArticleCountETag(t *testing.T) {
 }
 
 func TestHTTPBadInput(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		v1 := httpPostV1(t, h, 1, 1, "", "v1 root")
 		v2 := httpPostV2(t, h, 1, 1, "", "v2 root")
@@ -1125,7 +1125,7 @@ func TestHTTPBadInput(t *testing.T) {
 // TestHTTPConcurrentCreates sends replies to one parent, and first comments to new articles, all at once: each must
 // succeed, and v2's must take distinct paths with no gap.
 func TestHTTPConcurrentCreates(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		root := httpPostV1(t, h, 1, 1, "", "v1 root")
 		httpPostV2(t, h, 1, 1, "", "v2 root")
@@ -1215,7 +1215,7 @@ func FuzzHTTPCreate(f *testing.F) {
 		f.Add(false, []byte(s))
 		f.Add(true, []byte(s))
 	}
-	h, _ := httpHandler(f, sqltest.OpenSQLite(f, Migrate))
+	h, _ := httpHandler(f, sqldbtest.OpenSQLite(f, Migrate))
 	httpPostV1(f, h, 1, 1, "", "v1 root")
 	httpPostV2(f, h, 1, 1, "", "v2 root")
 	f.Fuzz(func(t *testing.T, v2 bool, body []byte) {

@@ -11,7 +11,7 @@ import (
 	"board/internal/existence/existencetest"
 	"board/internal/fault"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // queuedPurges returns the articles queued for a purge.
@@ -44,7 +44,7 @@ func wantDeleted(t *testing.T, db *sqldb.DB, articleID, version int64) {
 }
 
 func TestCreatedAndUpdatedRaiseTheVersion(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Created(1, 1))
 		wantLive(t, db, 1, 1)
@@ -60,7 +60,7 @@ func TestCreatedAndUpdatedRaiseTheVersion(t *testing.T) {
 }
 
 func TestDeletedIsFinal(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Created(1, 2))
@@ -86,7 +86,7 @@ func TestDeletedIsFinal(t *testing.T) {
 }
 
 func TestDeletedOfAnArticleNeverSeen(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Deleted(7, 2))
 		wantDeleted(t, db, 7, 2)
@@ -101,7 +101,7 @@ func TestDeletedOfAnArticleNeverSeen(t *testing.T) {
 // A lookup answered 200 after the article's delete was recorded, here or by another instance of the service,
 // vouches for nothing: the article stays deleted, for Require and for Check.
 func TestALookupAfterTheDeleteLeavesItDeleted(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		for _, byAnotherInstance := range []bool{false, true} {
 			ctx := context.Background()
 			origin := newGatedOrigin(t)
@@ -124,7 +124,7 @@ func TestALookupAfterTheDeleteLeavesItDeleted(t *testing.T) {
 }
 
 func TestAMalformedArticleEventIsRefused(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		for _, env := range []event.Envelope{existencetest.Created(0, 1), existencetest.Updated(0, 1), existencetest.Deleted(0, 1)} {
 			err := reg.Handlers()[env.Type](context.Background(), env)

@@ -16,7 +16,7 @@ import (
 	"board/internal/fault"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // ceiling bounds every wait of these tests: far past anything that should take long, it only turns a hang into a
@@ -165,7 +165,7 @@ func within(t *testing.T, what string, call func() error) error {
 }
 
 func TestRequire(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Created(1, 1))
@@ -186,7 +186,7 @@ func TestRequire(t *testing.T) {
 }
 
 func TestWrite(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
@@ -249,8 +249,8 @@ func TestWrite(t *testing.T) {
 }
 
 func TestWriteGivesUpOnAnOriginThatNeverAnswers(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
-		reg := newRegistry(db, "http://"+sqltest.SilentServer(t), existence.Config{LookupTimeout: 200 * time.Millisecond})
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+		reg := newRegistry(db, "http://"+sqldbtest.SilentServer(t), existence.Config{LookupTimeout: 200 * time.Millisecond})
 		var runs atomic.Int64
 		err := within(t, "a write on an unknown article", func() error {
 			return reg.Write(context.Background(), 1, requiring(db, reg, 1, &runs))
@@ -260,7 +260,7 @@ func TestWriteGivesUpOnAnOriginThatNeverAnswers(t *testing.T) {
 }
 
 func TestACallerThatLeavesLetsTheSharedLookupGoOn(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -287,7 +287,7 @@ func TestACallerThatLeavesLetsTheSharedLookupGoOn(t *testing.T) {
 }
 
 func TestConcurrentLookupsOfOneArticleAreOne(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling})
 		const writers = 100
@@ -327,7 +327,7 @@ func TestConcurrentLookupsOfOneArticleAreOne(t *testing.T) {
 // A write that read the article as unknown just before a lookup of it recorded it live joins no flight any more;
 // it must not look the article up once more.
 func TestAWriteThatJustMissedALookupMakesNoOther(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
 		var runs atomic.Int64
@@ -350,7 +350,7 @@ func TestAWriteThatJustMissedALookupMakesNoOther(t *testing.T) {
 }
 
 func TestLookupsInFlightAreBounded(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling, MaxLookups: 2})
 		const articles = 10
@@ -376,7 +376,7 @@ func TestLookupsInFlightAreBounded(t *testing.T) {
 }
 
 func TestAMissingArticleIsRemembered(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		now := newClock()
 		origin := existencetest.NewOrigin(t)
@@ -423,7 +423,7 @@ func TestAMissingArticleIsRemembered(t *testing.T) {
 // An id whose Snowflake time lies beyond the clock skew has not been issued: it is refused without asking, so a
 // flood of made-up ids from the future cannot take the lookup slots from new articles.
 func TestAnIDFromTheFutureIsRefusedWithoutALookup(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{})
 		var runs atomic.Int64
@@ -438,7 +438,7 @@ func TestAnIDFromTheFutureIsRefusedWithoutALookup(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
@@ -496,7 +496,7 @@ func TestCheck(t *testing.T) {
 
 // A delete recorded while a check's lookup was out wins over the lookup's 200.
 func TestACheckWhoseArticleIsDeletedDuringItsLookup(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling})
@@ -513,7 +513,7 @@ func TestACheckWhoseArticleIsDeletedDuringItsLookup(t *testing.T) {
 // On MariaDB, Require's shared lock is what keeps a delete from being recorded between a write's check and its
 // commit. (SQLite has one writer at a time: the delete waits for the write transaction regardless.)
 func TestADeleteWaitsForAWriteThatRequiredTheArticle(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		if db.Dialect != sqldb.MySQL {
 			t.Skip("SQLite's single writer serializes the write and the delete")
 		}

@@ -11,7 +11,7 @@ import (
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 var errPurge = errors.New("purge batch failed")
@@ -65,7 +65,7 @@ func (o *observer) Observe(v float64) {
 }
 
 func TestPurgeQueuedRunsEachPurgeToItsEndOldestFirst(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		now := newClock()
 		reg := newRegistry(db, existencetest.NewOrigin(t).URL, existence.Config{Now: now.Now})
 		// Queued a millisecond apart, in another order than their ids'.
@@ -90,7 +90,7 @@ func TestPurgeQueuedRunsEachPurgeToItsEndOldestFirst(t *testing.T) {
 }
 
 func TestAFailedPurgeStaysQueuedAndResumes(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		now := newClock()
 		reg := newRegistry(db, existencetest.NewOrigin(t).URL, existence.Config{Now: now.Now})
@@ -122,7 +122,7 @@ func TestAFailedPurgeStaysQueuedAndResumes(t *testing.T) {
 }
 
 func TestRunPurgesIsWokenByADelete(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		// Only a wake-up can start a round after the first: the next tick is an hour away.
 		reg := newRegistry(db, origin.URL, existence.Config{PurgeEvery: time.Hour})
@@ -175,7 +175,7 @@ func TestRunPurgesIsWokenByADelete(t *testing.T) {
 }
 
 func TestPurgeStats(t *testing.T) {
-	sqltest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		var batchSeconds observer
 		reg := newRegistry(db, existencetest.NewOrigin(t).URL, existence.Config{PurgeBatchSeconds: &batchSeconds})

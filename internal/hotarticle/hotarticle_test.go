@@ -21,25 +21,25 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/event"
-	"board/internal/fake"
 	"board/internal/fault"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 )
 
 // fixture is a Service on one Redis backend, with a clock the test moves. The clock starts at the real time,
 // because the keys expire at an absolute instant that a real Redis compares with its own clock.
 type fixture struct {
 	t     testing.TB
-	b     redistest.Backend
-	clock *fake.Clock
+	b     redisclienttest.Backend
+	clock *snowflaketest.Clock
 	loc   *time.Location
 	svc   *Service
 }
 
-func newFixture(t testing.TB, b redistest.Backend, loc *time.Location) *fixture {
+func newFixture(t testing.TB, b redisclienttest.Backend, loc *time.Location) *fixture {
 	t.Helper()
-	clock := fake.NewClock(time.Now().Truncate(time.Millisecond))
+	clock := snowflaketest.NewClock(time.Now().Truncate(time.Millisecond))
 	if b.Mini != nil { // so that miniredis turns PEXPIREAT into the TTL the fake clock implies
 		b.Mini.SetTime(clock.Now())
 	}
@@ -88,7 +88,7 @@ func (f *fixture) keys() []string {
 func keysUnder(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 	t.Helper()
 	var keys []string
-	for _, key := range redistest.Keys(t, rdb, prefix+"*") {
+	for _, key := range redisclienttest.Keys(t, rdb, prefix+"*") {
 		keys = append(keys, strings.TrimPrefix(key, prefix))
 	}
 	slices.Sort(keys)
@@ -312,7 +312,7 @@ func TestCases(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+			redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 				f := newFixture(t, b, time.UTC)
 				a := ids(f)
 				day := dayName(noon(f), f.loc)
@@ -329,7 +329,7 @@ func TestCases(t *testing.T) {
 
 // TestHandlers checks that the consumer hands every event type to the service (SPEC §3.5: all four topics).
 func TestHandlers(t *testing.T) {
-	f := newFixture(t, redistest.Mini(t), time.UTC)
+	f := newFixture(t, redisclienttest.Mini(t), time.UTC)
 	handlers := f.svc.Handlers()
 	id := snowflake.Compose(f.dayStart(0), 1, 0)
 	events := []event.Envelope{created(id, 1, "t"), updated(id, 2, "u"), commented(id, 2, 1), uncommented(id, 1, 2),
@@ -361,7 +361,7 @@ func TestDayBoundaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, seoul)
 		midnight := f.dayStart(0)
 		last := snowflake.Compose(midnight.Add(-time.Millisecond), 1, 0) // 23:59:59.999 yesterday
@@ -426,7 +426,7 @@ func TestDayWithoutMidnight(t *testing.T) {
 	if noon.IsZero() {
 		t.Skip("no day without a midnight in America/Santiago in the next two years")
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, santiago)
 		f.clock.Set(noon.Add(time.Hour))
 		if b.Mini != nil {
@@ -472,7 +472,7 @@ func TestLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		f := newFixture(t, b, seoul)
 		miniNow := f.clock.Now() // the time miniredis counts TTLs from
@@ -552,7 +552,7 @@ func TestLifetime(t *testing.T) {
 
 // TestRetention checks that Config.Retention sets the expiry.
 func TestRetention(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, time.UTC)
 		f.svc = NewService(b.Client, Config{KeyPrefix: b.Prefix, Location: time.UTC, Now: f.clock.Now, Retention: 2 * time.Hour})
 		id := snowflake.Compose(f.dayStart(0), 1, 0)
@@ -571,7 +571,7 @@ func TestRetention(t *testing.T) {
 // TestMalformed checks that events that can never be applied are rejected at once as invalid (so the consumer
 // dead-letters them instead of retrying) and write nothing.
 func TestMalformed(t *testing.T) {
-	b := redistest.Mini(t)
+	b := redisclienttest.Mini(t)
 	f := newFixture(t, b, time.UTC)
 	id := fmt.Sprint(snowflake.Compose(f.dayStart(0), 1, 0))
 	createdAt := `"` + f.dayStart(0).Format(apijson.TimeLayout) + `"`
@@ -660,7 +660,7 @@ func downClients(t *testing.T) map[string]func(t *testing.T) redis.UniversalClie
 	}()
 	return map[string]func(t *testing.T) redis.UniversalClient{
 		"stopped": func(t *testing.T) redis.UniversalClient {
-			b := redistest.Mini(t)
+			b := redisclienttest.Mini(t)
 			rdb := quickClient(t, b.Mini.Addr())
 			if err := rdb.Ping(context.Background()).Err(); err != nil { // leaves a pooled connection behind
 				t.Fatal(err)
@@ -722,7 +722,7 @@ func dump(t testing.TB, rdb redis.UniversalClient, prefix string) map[string]any
 // TestConcurrentConsumers applies one set of events from two goroutines at once, as two consumers do while a
 // rebalance hands partitions over, and checks that the state is the one a single consumer leaves.
 func TestConcurrentConsumers(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, time.UTC)
 		seed := rand.Uint64()
 		t.Logf("seed %d", seed)
@@ -773,12 +773,12 @@ func TestConcurrentConsumers(t *testing.T) {
 
 // BenchmarkApply measures one like event, the commonest event, on an article of today.
 func BenchmarkApply(b *testing.B) {
-	backends := map[string]func(testing.TB) redistest.Backend{"miniredis": redistest.Mini}
-	if os.Getenv(redistest.AddrEnv) != "" {
-		backends["redis"] = redistest.Real
+	backends := map[string]func(testing.TB) redisclienttest.Backend{"miniredis": redisclienttest.Mini}
+	if os.Getenv(redisclienttest.AddrEnv) != "" {
+		backends["redis"] = redisclienttest.Real
 	}
-	if os.Getenv(redistest.ClusterAddrsEnv) != "" {
-		backends["cluster"] = redistest.Cluster
+	if os.Getenv(redisclienttest.ClusterAddrsEnv) != "" {
+		backends["cluster"] = redisclienttest.Cluster
 	}
 	for name, backend := range backends {
 		b.Run(name, func(b *testing.B) {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/httpio/httpiotest"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 )
 
@@ -33,7 +33,7 @@ func TestRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, seoul)
 		h := f.handler()
 		start := f.dayStart(-1)
@@ -85,7 +85,7 @@ func TestRoutesBadDates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := redistest.Mini(t)
+	b := redisclienttest.Mini(t)
 	f := newFixture(t, b, seoul)
 	h := f.handler()
 	today := f.dayStart(0)

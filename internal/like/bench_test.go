@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // BenchmarkLikeWarmArticle likes one article the service knows, by a new user each time, through the Service with
@@ -32,8 +32,8 @@ func BenchmarkLikeWarmArticle(b *testing.B) {
 			b.Fatalf("likes of a known article made %d lookups, want none", got)
 		}
 	}
-	b.Run("sqlite", func(b *testing.B) { run(b, sqltest.OpenSQLite(b, Migrate)) })
-	if os.Getenv(sqltest.MySQLDSNEnv) != "" {
-		b.Run("mysql", func(b *testing.B) { run(b, sqltest.OpenMySQL(b, Migrate)) })
+	b.Run("sqlite", func(b *testing.B) { run(b, sqldbtest.OpenSQLite(b, Migrate)) })
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
+		b.Run("mysql", func(b *testing.B) { run(b, sqldbtest.OpenMySQL(b, Migrate)) })
 	}
 }

@@ -9,13 +9,13 @@ import (
 
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // TestRoutesActAsPathUser checks SPEC §2.1 on every like path: a like or unlike is the acting user's own, nobody's
 // else, moderators included, and reads are public.
 func TestRoutesActAsPathUser(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		const user, other, moderator = 7, 8, 9
 		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {

@@ -13,7 +13,7 @@ import (
 	"board/internal/event"
 	"board/internal/httpio/httpiotest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // testHandler is the like service's whole port over db, with a fixed clock, fake ids and the given default strategy,
@@ -65,7 +65,7 @@ func likePath(article, user int64) string {
 }
 
 func TestRoutes(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		// The default is configured, not fixed: the plain paths must use it.
 		h, env := testHandler(t, db, PessimisticLock2)
 		svc := env.svc
@@ -111,7 +111,7 @@ func TestRoutes(t *testing.T) {
 // TestRoutesCountETag checks, through every strategy's path, that the count's ETag is the articleLikeCountVersion
 // of the article's latest like event, and that refused likes and unlikes move neither.
 func TestRoutesCountETag(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
 			t.Run("path"+suffix, func(t *testing.T) {
@@ -163,7 +163,7 @@ func TestRoutesCountETag(t *testing.T) {
 }
 
 func TestRoutesRejectBadInput(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	h, env := testHandler(t, db, "")
 	for _, tc := range []struct {
 		method, path string
@@ -206,7 +206,7 @@ func TestRoutesRejectBadInput(t *testing.T) {
 
 // TestRoutesConcurrentDuplicates sends 20 likes by one user at once through each path: one 201, nineteen 409s.
 func TestRoutesConcurrentDuplicates(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
 			article := int64(50 + i)

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"board/internal/fake"
 	"board/internal/fault"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/snowflake/snowflaketest"
 )
 
 var (
@@ -40,7 +40,7 @@ func (o *origin) load(context.Context) (int64, error) {
 	return 10 * n, nil
 }
 
-func newCache(b redistest.Backend, clock *fake.Clock, cfg Config) *Cache[int64] {
+func newCache(b redisclienttest.Backend, clock *snowflaketest.Clock, cfg Config) *Cache[int64] {
 	cfg.Now, cfg.Logger = clock.Now, discard
 	return New[int64](b.Client, b.Prefix, cfg)
 }
@@ -88,8 +88,8 @@ func getAll(t *testing.T, c *Cache[int64], key string, n int, load func(context.
 }
 
 func TestFreshHitAndPhysicalExpiry(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		clock := fake.NewClock(start)
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
 		var o origin
 		for i, want := range []int64{10, 10} {
@@ -124,8 +124,8 @@ func TestFreshHitAndPhysicalExpiry(t *testing.T) {
 // TestLogicalExpiryRefreshesOnce holds the refresher's origin call open until every other caller has returned:
 // they are served the stale value without waiting, and only one of them calls the origin.
 func TestLogicalExpiryRefreshesOnce(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		clock := fake.NewClock(start)
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
 		var o origin
 		if _, err := c.Get(t.Context(), "7", o.load); err != nil {
@@ -171,9 +171,9 @@ func TestLogicalExpiryRefreshesOnce(t *testing.T) {
 }
 
 func TestConcurrentMissesCollapse(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("one process", func(t *testing.T) {
-			c := newCache(b, fake.NewClock(start), Config{})
+			c := newCache(b, snowflaketest.NewClock(start), Config{})
 			var o origin
 			got := getAll(t, c, "one", 1000, o.load)
 			if diff := cmp.Diff(map[int64]int{10: 1000}, got); diff != "" {
@@ -185,7 +185,7 @@ func TestConcurrentMissesCollapse(t *testing.T) {
 		})
 		t.Run("two processes", func(t *testing.T) {
 			// A long LockTTL keeps a slow machine from making a waiter give up on the holder.
-			clock := fake.NewClock(start)
+			clock := snowflaketest.NewClock(start)
 			caches := []*Cache[int64]{newCache(b, clock, Config{LockTTL: time.Minute}), newCache(b, clock, Config{LockTTL: time.Minute})}
 			var o origin
 			var mu sync.Mutex
@@ -237,11 +237,11 @@ func (h lockRefusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 // TestFillWaitsForLockHolder plays another process that holds the lock of a missing entry.
 func TestFillWaitsForLockHolder(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("holder stores a value", func(t *testing.T) {
 			refusals := lockRefusals{refused: make(chan struct{}, 1)}
 			b.Client.AddHook(refusals)
-			clock := fake.NewClock(start)
+			clock := snowflaketest.NewClock(start)
 			c := newCache(b, clock, Config{LockTTL: time.Minute})
 			holder := newCache(b, clock, Config{})
 			k := c.keysFor("held")
@@ -264,7 +264,7 @@ func TestFillWaitsForLockHolder(t *testing.T) {
 			}
 		})
 		t.Run("holder never stores", func(t *testing.T) {
-			c := newCache(b, fake.NewClock(start), Config{LockTTL: 50 * time.Millisecond})
+			c := newCache(b, snowflaketest.NewClock(start), Config{LockTTL: 50 * time.Millisecond})
 			k := c.keysFor("stuck")
 			if err := b.Client.Set(t.Context(), k.lock, "holder-token", time.Minute).Err(); err != nil {
 				t.Fatal(err)
@@ -283,8 +283,8 @@ func TestFillWaitsForLockHolder(t *testing.T) {
 // TestLockBelongsToItsOwner lets the lock expire while its holder loads and another caller take it: the holder's
 // release must leave the new owner's lock alone.
 func TestLockBelongsToItsOwner(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		c := newCache(b, fake.NewClock(start), Config{})
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		lockKey := c.keysFor("7").lock
 		load := func(ctx context.Context) (int64, error) {
 			token, err := b.Client.Get(ctx, lockKey).Result()
@@ -318,9 +318,9 @@ func TestLockBelongsToItsOwner(t *testing.T) {
 }
 
 func TestOriginDown(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("stale value served", func(t *testing.T) {
-			clock := fake.NewClock(start)
+			clock := snowflaketest.NewClock(start)
 			c := newCache(b, clock, Config{})
 			var o origin
 			if _, err := c.Get(t.Context(), "7", o.load); err != nil {
@@ -341,7 +341,7 @@ func TestOriginDown(t *testing.T) {
 			wantNoLock(t, c, "7")
 		})
 		t.Run("nothing cached", func(t *testing.T) {
-			c := newCache(b, fake.NewClock(start), Config{})
+			c := newCache(b, snowflaketest.NewClock(start), Config{})
 			notFound := fault.NotFoundf("ARTICLE_NOT_FOUND", "no such article")
 			for _, o := range []*origin{{fail: errOrigin}, {fail: notFound}} {
 				_, err := c.Get(t.Context(), "8", o.load)
@@ -401,8 +401,8 @@ func TestRedisDown(t *testing.T) {
 }
 
 func TestBadStoredValue(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		c := newCache(b, fake.NewClock(start), Config{})
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		t.Run("undecodable value is replaced", func(t *testing.T) {
 			if err := b.Client.Set(t.Context(), c.keysFor("old").value, `{"v":"not a number"}`, time.Minute).Err(); err != nil {
 				t.Fatal(err)
@@ -431,8 +431,8 @@ func TestBadStoredValue(t *testing.T) {
 // TestCallerLeavingDoesNotFailOthers cancels the caller whose Get started a shared fill: the fill goes on, and the
 // other callers get its value.
 func TestCallerLeavingDoesNotFailOthers(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		c := newCache(b, fake.NewClock(start), Config{})
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		var o origin
 		entered, proceed := make(chan struct{}), make(chan struct{})
 		var enter sync.Once
@@ -483,8 +483,8 @@ func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
 // TestPeek reads entries in a caller's pipeline: a fresh entry is served, a missing or logically expired one is
 // left to Get.
 func TestPeek(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		clock := fake.NewClock(start)
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
 		var o origin
 		peek := func(key string) (int64, bool) {

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/fault"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 func TestParse(t *testing.T) {
@@ -29,7 +29,7 @@ func TestParse(t *testing.T) {
 // Two instances, each with its own client, draw from one budget: the third request over a limit of two is refused
 // whichever instance it reaches, with a Retry-After.
 func TestInstancesShareTheBudget(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		rules := map[string]Rule{"sign-in": {Limit: redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Hour}}}
 		a := New(b.Client, b.Prefix, rules, slog.New(slog.DiscardHandler))
 		other := New(b.Client, b.Prefix, rules, slog.New(slog.DiscardHandler))
@@ -53,7 +53,7 @@ func TestInstancesShareTheBudget(t *testing.T) {
 		if err := a.Allow(ctx, "no such limit", "10.0.0.1"); err != nil {
 			t.Errorf("a name without a rule: %v", err)
 		}
-		if keys := redistest.Keys(t, b.Client, redistest.RateLimitPrefix+b.Prefix+"*"); len(keys) != 2 {
+		if keys := redisclienttest.Keys(t, b.Client, redisclienttest.RateLimitPrefix+b.Prefix+"*"); len(keys) != 2 {
 			t.Errorf("keys %v, want one per address", keys)
 		}
 	})
@@ -61,7 +61,7 @@ func TestInstancesShareTheBudget(t *testing.T) {
 
 // A limit refills at its rate: with Redis's clock a minute on, the budget is back.
 func TestBudgetRefills(t *testing.T) {
-	b := redistest.Mini(t)
+	b := redisclienttest.Mini(t)
 	now := time.Now()
 	b.Mini.SetTime(now)
 	l := New(b.Client, b.Prefix, map[string]Rule{"write": {Limit: redis_rate.PerMinute(1)}}, slog.New(slog.DiscardHandler))

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 func TestOwnerOnly(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		key := b.Prefix + "lock"
 		first, err := TryAcquire(ctx, b.Client, key, time.Minute)

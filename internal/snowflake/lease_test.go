@@ -1,7 +1,7 @@
 package snowflake
 
 import (
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"context"
 	"errors"
 	"log/slog"
@@ -47,7 +47,7 @@ func nextUntil(g *Generator, wantErr error, timeout time.Duration) error {
 
 func TestAcquireLeaseConcurrent(t *testing.T) {
 	const n = 50
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		leases := make([]*Lease, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -79,7 +79,7 @@ func TestAcquireLeaseConcurrent(t *testing.T) {
 
 func TestReleaseFreesNode(t *testing.T) {
 	const free = 17
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := t.Context()
 		// Take every leasable node but one, so the outcome is deterministic.
 		pipe := b.Client.Pipeline()
@@ -113,7 +113,7 @@ func TestReleaseFreesNode(t *testing.T) {
 }
 
 func TestReleaseKeepsForeignKey(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := t.Context()
 		l, err := AcquireLease(ctx, b.Client, b.Prefix, time.Minute, nil)
 		if err != nil {
@@ -132,7 +132,7 @@ func TestReleaseKeepsForeignKey(t *testing.T) {
 
 func TestKeepExtendsDeadline(t *testing.T) {
 	const ttl = 300 * time.Millisecond
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Parallel()
 		g, l, err := NewLeased(t.Context(), b.Client, b.Prefix, ttl, nil)
 		if err != nil {
@@ -152,7 +152,7 @@ func TestKeepExtendsDeadline(t *testing.T) {
 
 func TestKeepStopsWhenStolen(t *testing.T) {
 	const ttl = 300 * time.Millisecond
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Parallel()
 		g, l, err := NewLeased(t.Context(), b.Client, b.Prefix, ttl, nil)
 		if err != nil {
@@ -179,7 +179,7 @@ func TestKeepStopsWhenStolen(t *testing.T) {
 
 func TestKeepRetakesLostKey(t *testing.T) {
 	const ttl = 300 * time.Millisecond
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Parallel()
 		g, l, err := NewLeased(t.Context(), b.Client, b.Prefix, ttl, nil)
 		if err != nil {
@@ -202,7 +202,7 @@ func TestKeepRetakesLostKey(t *testing.T) {
 
 func TestKeepRetriesRedisErrors(t *testing.T) {
 	const ttl = 300 * time.Millisecond
-	b := redistest.Mini(t) // only miniredis can inject errors
+	b := redisclienttest.Mini(t) // only miniredis can inject errors
 	g, l, err := NewLeased(t.Context(), b.Client, b.Prefix, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestKeepRetriesRedisErrors(t *testing.T) {
 }
 
 func TestAcquireLeaseRejectsShortTTL(t *testing.T) {
-	b := redistest.Mini(t)
+	b := redisclienttest.Mini(t)
 	if _, err := AcquireLease(t.Context(), b.Client, b.Prefix, time.Millisecond, nil); err == nil {
 		t.Fatal("AcquireLease with 1ms ttl succeeded")
 	}

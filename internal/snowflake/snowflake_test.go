@@ -1,7 +1,7 @@
 package snowflake
 
 import (
-	"board/internal/fake"
+	"board/internal/snowflake/snowflaketest"
 	"errors"
 	"slices"
 	"sync"
@@ -83,7 +83,7 @@ func TestNextConcurrentUnique(t *testing.T) {
 
 func TestNextDecodes(t *testing.T) {
 	start := Epoch.Add(123*time.Hour + 456789*time.Microsecond)
-	g, err := New(7, fake.NewClock(start).Now)
+	g, err := New(7, snowflaketest.NewClock(start).Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestClockBackwards(t *testing.T) {
 		{"large skew", time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := fake.NewClock(t0)
+			clk := snowflaketest.NewClock(t0)
 			g, _ := New(1, clk.Now)
 			first := mustNext(t, g)
 
@@ -168,7 +168,7 @@ func TestClockBackwardsSmallSkewRecovers(t *testing.T) {
 
 func TestSequenceOverflow(t *testing.T) {
 	t0 := Epoch.Add(time.Hour)
-	clk := fake.NewClock(t0)
+	clk := snowflaketest.NewClock(t0)
 	g, _ := New(3, clk.Now)
 	var last int64
 	for i := range MaxSeq + 1 {
@@ -241,7 +241,7 @@ func TestBitLayout(t *testing.T) {
 
 func TestExtendUntil(t *testing.T) {
 	t0 := Epoch.Add(time.Hour)
-	clk := fake.NewClock(t0)
+	clk := snowflaketest.NewClock(t0)
 	g, _ := New(1, clk.Now)
 	for _, tc := range []struct {
 		name     string

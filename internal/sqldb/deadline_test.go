@@ -13,7 +13,7 @@ import (
 
 	"board/internal/fault"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // returnsWithin runs call and fails the test if it has not returned after limit: far longer than any bound under
@@ -45,7 +45,7 @@ func checkUnavailable(t *testing.T, what string, err, cause error) {
 // TestOpenMySQLGivesUpOnASilentServer points OpenMySQL at a port that accepts connections and never answers. It
 // must fail, as a database that is unavailable, by the caller's deadline or else by the driver's read timeout.
 func TestOpenMySQLGivesUpOnASilentServer(t *testing.T) {
-	addr := sqltest.SilentServer(t)
+	addr := sqldbtest.SilentServer(t)
 	t.Run("deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
@@ -68,7 +68,7 @@ func TestOpenMySQLGivesUpOnASilentServer(t *testing.T) {
 // in another transaction: writes with a short deadline give up as "unavailable" when it passes, and Transact does
 // not run its function again after it.
 func TestDeadlineEndsAWaitForTheWriter(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		release := holdRow(t, db)
 		defer release()
 		short := func() (context.Context, context.CancelFunc) {
@@ -115,14 +115,14 @@ func TestDeadlineEndsAWaitForTheWriter(t *testing.T) {
 
 // holdRow locks item 1 in a transaction until release is called.
 func holdRow(t *testing.T, db *sqldb.DB) (release func()) {
-	return sqltest.HoldLock(t, db, "SELECT n FROM item WHERE id = 1"+db.ForUpdate())
+	return sqldbtest.HoldLock(t, db, "SELECT n FROM item WHERE id = 1"+db.ForUpdate())
 }
 
 // TestSilentMySQL opens a database through a proxy that then stops forwarding anything, as a server does whose
 // process hangs or whose route is lost while connections stay open.
 func TestSilentMySQL(t *testing.T) {
-	if os.Getenv(sqltest.MySQLDSNEnv) == "" {
-		t.Skip("needs MariaDB: set " + sqltest.MySQLDSNEnv)
+	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
+		t.Skip("needs MariaDB: set " + sqldbtest.MySQLDSNEnv)
 	}
 	short := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -189,13 +189,13 @@ func TestSilentMySQL(t *testing.T) {
 
 // openBehindProxy opens and migrates a database of its own on the test server, connected through a proxy; params
 // are added to its DSN.
-func openBehindProxy(t *testing.T, params string) (*sqldb.DB, *sqltest.FreezingProxy) {
+func openBehindProxy(t *testing.T, params string) (*sqldb.DB, *sqldbtest.FreezingProxy) {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(sqltest.DatabaseDSN(t, "board_test_"+sqltest.RandomSuffix()))
+	cfg, err := mysql.ParseDSN(sqldbtest.DatabaseDSN(t, "board_test_"+sqldbtest.RandomSuffix()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := sqltest.NewFreezingProxy(t, cfg.Addr)
+	proxy := sqldbtest.NewFreezingProxy(t, cfg.Addr)
 	cfg.Addr = proxy.Addr()
 	dsn := cfg.FormatDSN()
 	if params != "" {

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 func TestIsDuplicate(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		if _, err := db.ExecContext(ctx, "CREATE TABLE pair (id BIGINT NOT NULL PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL)"); err != nil {
 			t.Fatal(err)
@@ -52,10 +52,10 @@ func TestIsDuplicate(t *testing.T) {
 // innodb_snapshot_isolation (the default from MariaDB 11.8; settable per session from 10.6.18 and 10.11.8), and
 // checks that Transact retries it like a deadlock.
 func TestIsStaleRead(t *testing.T) {
-	if os.Getenv(sqltest.MySQLDSNEnv) == "" {
-		t.Skip("needs MariaDB: set " + sqltest.MySQLDSNEnv)
+	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
+		t.Skip("needs MariaDB: set " + sqldbtest.MySQLDSNEnv)
 	}
-	db := sqltest.OpenMySQL(t, migrate)
+	db := sqldbtest.OpenMySQL(t, migrate)
 	ctx := context.Background()
 	var setting string
 	if err := db.QueryRowContext(ctx, "SELECT @@innodb_snapshot_isolation").Scan(&setting); err != nil {

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // IDs and In round-trip a list of ids through a query on both engines.
 func TestIDsAndIn(t *testing.T) {
-	sqltest.Run(t, func(context.Context, *sqldb.DB) error { return nil }, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, func(context.Context, *sqldb.DB) error { return nil }, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		if _, err := db.ExecContext(ctx, "CREATE TABLE ids_test (id BIGINT NOT NULL PRIMARY KEY)"); err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"board/internal/fault"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // schema is a two-step migration set in both dialects.
@@ -40,7 +40,7 @@ func validSchema() fstest.MapFS {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		// Concurrent runs (as from several instances starting at once) apply each migration once.
 		var wg sync.WaitGroup
@@ -69,14 +69,14 @@ func TestMigrateIsIdempotent(t *testing.T) {
 }
 
 func TestMigrateRejectsBadFileNames(t *testing.T) {
-	db := sqltest.OpenSQLite(t, migrate)
+	db := sqldbtest.OpenSQLite(t, migrate)
 	if err := sqldb.Migrate(context.Background(), db, "test", schema); err == nil {
 		t.Error("a migration file without a version number was accepted")
 	}
 }
 
 func TestTransactCommitsOrRollsBack(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		boom := errors.New("boom")
 		err := db.Transact(ctx, func(tx *sql.Tx) error {
@@ -107,7 +107,7 @@ func TestTransactCommitsOrRollsBack(t *testing.T) {
 // TestTransactRetriesDeadlock makes two transactions lock two rows in opposite orders. MySQL kills one of them with
 // a deadlock error; Transact runs it again, so both calls succeed and one function runs twice.
 func TestTransactRetriesDeadlock(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		if db.Dialect != sqldb.MySQL {
 			t.Skip("SQLite transactions take the one write lock at BEGIN and cannot deadlock")
 		}
@@ -153,7 +153,7 @@ func TestTransactRetriesDeadlock(t *testing.T) {
 // TestAfterIsARangeScan checks that each dialect's cursor condition is planned as a range over the index's last two
 // columns, not as a scan of everything after the first: what keeps a deep v1 comment scroll O(page).
 func TestAfterIsARangeScan(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		for _, stmt := range []string{"CREATE TABLE pair (id BIGINT NOT NULL PRIMARY KEY, g BIGINT NOT NULL, a BIGINT NOT NULL, b BIGINT NOT NULL)",
 			"CREATE INDEX idx_g_a_b ON pair (g, a, b)"} {
@@ -215,7 +215,7 @@ func TestAfterIsARangeScan(t *testing.T) {
 // TestReadsReportAnUnavailableDatabase: a single-row read that cannot finish (here: its deadline passes) is the
 // fault the edge answers with 503, as for every other call, while "no rows" stays itself.
 func TestReadsReportAnUnavailableDatabase(t *testing.T) {
-	sqltest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		slow := "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT COUNT(*) FROM n"

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"board/internal/fake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // GET /v1/users?ids= names a page's writers in one call: the users that exist, in the order asked, each once.
 func TestGetMany(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)
 		var ids []string
 		for _, name := range []string{"ann", "ben", "cat"} {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"board/internal/auth"
-	"board/internal/fake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 var slogDiscard = slog.New(slog.DiscardHandler)
@@ -48,7 +48,7 @@ type instance struct {
 	url  string
 }
 
-func startInstance(t *testing.T, name string, db *sqldb.DB, clock *fake.Clock) instance {
+func startInstance(t *testing.T, name string, db *sqldb.DB, clock *snowflaketest.Clock) instance {
 	t.Helper()
 	svc := newTestService(t, db, clock, nil)
 	srv := httptest.NewServer(Routes(svc, slogDiscard))
@@ -58,7 +58,7 @@ func startInstance(t *testing.T, name string, db *sqldb.DB, clock *fake.Clock) i
 
 // verify checks token as another service would that has just started: a verifier fed by the instance's JWK Set over
 // HTTP, with nothing cached.
-func (in instance) verify(clock *fake.Clock, token string) (auth.Principal, error) {
+func (in instance) verify(clock *snowflaketest.Clock, token string) (auth.Principal, error) {
 	v := auth.NewVerifier(auth.JWKS(http.DefaultClient, in.url+JWKSPath), auth.VerifierConfig{Now: clock.Now, MinRefresh: time.Nanosecond})
 	return v.Verify(context.Background(), token)
 }
@@ -86,9 +86,9 @@ func signing(t *testing.T, svc *Service) auth.Key {
 // phase: the new key is in both instances' JWK Sets before either signs with it; a token the old key signed keeps
 // verifying until it expires; the old key leaves the JWK Sets TokenTTL + 1 minute after it retired.
 func TestKeyRotationAcrossInstances(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		clock := fake.NewClock(t0)
+		clock := snowflaketest.NewClock(t0)
 		a := startInstance(t, "a", db, clock)
 		b := startInstance(t, "b", db, clock)
 		k1 := signing(t, a.svc)
@@ -198,9 +198,9 @@ func TestKeyRotationAcrossInstances(t *testing.T) {
 // Instances that start together on an empty table agree on the signing key, whether one first key was stored or
 // several.
 func TestFirstKeyRace(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		clock := fake.NewClock(t0)
+		clock := snowflaketest.NewClock(t0)
 		rings := make([]*KeyRing, 6)
 		var wg sync.WaitGroup
 		for i := range rings {
@@ -268,7 +268,7 @@ func agree(t *testing.T, rings []*KeyRing, when string) string {
 }
 
 func TestRotateDeletesKeysRetiredADayAgo(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		k1, err := Rotate(ctx, db, t0)
 		if err != nil {
@@ -331,7 +331,7 @@ func TestSigningRule(t *testing.T) {
 
 // Run reloads: a key rotated in picks up within a few reloads (a generous wait, never a timing assertion).
 func TestRunReloads(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ring, err := NewKeyRing(db, Config{Reload: 10 * time.Millisecond})
@@ -357,9 +357,9 @@ func TestRunReloads(t *testing.T) {
 }
 
 func TestMint(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		clock := fake.NewClock(t0)
+		clock := snowflaketest.NewClock(t0)
 		p := auth.Principal{UserID: 42, Role: auth.RoleModerator}
 		token, expires, err := Mint(ctx, db, p, 10*time.Minute, clock.Now()) // on an empty table: makes the first key
 		if err != nil {

@@ -4,23 +4,23 @@ import (
 	"context"
 	"testing"
 
-	"board/internal/fake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // After --password-hash changes, a user's next sign-in stores a hash with the new parameters, so that their sign-ins
 // cost what an unknown username's does; the sign-in after that computes one hash again.
 func TestSignInRehashesWithTheCurrentParameters(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		clock := fake.NewClock(t0)
+		clock := snowflaketest.NewClock(t0)
 		before := newTestService(t, db, clock, nil)
 		if _, err := before.SignUp(ctx, "alice", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 		raised := HashParams{Memory: 128, Time: 2, Threads: 1}
-		after, err := NewService(ctx, db, fake.NewIDs(firstID+100), Config{Hash: raised, Now: clock.Now})
+		after, err := NewService(ctx, db, snowflaketest.NewIDs(firstID+100), Config{Hash: raised, Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

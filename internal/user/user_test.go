@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"board/internal/auth"
-	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
@@ -28,9 +28,10 @@ var t0 = time.Date(2026, 3, 4, 14, 5, 6, 7_891_234, time.FixedZone("KST", 9*60*6
 // firstID is above 2^53, so a float64 on the way would lose digits.
 var firstID = snowflake.Compose(t0, 1, 0)
 
-func newTestService(t *testing.T, db *sqldb.DB, clock *fake.Clock, logger *slog.Logger) *Service {
+func newTestService(t *testing.T, db *sqldb.DB, clock *snowflaketest.Clock, logger *slog.Logger) *Service {
 	t.Helper()
-	svc, err := NewService(context.Background(), db, fake.NewIDs(firstID), Config{Hash: cheap, Now: clock.Now, Logger: logger})
+	cfg := Config{Hash: cheap, Now: clock.Now, Logger: logger}
+	svc, err := NewService(context.Background(), db, snowflaketest.NewIDs(firstID), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +143,8 @@ func (c client) wantError(method, path string, body any, status int, code string
 }
 
 func TestSignUpSignInGet(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		clock := fake.NewClock(t0)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
 		c := newClient(t, svc, nil)
 
@@ -179,8 +180,8 @@ func TestSignUpSignInGet(t *testing.T) {
 }
 
 func TestClientErrors(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)
 		if status, _, raw := c.do("POST", "/v1/users", creds{"bob", "password1"}); status != http.StatusCreated {
 			t.Fatalf("sign up: %d %s", status, raw)
@@ -231,8 +232,8 @@ func TestClientErrors(t *testing.T) {
 }
 
 func TestUsernamesAreCaseInsensitive(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
 		u, err := svc.SignUp(ctx, "MiXeD_Case", "password1")
 		if err != nil {
@@ -259,8 +260,8 @@ func TestUsernamesAreCaseInsensitive(t *testing.T) {
 
 // Many sign-ups of one name at once, in different cases: one wins, the rest get 409, none a 500.
 func TestConcurrentSignUpsOfOneName(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)
 		const n = 12
 		statuses := make(chan int, n)
@@ -289,8 +290,8 @@ func TestConcurrentSignUpsOfOneName(t *testing.T) {
 
 // A token from sign-in verifies with the shared verifier fed by the service's own JWK Set, and names the user.
 func TestTokenVerifiesWithJWKS(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		clock := fake.NewClock(t0)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
 		c := newClient(t, svc, nil)
 		_, _, raw := c.do("POST", "/v1/users", creds{"dora", "password1"})
@@ -326,8 +327,8 @@ func TestTokenVerifiesWithJWKS(t *testing.T) {
 }
 
 func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		clock := fake.NewClock(t0)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
 		if _, err := Rotate(context.Background(), db, clock.Now()); err != nil {
 			t.Fatal(err)
@@ -366,8 +367,8 @@ func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
 // Every sign-in path costs exactly one hash: the unknown user's (against the dummy hash), the wrong password's and
 // the right one's. Counting them tells what timing would, without a clock.
 func TestSignInCostsOneHashEitherWay(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
 		if _, err := svc.SignUp(ctx, "erin", "password1"); err != nil {
 			t.Fatal(err)
@@ -405,8 +406,8 @@ func TestSignInTiming(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures hashes at the default parameters")
 	}
-	db := sqltest.OpenSQLite(t, Migrate)
-	svc, err := NewService(context.Background(), db, fake.NewIDs(firstID), Config{})
+	db := sqldbtest.OpenSQLite(t, Migrate)
+	svc, err := NewService(context.Background(), db, snowflaketest.NewIDs(firstID), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,10 +448,10 @@ func median(ds []time.Duration) time.Duration {
 // Neither a password nor a hash appears in any answer or log line, across sign-up, sign-in (right, wrong, unknown),
 // get, a conflict and a request that fails inside (a cancelled wait for a hash).
 func TestNoSecretsInLogsOrAnswers(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		var logs bytes.Buffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		svc := newTestService(t, db, fake.NewClock(t0), logger)
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), logger)
 		c := newClient(t, svc, logger)
 		const password = "Tr0ub4dor&3-secret"
 		_, _, raw := c.do("POST", "/v1/users", creds{"grace", password})
@@ -497,8 +498,8 @@ func TestNoSecretsInLogsOrAnswers(t *testing.T) {
 }
 
 func TestGrant(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := newTestService(t, db, fake.NewClock(t0), nil)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
 		u, err := svc.SignUp(ctx, "heidi", "password1")
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"board/internal/existence/existencetest"
 	"board/internal/fault"
 	"board/internal/httpio/httpiotest"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 )
 
 func viewPath(articleID, userID int64) string {
@@ -62,7 +62,7 @@ func TestViewOfAMissingArticle(t *testing.T) {
 		httpiotest.WantError(t, httpiotest.Call(httpiotest.As(h, 2), "POST", viewPath(article, 2), ""), 404, "ARTICLE_NOT_FOUND")
 		// A read is not checked: the article has no count.
 		wantBody(t, httpiotest.Call(h, "GET", countPath(article), ""), "0")
-		if keys := redistest.Keys(t, e.redis.Client, e.prefix+"*"); len(keys) != 0 {
+		if keys := redisclienttest.Keys(t, e.redis.Client, e.prefix+"*"); len(keys) != 0 {
 			t.Errorf("views of a missing article wrote keys %v", keys)
 		}
 		wantGone(t, e, svc, article)

@@ -15,8 +15,8 @@ import (
 
 	"board/internal/existence/existencetest"
 	"board/internal/httpio/httpiotest"
-	"board/internal/redistest"
-	"board/internal/sqldb/sqltest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // wantBody checks a 200 JSON answer whose body is exactly want.
@@ -41,7 +41,7 @@ func TestRoutes(t *testing.T) {
 		// The keys are named after the article and the user, under the prefix, and share the article's hash tag;
 		// the article is marked in one shard of the unsaved index.
 		svc := e.service(Config{})
-		keys := redistest.Keys(t, e.redis.Client, e.prefix+"*")
+		keys := redisclienttest.Keys(t, e.redis.Client, e.prefix+"*")
 		tag := fmt.Sprintf("%sview::article::{%d}::", e.prefix, article)
 		want := []string{tag + "user::1::lock", tag + "user::9223372036854775807::lock", tag + "view_count",
 			svc.unsavedKey(article)}
@@ -53,9 +53,9 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	b := redistest.Mini(t)
+	b := redisclienttest.Mini(t)
 	origin := existencetest.NewOrigin(t)
-	h := handler(NewService(testStore(sqltest.OpenSQLite(t, Migrate), origin), b.Client, Config{KeyPrefix: b.Prefix}))
+	h := handler(NewService(testStore(sqldbtest.OpenSQLite(t, Migrate), origin), b.Client, Config{KeyPrefix: b.Prefix}))
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -91,7 +91,7 @@ func TestBadRequests(t *testing.T) {
 // TestRedisDown checks that the API answers 503 with a clear code when Redis cannot serve, and does not hang when
 // Redis accepts connections but never answers: the client's timeouts end the request.
 func TestRedisDown(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	origin := existencetest.NewOrigin(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -112,7 +112,7 @@ func TestRedisDown(t *testing.T) {
 		client func(t *testing.T) redis.UniversalClient
 	}{
 		{"stopped", func(t *testing.T) redis.UniversalClient {
-			b := redistest.Mini(t)
+			b := redisclienttest.Mini(t)
 			rdb := quickClient(t, b.Mini.Addr())
 			if err := rdb.Ping(context.Background()).Err(); err != nil { // leaves a pooled connection behind
 				t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
 	"board/internal/fault"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // A settler settles marks 3 ms old: only once every view it could cover has landed, as in these tests, where views
@@ -250,8 +250,8 @@ func TestCountRestoringFromMemoryMarks(t *testing.T) {
 func BenchmarkSettle(b *testing.B) {
 	for _, crashed := range []bool{false, true} {
 		b.Run(map[bool]string{false: "flushed", true: "crashed"}[crashed], func(b *testing.B) {
-			rb := redistest.Real(b)
-			db := sqltest.OpenSQLite(b, Migrate)
+			rb := redisclienttest.Real(b)
+			db := sqldbtest.OpenSQLite(b, Migrate)
 			origin := existencetest.NewOrigin(b)
 			viewer := NewService(testStore(db, origin), rb.Client, Config{KeyPrefix: rb.Prefix, FlushEvery: time.Hour})
 			ctx := context.Background()
@@ -277,7 +277,7 @@ func BenchmarkSettle(b *testing.B) {
 			if got := backupOf(b, settler.store, article+int64(b.N)-1); got != 1 {
 				b.Errorf("backup of the last article = %d, want 1", got)
 			}
-			if n := len(redistest.Keys(b, rb.Client, rb.Prefix+"view::unsaved-articles::*")); n != 0 {
+			if n := len(redisclienttest.Keys(b, rb.Client, rb.Prefix+"view::unsaved-articles::*")); n != 0 {
 				b.Errorf("%d index shards left", n)
 			}
 		})
@@ -287,8 +287,8 @@ func BenchmarkSettle(b *testing.B) {
 // BenchmarkFlush measures an instance's flush of the counts of b.N articles it counted a view of since its last
 // one (a busy site's every FlushEvery), on the Redis at BOARD_TEST_REDIS_ADDR (miniredis when unset) over SQLite.
 func BenchmarkFlush(b *testing.B) {
-	rb := redistest.Real(b)
-	db := sqltest.OpenSQLite(b, Migrate)
+	rb := redisclienttest.Real(b)
+	db := sqldbtest.OpenSQLite(b, Migrate)
 	svc := NewService(testStore(db, existencetest.NewOrigin(b)), rb.Client, Config{KeyPrefix: rb.Prefix, FlushEvery: time.Hour})
 	ctx := context.Background()
 	for i := range int64(b.N) {

@@ -1,7 +1,7 @@
-// Package sqltest runs one test suite on every SQL backend: an SQLite file always, and MariaDB/MySQL as well when
+// Package sqldbtest runs one test suite on every SQL backend: an SQLite file always, and MariaDB/MySQL as well when
 // BOARD_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/"). Each test gets a database of its own, dropped
 // when the test ends.
-package sqltest
+package sqldbtest
 
 import (
 	"context"

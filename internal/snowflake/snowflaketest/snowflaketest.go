@@ -1,5 +1,8 @@
-// Package fake holds the test doubles the packages' tests share: a clock the test moves, and id generators.
-package fake
+// Package snowflaketest holds the test doubles that stand in for a Snowflake generator and the clock behind it:
+// id generators that issue known ids (or fail, as a generator whose clock went backwards), and a clock the test sets
+// and moves. Every id carries the millisecond it was made, so a test's ids and times come from here together; the
+// clock also drives whatever else takes a now func (token expiry, cache TTLs).
+package snowflaketest
 
 import (
 	"errors"

@@ -1,8 +1,8 @@
-// Package redistest runs one test suite on every Redis backend: miniredis always, the real Redis at
+// Package redisclienttest runs one test suite on every Redis backend: miniredis always, the real Redis at
 // BOARD_TEST_REDIS_ADDR when that is set, and the Redis Cluster at BOARD_TEST_REDIS_CLUSTER_ADDRS when that is set
 // (scripts/redis-cluster starts one). Each run gets a key prefix of its own; its keys are deleted when the test
 // ends, so tests share one real Redis or cluster safely.
-package redistest
+package redisclienttest
 
 import (
 	"context"
