@@ -1,8 +1,8 @@
 package outbox
 
 import (
-	"board/internal/redisclient/redisclienttest"
-	"board/internal/snowflake/snowflaketest"
+	"board/internal/fake"
+	"board/internal/redistest"
 	"context"
 	"slices"
 	"sync"
@@ -49,10 +49,10 @@ func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 // TestCoordinatorSplitsAndTakesOver runs on every Redis backend: the heartbeat's MULTI touches one key, which a
 // cluster accepts.
 func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
-	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
+	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
 		rdb, prefix := r.Client, r.Prefix
 		ctx := context.Background()
-		clock := snowflaketest.NewClock(time.Now())
+		clock := fake.NewClock(time.Now())
 		coordinator := func() *Coordinator {
 			c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
 			c.now = clock.Now
@@ -115,9 +115,8 @@ type killable struct {
 
 func (h *harness) killableRelay(cfg RelayConfig, coord CoordinatorConfig) killable {
 	rdb := redis.NewClient(&redis.Options{Addr: h.rdb.(*redis.Client).Options().Addr})
-	ob := New(h.db, DefaultShards, ids, time.Now, nil)
 	c := NewCoordinator(rdb, h.prefix, "article", DefaultShards, coord, quiet, nil)
-	r := NewRelay(ob, h.producer, c, cfg, quiet)
+	r := NewRelay(h.db, h.producer, c, cfg, quiet, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -159,7 +158,7 @@ func covers(shards int, cs ...*Coordinator) bool {
 
 // A survivor takes over when the dead member's silence passes DeadAfter, not at its own next ping.
 func TestTakeoverAtTheDeadMembersExpiry(t *testing.T) {
-	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
+	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
 		cfg := CoordinatorConfig{Ping: time.Hour, DeadAfter: 200 * time.Millisecond}
 		dead := NewCoordinator(r.Client, r.Prefix, "article", 8, cfg, quiet, nil)
 		if _, err := dead.heartbeat(context.Background()); err != nil { // its one ping
@@ -189,7 +188,7 @@ func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
 
 		r3.kill()
 		// Written without a fast path, so only the pollers of the shards' owners can publish them.
-		writer := New(h.db, DefaultShards, ids, time.Now, nil)
+		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil)
 		written := capture(writer)
 		write(t, writer, 400)
 		waitFor(t, "the survivors to take over", 5*time.Second, func() bool {
@@ -225,7 +224,7 @@ func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
 		}
 
 		// Both now poll the stale shards.
-		writer := New(h.db, DefaultShards, ids, time.Now, nil)
+		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil)
 		written := capture(writer)
 		write(t, writer, 500)
 		want := written()

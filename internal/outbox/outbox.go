@@ -51,12 +51,18 @@ type Outbox struct {
 	ids      IDGenerator
 	now      func() time.Time
 	metrics  *Metrics
-	onCommit func([]Message) // the relay's fast path; nil until a relay runs
+	onCommit func([]Message) // the relay's fast path; nil without a relay
 }
 
-// New returns the outbox of db with the given logical shard count.
-func New(db *sqldb.DB, shards int, ids IDGenerator, now func() time.Time, metrics *Metrics) *Outbox {
-	return &Outbox{db: db, shards: shards, ids: ids, now: now, metrics: metrics}
+// New returns the outbox of db with the given logical shard count. relay, the relay that publishes db's outbox, is
+// handed each transaction's events as soon as it commits (its fast path); with a nil relay the events only wait in
+// the table, for a relay's poller (tools and tests write so).
+func New(db *sqldb.DB, shards int, ids IDGenerator, now func() time.Time, metrics *Metrics, relay *Relay) *Outbox {
+	o := &Outbox{db: db, shards: shards, ids: ids, now: now, metrics: metrics}
+	if relay != nil {
+		o.onCommit = relay.enqueue
+	}
+	return o
 }
 
 // Shards returns the logical shard count.
@@ -119,9 +125,10 @@ type position struct {
 	id        int64
 }
 
-// oldest returns up to limit rows of a shard created at or before cutoff and after position from, oldest first.
-func (o *Outbox) oldest(ctx context.Context, shard int, cutoff time.Time, from position, limit int) ([]Message, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox
+// oldest returns up to limit rows of a shard of db's outbox created at or before cutoff and after position from,
+// oldest first.
+func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from position, limit int) ([]Message, error) {
+	rows, err := db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox
 		WHERE shard_key = ? AND created_at <= ? AND (created_at > ? OR (created_at = ? AND outbox_id > ?))
 		ORDER BY created_at, outbox_id LIMIT ?`, shard, cutoff, from.createdAt, from.createdAt, from.id, limit)
 	if err != nil {
@@ -141,8 +148,8 @@ func (o *Outbox) oldest(ctx context.Context, shard int, cutoff time.Time, from p
 	return out, rows.Err()
 }
 
-// remove deletes published rows.
-func (o *Outbox) remove(ctx context.Context, ids []int64) error {
+// remove deletes published rows of db's outbox.
+func remove(ctx context.Context, db *sqldb.DB, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -150,32 +157,32 @@ func (o *Outbox) remove(ctx context.Context, ids []int64) error {
 	for i, id := range ids {
 		args[i] = id
 	}
-	_, err := o.db.ExecContext(ctx, "DELETE FROM outbox WHERE outbox_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	_, err := db.ExecContext(ctx, "DELETE FROM outbox WHERE outbox_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
 	return err
 }
 
-// backlog reports, per shard in shards, how many rows wait and when the oldest was written.
-func (o *Outbox) backlog(ctx context.Context, shards []int) (map[int]int64, map[int]time.Time, error) {
-	counts, oldest := map[int]int64{}, map[int]time.Time{}
+// backlog reports, per shard in shards, how many rows of db's outbox wait and when the oldest was written.
+func backlog(ctx context.Context, db *sqldb.DB, shards []int) (map[int]int64, map[int]time.Time, error) {
+	counts, firsts := map[int]int64{}, map[int]time.Time{}
 	for _, s := range shards {
 		// One shard at a time keeps every read on the (shard_key, created_at) index. The oldest row is read as a
 		// column, not as MIN(), so that SQLite hands back a typed time.
 		var n int64
-		if err := o.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE shard_key = ?", s).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE shard_key = ?", s).Scan(&n); err != nil {
 			return nil, nil, err
 		}
 		counts[s] = n
 		var first time.Time
-		err := o.db.QueryRowContext(ctx, "SELECT created_at FROM outbox WHERE shard_key = ? ORDER BY created_at LIMIT 1", s).
+		err := db.QueryRowContext(ctx, "SELECT created_at FROM outbox WHERE shard_key = ? ORDER BY created_at LIMIT 1", s).
 			Scan(&first)
 		switch {
 		case err == nil:
-			oldest[s] = first
+			firsts[s] = first
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, nil, err
 		}
 	}
-	return counts, oldest, nil
+	return counts, firsts, nil
 }
 
 // FillForBenchmark writes n article events straight into the outbox, already old enough for the poller, in

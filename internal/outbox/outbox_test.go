@@ -22,10 +22,10 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
-	"board/internal/redisclient/redisclienttest"
+	"board/internal/redistest"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqldbtest"
+	"board/internal/sqldb/sqltest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -60,9 +60,9 @@ type harness struct {
 
 // run calls fn once per SQL backend, with a fresh harness.
 func run(t *testing.T, fn func(t *testing.T, h *harness)) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h := &harness{t: t, db: db, dir: t.TempDir()}
-		r := redisclienttest.Real(t)
+		r := redistest.Real(t)
 		h.rdb, h.prefix = r.Client, r.Prefix
 		h.startBroker("127.0.0.1:0")
 		producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
@@ -97,8 +97,9 @@ func (h *harness) relay(cfg RelayConfig, coord CoordinatorConfig) (*Outbox, *Rel
 
 // measuredRelay is relay with metrics, for tests that watch what the relay did.
 func (h *harness) measuredRelay(cfg RelayConfig, coord CoordinatorConfig, metrics *Metrics) (*Outbox, *Relay, func()) {
-	ob := New(h.db, DefaultShards, ids, time.Now, metrics)
-	r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, coord, quiet, metrics), cfg, quiet)
+	r := NewRelay(h.db, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, coord, quiet, metrics), cfg, quiet,
+		metrics)
+	ob := New(h.db, DefaultShards, ids, time.Now, metrics, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -303,9 +304,9 @@ func TestRecordCarriesCreatedAt(t *testing.T) {
 		publish func(t *testing.T, h *harness) (createdAt time.Time)
 	}{
 		{"fast path", func(t *testing.T, h *harness) time.Time {
-			ob := New(h.db, DefaultShards, ids, minuteAgo, nil)
-			r := NewRelay(ob, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, testCoordinator, quiet, nil),
-				noPoll, quiet)
+			r := NewRelay(h.db, h.producer, NewCoordinator(h.rdb, h.prefix, "article", DefaultShards, testCoordinator, quiet, nil),
+				noPoll, quiet, nil)
+			ob := New(h.db, DefaultShards, ids, minuteAgo, nil, r)
 			var createdAt time.Time
 			next := ob.onCommit
 			ob.onCommit = func(msgs []Message) {
@@ -323,7 +324,7 @@ func TestRecordCarriesCreatedAt(t *testing.T) {
 			return createdAt
 		}},
 		{"poller", func(t *testing.T, h *harness) time.Time {
-			emitOne(t, New(h.db, DefaultShards, ids, minuteAgo, nil)) // no relay yet: the row waits in the table
+			emitOne(t, New(h.db, DefaultShards, ids, minuteAgo, nil, nil)) // no relay yet: the row waits in the table
 			var createdAt time.Time
 			if err := h.db.QueryRowContext(context.Background(), "SELECT created_at FROM outbox").Scan(&createdAt); err != nil {
 				t.Fatal(err)
@@ -382,7 +383,7 @@ func TestFullQueueFallsBackToThePoller(t *testing.T) {
 
 func TestRestartedRelayPublishesWaitingRows(t *testing.T) {
 	run(t, func(t *testing.T, h *harness) {
-		writer := New(h.db, DefaultShards, ids, time.Now, nil) // no relay: as if it crashed after commit
+		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil) // no relay: as if it crashed after commit
 		written := capture(writer)
 		write(t, writer, 300)
 		if n := h.rowsLeft(); n != 300 {
@@ -425,7 +426,7 @@ func (h *harness) recordsOnTopic() int64 {
 // holdOutbox makes every delete from the outbox wait, as a busy database does, until release is called: another
 // transaction locks all the rows (on SQLite, holding the one write connection is enough).
 func (h *harness) holdOutbox() (release func()) {
-	return sqldbtest.HoldLock(h.t, h.db, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
+	return sqltest.HoldLock(h.t, h.db, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
 }
 
 // gathered returns the sum of the samples of the metric name in reg and how many series it has.
@@ -454,7 +455,7 @@ func TestShutdownDeletesWhatWasAcknowledged(t *testing.T) {
 	run(t, func(t *testing.T, h *harness) {
 		const n = 200
 		// Rows a minute old, written with no relay: the first poll round publishes them all, and no fast path runs.
-		writer := New(h.db, DefaultShards, ids, func() time.Time { return time.Now().Add(-time.Minute) }, nil)
+		writer := New(h.db, DefaultShards, ids, func() time.Time { return time.Now().Add(-time.Minute) }, nil, nil)
 		write(t, writer, n)
 		// One poll round, at start; a delete may wait far longer than this test takes.
 		cfg := RelayConfig{TopicPrefix: testRelay.TopicPrefix, PollInterval: time.Hour, AckTimeout: 10 * time.Second,
@@ -524,13 +525,13 @@ func firstRecord(t *testing.T, addr, topic string) *kgo.Record {
 // An event id that cannot be issued (the node lease lapsed, say, while the process was stopped) fails the write
 // with 503 ID_UNAVAILABLE, not a 500, and writes nothing.
 func TestEventIDUnavailable(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		lapsed, err := snowflake.New(4, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lapsed.ExtendUntil(time.Now().Add(-time.Second))
-		err = New(db, DefaultShards, lapsed, time.Now, nil).Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+		err = New(db, DefaultShards, lapsed, time.Now, nil, nil).Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
 			return emit(event.ArticleDeleted, 1, map[string]string{"articleId": "1"})
 		})
 		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "ID_UNAVAILABLE" {

@@ -11,6 +11,7 @@ import (
 
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/sqldb"
 )
 
 // RelayConfig sets a relay's limits and timing; zero values take the defaults noted.
@@ -62,7 +63,8 @@ func (c *RelayConfig) defaults() {
 //
 // A row is deleted only after the broker acknowledged it, so delivery is at least once.
 type Relay struct {
-	ob      *Outbox
+	db      *sqldb.DB // holds the outbox table
+	now     func() time.Time
 	client  *kgo.Client
 	coord   *Coordinator
 	cfg     RelayConfig
@@ -75,16 +77,16 @@ type Relay struct {
 	ackedCh chan struct{} // signals that acked grew
 }
 
-// NewRelay returns the relay of ob; it takes over ob's fast path.
-func NewRelay(ob *Outbox, client *kgo.Client, coord *Coordinator, cfg RelayConfig, logger *slog.Logger) *Relay {
+// NewRelay returns a relay of the outbox table in db, publishing through client the shards coord assigns to this
+// instance. Its fast path takes the events of the Outbox it is handed to (New); the poller reads the table.
+func NewRelay(db *sqldb.DB, client *kgo.Client, coord *Coordinator, cfg RelayConfig, logger *slog.Logger, metrics *Metrics) *Relay {
 	cfg.defaults()
-	r := &Relay{ob: ob, client: client, coord: coord, cfg: cfg, logger: logger, metrics: ob.metrics,
+	return &Relay{db: db, now: time.Now, client: client, coord: coord, cfg: cfg, logger: logger, metrics: metrics,
 		queue: make(chan Message, cfg.QueueSize), ackedCh: make(chan struct{}, 1)}
-	ob.onCommit = r.enqueue
-	return r
 }
 
-// enqueue hands committed events to the fast path without ever blocking the request that wrote them.
+// enqueue hands committed events to the fast path without ever blocking the request that wrote them; the Outbox the
+// relay was handed to calls it after each commit.
 func (r *Relay) enqueue(msgs []Message) {
 	for _, m := range msgs {
 		select {
@@ -220,7 +222,7 @@ func (r *Relay) deleteAcked(ctx context.Context) {
 	r.mu.Unlock()
 	for len(ids) > 0 {
 		n := min(len(ids), deleteBatch)
-		if err := r.ob.remove(ctx, ids[:n]); err != nil {
+		if err := remove(ctx, r.db, ids[:n]); err != nil {
 			// The rows stay; the poller publishes them again, which consumers tolerate.
 			r.logger.Warn("relay: cannot delete published rows", "rows", len(ids), "err", err)
 			return
@@ -245,13 +247,13 @@ func (r *Relay) pollLoop(ctx context.Context) {
 // poll publishes the owned shards' rows older than MinAge, oldest first, until none are left or the broker fails.
 func (r *Relay) poll(ctx context.Context) {
 	owned := r.coord.Owned()
-	cutoff := r.ob.now().Add(-r.cfg.MinAge)
+	cutoff := r.now().Add(-r.cfg.MinAge)
 	for _, shard := range owned {
 		r.pollShard(ctx, shard, cutoff)
 	}
 	r.deleteAcked(ctx) // before the next round reads the shards again
-	if counts, oldest, err := r.ob.backlog(ctx, owned); err == nil {
-		r.metrics.observeBacklog(counts, oldest, r.ob.now())
+	if counts, firsts, err := backlog(ctx, r.db, owned); err == nil {
+		r.metrics.observeBacklog(counts, firsts, r.now())
 	}
 }
 
@@ -263,7 +265,7 @@ func (r *Relay) pollShard(ctx context.Context, shard int, cutoff time.Time) {
 	var failed atomic.Bool
 	from := position{}
 	for ctx.Err() == nil && !failed.Load() {
-		msgs, err := r.ob.oldest(ctx, shard, cutoff, from, r.cfg.BatchSize)
+		msgs, err := oldest(ctx, r.db, shard, cutoff, from, r.cfg.BatchSize)
 		if err != nil {
 			r.logger.Warn("relay: cannot read the outbox", "shard", shard, "err", err)
 			break
