@@ -13,12 +13,12 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/event"
-	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
@@ -45,10 +45,10 @@ func testStore(db *sqldb.DB) *Store {
 	return NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil))
 }
 
-func newTestService(db *sqldb.DB) (*Service, *Store, *fake.Clock) {
-	clock := fake.NewClock(t0)
+func newTestService(db *sqldb.DB) (*Service, *Store, *snowflaketest.Clock) {
+	clock := snowflaketest.NewClock(t0)
 	store := testStore(db)
-	return NewService(store, fake.NewIDs(firstID), clock.Now), store, clock
+	return NewService(store, snowflaketest.NewIDs(firstID), clock.Now), store, clock
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, what string) {
@@ -59,7 +59,7 @@ func wantKind(t *testing.T, err error, kind fault.Kind, what string) {
 }
 
 func TestCRUD(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, clock := newTestService(db)
 
@@ -132,7 +132,7 @@ func TestCRUD(t *testing.T) {
 }
 
 func TestCreateTimesMillisUTC(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		for _, in := range []time.Time{
 			time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC),
@@ -140,7 +140,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 			time.Date(2026, 5, 6, 0, 30, 0, 1_000_000, time.FixedZone("", -8*60*60)),
 			time.Now(), // with a monotonic reading
 		} {
-			svc := NewService(testStore(db), fake.NewIDs(snowflake.Compose(in, 1, 0)), func() time.Time { return in })
+			svc := NewService(testStore(db), snowflaketest.NewIDs(snowflake.Compose(in, 1, 0)), func() time.Time { return in })
 			a, err := svc.Create(ctx, "t", "c", 1, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -158,7 +158,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		existing, err := svc.Create(ctx, "t", "c", 1, 1)
@@ -212,8 +212,8 @@ func TestValidation(t *testing.T) {
 }
 
 func TestCreateIDUnavailable(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		svc := NewService(testStore(db), fake.FailingIDs{}, time.Now)
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := NewService(testStore(db), snowflaketest.FailingIDs{}, time.Now)
 		_, err := svc.Create(context.Background(), "t", "c", 1, 1)
 		if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable || fe.Code != "ID_UNAVAILABLE" {
 			t.Errorf("Create without ids: %v, want Unavailable ID_UNAVAILABLE", err)
@@ -266,7 +266,7 @@ func boardFixture(t *testing.T, svc *Service) (board1 []int64) {
 }
 
 func TestListPages(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		board1 := reversed(boardFixture(t, svc)) // newest first
@@ -367,7 +367,7 @@ func TestCountLimit(t *testing.T) {
 }
 
 func TestListCappedCount(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		boardFixture(t, svc)
@@ -417,7 +417,7 @@ func scrollAll(t *testing.T, svc *Service, board, size int64) []int64 {
 }
 
 func TestScroll(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		board1 := reversed(boardFixture(t, svc))
@@ -456,7 +456,7 @@ func TestScroll(t *testing.T) {
 }
 
 func TestBoardCount(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		count := func(board int64) int64 {
@@ -499,7 +499,7 @@ func TestBoardCount(t *testing.T) {
 }
 
 func TestConcurrentCreateDelete(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		const (
@@ -572,7 +572,7 @@ func TestConcurrentCreateDelete(t *testing.T) {
 }
 
 func TestSeedChunk(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, store, _ := newTestService(db)
 		chunk := func(first int64, n int) []SeedArticle {
@@ -672,7 +672,7 @@ func outboxRows(t *testing.T, db *sqldb.DB) []event.Envelope {
 // TestEventsWrittenWithChanges checks that every change writes its event in the same transaction, with the board
 // count as of that transaction and versions that order the events.
 func TestEventsWrittenWithChanges(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
 		first, err := svc.Create(ctx, "one", "c", 9, 1)

@@ -8,10 +8,10 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
-	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
 )
 
@@ -35,7 +35,7 @@ var eventIDs = func() *snowflake.Generator {
 
 // testService returns a service over db with fake ids (from firstID), a fake clock (at t0) and an article service
 // that has every article.
-func testService(t testing.TB, db *sqldb.DB) (*Service, *Store, *fake.Clock) {
+func testService(t testing.TB, db *sqldb.DB) (*Service, *Store, *snowflaketest.Clock) {
 	return newTestService(db, testRegistry(existencetest.NewOrigin(t), db))
 }
 
@@ -46,10 +46,10 @@ func testRegistry(origin *existencetest.Origin, db *sqldb.DB) *existence.Registr
 }
 
 // newTestService is testService with the record of which articles exist that articles keeps.
-func newTestService(db *sqldb.DB, articles *existence.Registry) (*Service, *Store, *fake.Clock) {
-	clock := fake.NewClock(t0)
+func newTestService(db *sqldb.DB, articles *existence.Registry) (*Service, *Store, *snowflaketest.Clock) {
+	clock := snowflaketest.NewClock(t0)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), articles)
-	return NewService(store, fake.NewIDs(firstID), clock.Now), store, clock
+	return NewService(store, snowflaketest.NewIDs(firstID), clock.Now), store, clock
 }
 
 func wantKind(t *testing.T, err error, kind fault.Kind, code string) {

@@ -19,7 +19,7 @@ import (
 	"board/internal/httpio/httpiotest"
 	"board/internal/outbox"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // strategyPaths are the like paths' suffixes: the default strategy's and each strategy's own.
@@ -93,7 +93,7 @@ func wantPurged(t *testing.T, db *sqldb.DB, articleID int64) {
 // TestRoutesRefuseArticlesTheArticleServiceDoesNotHave: a like or unlike of an article that never existed is
 // 404 ARTICLE_NOT_FOUND through every path, and writes nothing.
 func TestRoutesRefuseArticlesTheArticleServiceDoesNotHave(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths {
 			t.Run("path"+suffix, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestRoutesRefuseArticlesTheArticleServiceDoesNotHave(t *testing.T) {
 // reached the service, looks it up at the article service once; the 50 likes after it look nothing up.
 func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 	const moreLikes = 50
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths {
 			t.Run("path"+suffix, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 // TestRoutesWhileTheArticleServiceIsDown: a like of an article the service does not know yet cannot be decided and
 // is 503 ARTICLE_SERVICE_UNAVAILABLE, writing nothing; likes and unlikes of a known article go on without it.
 func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		const known, unknown = int64(40), int64(41)
 		if r := httpiotest.Call(httpiotest.As(h, 1), "POST", likePath(known, 1), ""); r.Status != 201 {
@@ -181,7 +181,7 @@ func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
 // ARTICLE_NOT_FOUND through every path, with no lookup and no event, whether the service knew the article before or
 // heard of it first from its delete; an ARTICLE_CREATED or ARTICLE_UPDATED arriving after the delete changes nothing.
 func TestRoutesRefuseDeletedArticles(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths {
 			t.Run("path"+suffix, func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestRoutesRefuseDeletedArticles(t *testing.T) {
 // a live article is not purged.
 func TestPurgeBatches(t *testing.T) {
 	const likes = 1234
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		env := newTestEnv(t, db, "")
 		const purged, before, after = int64(501), int64(500), int64(502)
@@ -289,7 +289,7 @@ func TestPurgeBatches(t *testing.T) {
 // never holds the database for itself for longer than a batch.
 func TestPurgeWhileOtherArticlesAreLiked(t *testing.T) {
 	const seeded, likers = 100_000, 8
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		env := newTestEnv(t, db, "")
 		const purged = int64(9000)
@@ -389,7 +389,7 @@ func TestPurgeWhileOtherArticlesAreLiked(t *testing.T) {
 // the same database (the restarted process) finds the purge still queued and finishes it.
 func TestPurgeResumesAfterARestart(t *testing.T) {
 	const likes, cutAfter = 5000, 3
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		env := newTestEnv(t, db, "")
 		const article = int64(7000)
 		existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
@@ -437,7 +437,7 @@ func TestPurgeResumesAfterARestart(t *testing.T) {
 // delete to create it.
 func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
 	const rounds, likers, likesEach, earlier = 5, 20, 2, 5
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths[1:] {

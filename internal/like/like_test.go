@@ -20,12 +20,12 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
-	"board/internal/fake"
 	"board/internal/fault"
 	"board/internal/outbox"
 	"board/internal/snowflake"
+	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: stores must keep milliseconds in UTC.
@@ -58,7 +58,8 @@ func newTestEnv(t testing.TB, db *sqldb.DB, strategy Strategy) testEnv {
 	origin := existencetest.NewOrigin(t)
 	articles := origin.Registry("like", db)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), articles)
-	return testEnv{NewService(store, fake.NewIDs(firstID), func() time.Time { return t0 }, strategy), articles, origin}
+	svc := NewService(store, snowflaketest.NewIDs(firstID), func() time.Time { return t0 }, strategy)
+	return testEnv{svc, articles, origin}
 }
 
 // newTestService returns a like service over db for which every article exists.
@@ -134,7 +135,7 @@ func TestParseStrategy(t *testing.T) {
 }
 
 func TestNewServiceDefaultStrategy(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	if got := newTestService(t, db, "").DefaultStrategy(); got != PessimisticLock1 {
 		t.Errorf("default strategy = %q, want %q", got, PessimisticLock1)
 	}
@@ -151,7 +152,7 @@ func TestNewServiceDefaultStrategy(t *testing.T) {
 
 // TestLikeLifecycle runs like, get, count and unlike with each strategy, and checks the events they write.
 func TestLikeLifecycle(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		env := newTestEnv(t, db, "")
 		svc := env.svc
@@ -246,7 +247,7 @@ func TestLikeLifecycle(t *testing.T) {
 }
 
 func TestLikeRejectsZeroIDs(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	svc := newTestService(t, db, "")
 	_, err := svc.Like(context.Background(), "", 0, 1)
 	wantKind(t, err, fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
@@ -255,9 +256,9 @@ func TestLikeRejectsZeroIDs(t *testing.T) {
 }
 
 func TestLikeWithoutIDs(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db))
-	svc := NewService(store, fake.FailingIDs{}, time.Now, "")
+	svc := NewService(store, snowflaketest.FailingIDs{}, time.Now, "")
 	_, err := svc.Like(context.Background(), "", 1, 1)
 	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
 	if n, _ := svc.Count(context.Background(), 1); n != 0 {
@@ -266,7 +267,7 @@ func TestLikeWithoutIDs(t *testing.T) {
 }
 
 func TestUnknownStrategy(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	svc := newTestService(t, db, "")
 	if _, err := svc.Like(context.Background(), "no-lock", 1, 1); err == nil || fault.KindOf(err) != 0 {
 		t.Errorf("like with an unknown strategy: %v, want an internal error", err)
@@ -298,7 +299,7 @@ func concurrently(n, workers int, fn func(i int) error) []error {
 // count k at version k, so the events' (count, version) pairs are exactly 1..3000 when none was lost or seen twice.
 func TestConcurrentLikes(t *testing.T) {
 	const likes, workers = 3000, 100
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc := newTestService(t, db, "") // one service, so that like ids stay unique across strategies
 		for i, st := range Strategies {
@@ -365,7 +366,7 @@ func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64,
 // create its count row), then 20 unlikes: exactly one of each succeeds, the rest are 409 and 404.
 func TestConcurrentDuplicates(t *testing.T) {
 	const tries = 20
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc := newTestService(t, db, "")
 		for i, st := range Strategies {
@@ -406,7 +407,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 // row and its lock order, so the count stays exact.
 func TestMixedStrategies(t *testing.T) {
 	const likes, workers = 600, 60
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc := newTestService(t, db, "")
 		article := int64(3000)
@@ -449,7 +450,7 @@ func TestOptimisticRetry(t *testing.T) {
 			wantCode: "ALREADY_LIKED", wantTries: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := newTestService(t, sqltest.OpenSQLite(t, Migrate), "")
+			svc := newTestService(t, sqldbtest.OpenSQLite(t, Migrate), "")
 			var waits []time.Duration
 			svc.retry = retryPolicy{attempts: 6, base: time.Millisecond, max: 4 * time.Millisecond,
 				sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
@@ -515,7 +516,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("sleep with a cancelled context: %v", err)
 	}
-	svc := newTestService(t, sqltest.OpenSQLite(t, Migrate), "")
+	svc := newTestService(t, sqldbtest.OpenSQLite(t, Migrate), "")
 	tries := 0
 	err := svc.write(ctx, OptimisticLock, func(Strategy) error { tries++; return errVersionConflict })
 	if !errors.Is(err, context.Canceled) || tries != 1 {
@@ -531,8 +532,8 @@ func TestRetryStopsWithContext(t *testing.T) {
 // written; with two, the retry reads the new version and succeeds. (On SQLite a conflict cannot happen: the read
 // runs under the database's write lock.)
 func TestOptimisticConflictOnMySQL(t *testing.T) {
-	if os.Getenv(sqltest.MySQLDSNEnv) == "" {
-		t.Skip("needs MariaDB or MySQL: set " + sqltest.MySQLDSNEnv)
+	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
+		t.Skip("needs MariaDB or MySQL: set " + sqldbtest.MySQLDSNEnv)
 	}
 	for _, snapshotIsolation := range []bool{false, true} {
 		t.Run(fmt.Sprintf("snapshot isolation %v", snapshotIsolation), func(t *testing.T) {
@@ -595,7 +596,7 @@ func TestOptimisticConflictOnMySQL(t *testing.T) {
 // innodb_snapshot_isolation on or off. It skips the test when the server has no such setting.
 func openMySQL(t *testing.T, snapshotIsolation bool) *sqldb.DB {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(sqltest.DatabaseDSN(t, "board_test_"+sqltest.RandomSuffix()))
+	cfg, err := mysql.ParseDSN(sqldbtest.DatabaseDSN(t, "board_test_"+sqldbtest.RandomSuffix()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 package outbox
 
 import (
-	"board/internal/fake"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/snowflake/snowflaketest"
 	"context"
 	"slices"
 	"sync"
@@ -49,10 +49,10 @@ func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 // TestCoordinatorSplitsAndTakesOver runs on every Redis backend: the heartbeat's MULTI touches one key, which a
 // cluster accepts.
 func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
 		rdb, prefix := r.Client, r.Prefix
 		ctx := context.Background()
-		clock := fake.NewClock(time.Now())
+		clock := snowflaketest.NewClock(time.Now())
 		coordinator := func() *Coordinator {
 			c := NewCoordinator(rdb, prefix, "article", 8, CoordinatorConfig{}, quiet, nil) // SPEC timing: 3 s / 9 s
 			c.now = clock.Now
@@ -158,7 +158,7 @@ func covers(shards int, cs ...*Coordinator) bool {
 
 // A survivor takes over when the dead member's silence passes DeadAfter, not at its own next ping.
 func TestTakeoverAtTheDeadMembersExpiry(t *testing.T) {
-	redistest.Run(t, func(t *testing.T, r redistest.Backend) {
+	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
 		cfg := CoordinatorConfig{Ping: time.Hour, DeadAfter: 200 * time.Millisecond}
 		dead := NewCoordinator(r.Client, r.Prefix, "article", 8, cfg, quiet, nil)
 		if _, err := dead.heartbeat(context.Background()); err != nil { // its one ping

@@ -22,10 +22,10 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -60,9 +60,9 @@ type harness struct {
 
 // run calls fn once per SQL backend, with a fresh harness.
 func run(t *testing.T, fn func(t *testing.T, h *harness)) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h := &harness{t: t, db: db, dir: t.TempDir()}
-		r := redistest.Real(t)
+		r := redisclienttest.Real(t)
 		h.rdb, h.prefix = r.Client, r.Prefix
 		h.startBroker("127.0.0.1:0")
 		producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
@@ -426,7 +426,7 @@ func (h *harness) recordsOnTopic() int64 {
 // holdOutbox makes every delete from the outbox wait, as a busy database does, until release is called: another
 // transaction locks all the rows (on SQLite, holding the one write connection is enough).
 func (h *harness) holdOutbox() (release func()) {
-	return sqltest.HoldLock(h.t, h.db, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
+	return sqldbtest.HoldLock(h.t, h.db, "SELECT outbox_id FROM outbox"+h.db.ForUpdate())
 }
 
 // gathered returns the sum of the samples of the metric name in reg and how many series it has.
@@ -525,7 +525,7 @@ func firstRecord(t *testing.T, addr, topic string) *kgo.Record {
 // An event id that cannot be issued (the node lease lapsed, say, while the process was stopped) fails the write
 // with 503 ID_UNAVAILABLE, not a 500, and writes nothing.
 func TestEventIDUnavailable(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		lapsed, err := snowflake.New(4, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -20,10 +20,10 @@ import (
 	"board/internal/httpio"
 	"board/internal/httpio/httpiotest"
 	"board/internal/outbox"
-	"board/internal/redistest"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
-	"board/internal/sqldb/sqltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // eventIDs issues the tests' event ids: one generator for the package, as one process has one.
@@ -50,11 +50,11 @@ type env struct {
 	db     *sqldb.DB
 	origin *existencetest.Origin
 	store  *Store
-	redis  redistest.Backend
+	redis  redisclienttest.Backend
 	prefix string
 }
 
-func newEnv(t *testing.T, db *sqldb.DB, b redistest.Backend, prefix string) env {
+func newEnv(t *testing.T, db *sqldb.DB, b redisclienttest.Backend, prefix string) env {
 	origin := existencetest.NewOrigin(t)
 	return env{db: db, origin: origin, store: testStore(db, origin), redis: b, prefix: prefix}
 }
@@ -62,8 +62,8 @@ func newEnv(t *testing.T, db *sqldb.DB, b redistest.Backend, prefix string) env 
 // run calls fn on every combination of Redis and SQL backends.
 func run(t *testing.T, fn func(t *testing.T, e env)) {
 	t.Helper()
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 			// Both SQL subtests share the Redis backend: each takes a prefix under the backend's own.
 			fn(t, newEnv(t, db, b, b.Prefix+string(db.Dialect)+":"))
 		})
@@ -73,8 +73,8 @@ func run(t *testing.T, fn func(t *testing.T, e env)) {
 // runRedis calls fn on every Redis backend, over an SQLite database: for tests in which SQL plays no part.
 func runRedis(t *testing.T, fn func(t *testing.T, e env)) {
 	t.Helper()
-	redistest.Run(t, func(t *testing.T, b redistest.Backend) {
-		fn(t, newEnv(t, sqltest.OpenSQLite(t, Migrate), b, b.Prefix))
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		fn(t, newEnv(t, sqldbtest.OpenSQLite(t, Migrate), b, b.Prefix))
 	})
 }
 
@@ -92,10 +92,10 @@ func handler(svc *Service) http.Handler {
 // forget deletes every key of e, as a Redis restarted without its data would have.
 func (e env) forget(t *testing.T) {
 	t.Helper()
-	if len(redistest.Keys(t, e.redis.Client, e.prefix+"*")) == 0 {
+	if len(redisclienttest.Keys(t, e.redis.Client, e.prefix+"*")) == 0 {
 		t.Fatal("no keys to forget")
 	}
-	redistest.DeletePrefix(t, e.redis.Client, e.prefix)
+	redisclienttest.DeletePrefix(t, e.redis.Client, e.prefix)
 }
 
 // mustView views as a user and returns the count the service answered.
@@ -204,7 +204,7 @@ func inParallel(n, workers int, fn func(i int)) {
 }
 
 func TestStoreBackup(t *testing.T) {
-	sqltest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
 		store := testStore(db, origin)
@@ -581,7 +581,7 @@ func TestBackupFailureKeepsTheView(t *testing.T) {
 }
 
 func TestRedisErrors(t *testing.T) {
-	db := sqltest.OpenSQLite(t, Migrate)
+	db := sqldbtest.OpenSQLite(t, Migrate)
 	for _, tc := range []struct {
 		reply string
 		want  fault.Kind
@@ -595,7 +595,7 @@ func TestRedisErrors(t *testing.T) {
 		{"WRONGTYPE Operation against a key holding the wrong kind of value", 0}, // a bug: 500
 	} {
 		t.Run(tc.reply, func(t *testing.T) {
-			b := redistest.Mini(t)
+			b := redisclienttest.Mini(t)
 			svc := NewService(testStore(db, existencetest.NewOrigin(t)), quickClient(t, b.Mini.Addr()), Config{KeyPrefix: b.Prefix})
 			b.Mini.SetError(tc.reply)
 			_, viewErr := svc.View(context.Background(), article, 1)
@@ -616,9 +616,9 @@ func TestRedisErrors(t *testing.T) {
 // existence checked from memory), backups included, on the Redis at BOARD_TEST_REDIS_ADDR (miniredis when unset)
 // over SQLite. Each view has a request's deadline, as served views have.
 func BenchmarkViewWarmArticle(b *testing.B) {
-	rb := redistest.Real(b)
+	rb := redisclienttest.Real(b)
 	origin := existencetest.NewOrigin(b)
-	svc := NewService(testStore(sqltest.OpenSQLite(b, Migrate), origin), rb.Client, Config{KeyPrefix: rb.Prefix})
+	svc := NewService(testStore(sqldbtest.OpenSQLite(b, Migrate), origin), rb.Client, Config{KeyPrefix: rb.Prefix})
 	var users atomic.Int64
 	if _, err := svc.View(context.Background(), article, users.Add(1)); err != nil { // the one lookup
 		b.Fatal(err)
