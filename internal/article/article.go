@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"board/internal/apijson"
+	"board/internal/boardpage"
 	"board/internal/fault"
 	"board/internal/snowflake"
 )
@@ -17,8 +18,6 @@ import (
 const (
 	MaxTitleChars   = 100
 	MaxContentChars = 3000
-	// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
-	pageLinks = 10
 )
 
 // Article is a post on a board.
@@ -89,7 +88,7 @@ func (s *Service) Delete(ctx context.Context, id int64) error { return s.store.D
 type Page struct {
 	Articles []Article
 	// Count is capped: at most the articles needed to show the next block of page links, plus one to tell
-	// whether there is more (SPEC §3.1).
+	// whether there is more (boardpage.CountLimit).
 	Count int64
 }
 
@@ -100,7 +99,7 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 	if err != nil {
 		return Page{}, err
 	}
-	limit := CountLimit(page, pageSize)
+	limit := boardpage.CountLimit(page, pageSize)
 	var count int64
 	switch n := int64(len(articles)); {
 	case n == pageSize:
@@ -114,11 +113,6 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 		count, err = s.store.CountOlder(ctx, boardID, 0, limit) // past the end: there are fewer than offset
 	}
 	return Page{Articles: articles, Count: count}, err
-}
-
-// CountLimit is how far List counts for page: to the end of the block of pageLinks pages holding it, plus one.
-func CountLimit(page, pageSize int64) int64 {
-	return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1
 }
 
 // Scroll returns the next pageSize articles of a board older than lastID (0: from the newest).

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/apijson"
+	"board/internal/boardpage"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/outbox"
@@ -344,28 +345,6 @@ func TestListPages(t *testing.T) {
 	})
 }
 
-func TestCountLimit(t *testing.T) {
-	for _, tc := range []struct{ page, size, want int64 }{
-		{1, 30, 301},
-		{10, 30, 301},
-		{11, 30, 601},
-		{20, 30, 601},
-		{21, 30, 901},
-		{1, 1, 11},
-		{1, 2, 21},
-		{11, 2, 41},
-		{12, 2, 41},
-		{21, 2, 61},
-		{1, 100, 1001},
-		{100, 100, 10001},
-		{101, 100, 11001},
-	} {
-		if got := CountLimit(tc.page, tc.size); got != tc.want {
-			t.Errorf("CountLimit(%d, %d) = %d, want %d", tc.page, tc.size, got, tc.want)
-		}
-	}
-}
-
 func TestListCappedCount(t *testing.T) {
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -378,7 +357,7 @@ func TestListCappedCount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := min(45, CountLimit(tc.page, 2)); p.Count != tc.want || p.Count != want {
+			if want := min(45, boardpage.CountLimit(tc.page, 2)); p.Count != tc.want || p.Count != want {
 				t.Errorf("page %d size 2: Count = %d, want %d", tc.page, p.Count, tc.want)
 			}
 		}

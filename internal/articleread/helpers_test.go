@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
+	"board/internal/boardpage"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/logicalttl"
@@ -289,7 +290,7 @@ func (tr *truth) page(boardID, pageNo, pageSize int64) ([]Article, int64) {
 	ids := tr.liveLocked(boardID)
 	offset := min((pageNo-1)*pageSize, int64(len(ids)))
 	end := min(offset+pageSize, int64(len(ids)))
-	return tr.articlesLocked(ids[offset:end]), min(int64(len(ids)), countLimit(pageNo, pageSize))
+	return tr.articlesLocked(ids[offset:end]), min(int64(len(ids)), boardpage.CountLimit(pageNo, pageSize))
 }
 
 // scroll is the article service's infinite scroll: pageSize articles older than lastID (0: from the newest).

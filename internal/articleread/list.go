@@ -6,16 +6,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/boardpage"
 )
 
-// pageLinks is how many page links a page shows; the article service caps its count to the block that holds the
-// page (SPEC §3.1), and so does this one.
-const pageLinks = 10
-
-// countLimit is the article service's cap on a page's articleCount.
-func countLimit(page, pageSize int64) int64 { return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1 }
-
-// Page is an offset page with the capped count its page links need.
+// Page is an offset page with the capped count its page links need (boardpage.CountLimit), as the article service
+// counts it.
 type Page struct {
 	Articles []ArticleRead
 	Count    int64
@@ -117,7 +113,7 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 	if err != nil {
 		return Page{}, nil, err
 	}
-	return Page{Articles: articles, Count: min(board.count, countLimit(page, pageSize))}, gone, nil
+	return Page{Articles: articles, Count: min(board.count, boardpage.CountLimit(page, pageSize))}, gone, nil
 }
 
 // forget removes from a board's list articles found deleted, as their ARTICLE_DELETED would.

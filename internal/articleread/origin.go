@@ -8,12 +8,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"board/internal/apijson"
+	"board/internal/boardpage"
 	"board/internal/fault"
 )
 
@@ -161,25 +161,18 @@ func (o *origins) boardCount(ctx context.Context, boardID int64) (versioned[int6
 }
 
 // page is an offset page of the article service.
-type page struct {
-	Articles     []Article `json:"articles"`
-	ArticleCount int64     `json:"articleCount"`
-}
+type page = boardpage.Page[Article]
 
 func (o *origins) page(ctx context.Context, boardID, pageNo, pageSize int64) (page, error) {
 	var p page
-	q := url.Values{"boardId": {strconv.FormatInt(boardID, 10)}, "page": {strconv.FormatInt(pageNo, 10)},
-		"pageSize": {strconv.FormatInt(pageSize, 10)}}
+	q := boardpage.PageRequest{BoardID: boardID, Page: pageNo, PageSize: pageSize}.Query()
 	_, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles?"+q.Encode(), &p)
 	return p, err
 }
 
 func (o *origins) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]Article, error) {
 	var as []Article
-	q := url.Values{"boardId": {strconv.FormatInt(boardID, 10)}, "pageSize": {strconv.FormatInt(pageSize, 10)}}
-	if lastID != 0 {
-		q.Set("lastArticleId", strconv.FormatInt(lastID, 10))
-	}
+	q := boardpage.ScrollRequest{BoardID: boardID, PageSize: pageSize, LastArticleID: lastID}.Query()
 	_, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles/infinite-scroll?"+q.Encode(), &as)
 	return as, err
 }

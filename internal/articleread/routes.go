@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"board/internal/boardpage"
 	"board/internal/httpio"
 )
 
@@ -52,39 +53,24 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
-	boardID, err := httpio.QueryID(r, "boardId")
+	q, err := boardpage.ReadPage(r)
 	if err != nil {
 		return err
 	}
-	page, pageSize, err := httpio.PageQuery(r)
+	p, err := h.svc.List(r.Context(), q.BoardID, q.Page, q.PageSize)
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.List(r.Context(), boardID, page, pageSize)
-	if err != nil {
-		return err
-	}
-	httpio.Write(w, http.StatusOK, struct {
-		Articles     []articleReadJSON `json:"articles"`
-		ArticleCount int64             `json:"articleCount"`
-	}{toJSON(p.Articles), p.Count})
+	httpio.Write(w, http.StatusOK, boardpage.Page[articleReadJSON]{Articles: toJSON(p.Articles), ArticleCount: p.Count})
 	return nil
 }
 
 func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
-	boardID, err := httpio.QueryID(r, "boardId")
+	q, err := boardpage.ReadScroll(r)
 	if err != nil {
 		return err
 	}
-	pageSize, err := httpio.PageSizeQuery(r)
-	if err != nil {
-		return err
-	}
-	lastID, err := httpio.OptionalQueryID(r, "lastArticleId")
-	if err != nil {
-		return err
-	}
-	as, err := h.svc.Scroll(r.Context(), boardID, pageSize, lastID)
+	as, err := h.svc.Scroll(r.Context(), q.BoardID, q.PageSize, q.LastArticleID)
 	if err != nil {
 		return err
 	}
