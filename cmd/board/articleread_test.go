@@ -10,6 +10,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 )
 
@@ -151,8 +152,6 @@ func getJSON(t *testing.T, url string, out any) {
 	}
 }
 
-// eventually retries check (which returns "" when satisfied) until it holds, failing with its last complaint
-// after a generous bound.
 // eventuallyGone waits until article-read answers 404 for a deleted article: its model learns of the delete from
 // the event, a moment after the article service answered.
 func eventuallyGone(t *testing.T, p *program, article string) {
@@ -165,17 +164,12 @@ func eventuallyGone(t *testing.T, p *program, article string) {
 	})
 }
 
+// eventually retries check (which returns "" when satisfied) until it holds, failing with its last complaint
+// after a generous bound.
 func eventually(t *testing.T, check func() string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(t, 20*time.Second, func() (bool, string) {
+		complaint := check()
+		return complaint == "", complaint
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/embedded"
+	"board/internal/polltest"
 )
 
 // enginesProcess is a `board engines` running as a real process, with the flags it printed for `board serve`.
@@ -189,8 +190,7 @@ func TestEnginesSharedByTwoServes(t *testing.T) {
 // waitForRanking polls a hot-article list until it equals want, failing after a generous bound.
 func waitForRanking(t *testing.T, url string, want []hotOut, p *process) {
 	t.Helper()
-	var got []hotOut
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	polltest.Until(t, time.Minute, func() (bool, string) {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
@@ -200,15 +200,15 @@ func waitForRanking(t *testing.T, url string, want []hotOut, p *process) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 		}
-		got = nil
+		var got []hotOut
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("GET %s: %s: %v", url, body, err)
 		}
 		if slices.Equal(got, want) {
-			return
+			return true, ""
 		}
-	}
-	t.Fatalf("GET %s: %+v, want %+v\n%s", url, got, want, p.logs)
+		return false, fmt.Sprintf("GET %s: %+v, want %+v\n%s", url, got, want, p.logs)
+	})
 }
 
 // endOffsets returns the sum of the end offsets of each event topic's partitions on the brokers.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"board/internal/polltest"
 )
 
 // hotOut is one entry of a hot-article list as the API writes it.
@@ -131,8 +133,7 @@ func TestHotArticlesFromWritesOverHTTP(t *testing.T) {
 // waitForList polls a hot-article list until it equals want, failing after a generous bound.
 func waitForList(t *testing.T, p *program, url string, want []hotOut) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
 		var got []hotOut
 		resp, err := http.Get(url)
 		if err != nil {
@@ -147,12 +148,6 @@ func waitForList(t *testing.T, p *program, url string, want []hotOut) {
 			t.Fatalf("GET %s: %s: %v", url, body, err)
 		}
 		diff := gocmp.Diff(want, got)
-		if diff == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s (-want +got):\n%s", url, diff)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return diff == "", fmt.Sprintf("GET %s (-want +got):\n%s", url, diff)
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"board/internal/polltest"
 )
 
 // screenshotsEnv names the directory TestWebScreenshots writes the documentation's screenshots to.
@@ -185,17 +187,11 @@ func viewAs(t *testing.T, p *program, token, article string, user int64) {
 // waitForRead waits until article-read answers the article with its likes and comments.
 func waitForRead(t *testing.T, p *program, article string, likes, comments int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
 		a := sendAs(t, "", "GET", p.urls["article-read"]+"/v1/articles/"+article, nil)
 		var got struct{ ArticleLikeCount, ArticleCommentCount int64 }
-		if a.status == http.StatusOK && json.Unmarshal(a.body, &got) == nil &&
-			got.ArticleLikeCount == likes && got.ArticleCommentCount == comments {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("article-read did not catch up: %d %s", a.status, a.body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		done := a.status == http.StatusOK && json.Unmarshal(a.body, &got) == nil &&
+			got.ArticleLikeCount == likes && got.ArticleCommentCount == comments
+		return done, fmt.Sprintf("article-read did not catch up: %d %s", a.status, a.body)
+	})
 }

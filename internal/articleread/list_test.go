@@ -2,6 +2,7 @@ package articleread
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/event"
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 )
 
@@ -138,17 +140,11 @@ func (e *env) checkScroll(t *testing.T, boardID, size, lastID, from int64, warm 
 // awaitSynced waits for the background backfill of a board to finish.
 func (e *env) awaitSynced(t *testing.T, boardID int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	polltest.Until(t, 20*time.Second, func() (bool, string) {
 		synced, err := e.b.Client.HGet(context.Background(), e.svc.boardKeys(boardID)[1], "synced").Result()
-		if err == nil && synced == "1" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("board %d: no backfill made the list synced (synced=%q, err=%v)", boardID, synced, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil && synced == "1",
+			fmt.Sprintf("board %d: no backfill made the list synced (synced=%q, err=%v)", boardID, synced, err)
+	})
 }
 
 // TestListsMatchOrigin: a board past the first 1000 articles pages and scrolls as the article service does — same

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"board/internal/fault"
+	"board/internal/polltest"
 )
 
 // keyServer serves a JWK Set of keys at /jwks and counts the fetches.
@@ -272,7 +274,10 @@ func TestVerifierWithTheKeysDown(t *testing.T) {
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Errorf("cached key while the keys are down: %v", err)
 	}
-	waitFor(t, func() bool { return ks.fetches.Load() >= 2 }) // the fetch behind the request was made
+	polltest.Until(t, 10*time.Second, func() (bool, string) { // the fetch behind the request was made
+		n := ks.fetches.Load()
+		return n >= 2, fmt.Sprintf("%d key fetches, want the one behind the request too (2)", n)
+	})
 	_, err := v.Verify(ctx, sign(t, newTestKey(t), Principal{UserID: 1, Role: RoleUser}, clock, time.Hour))
 	if fe, ok := fault.As(err); !ok || fe.Kind != fault.Unavailable {
 		t.Errorf("unknown key id while the keys are down: %v, want 503", err)
@@ -402,22 +407,13 @@ func TestVerifiedTokenGoesWithItsKey(t *testing.T) {
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	polltest.Until(t, 10*time.Second, func() (bool, string) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		return v.keys[k.ID] == nil
+		return v.keys[k.ID] == nil, "the withdrawn key " + k.ID + " is still cached"
 	})
 	p, err := v.Verify(ctx, tok)
 	wantRejected(t, "token of a withdrawn key", p, err)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-	}
 }
 
 // A token of a cached key does not wait for a stale cache's refresh: while the user service hangs, it is answered at
@@ -446,7 +442,10 @@ func TestStaleKeysAnswerAtOnce(t *testing.T) {
 			t.Fatalf("token %d with the keys stale and their source hung: %v", i, err)
 		}
 	}
-	waitFor(t, func() bool { return fetches.Load() == 2 }) // one fetch behind the requests, still hanging
+	polltest.Until(t, 10*time.Second, func() (bool, string) { // one fetch behind the requests, still hanging
+		n := fetches.Load()
+		return n == 2, fmt.Sprintf("%d key fetches, want 2: the first and one behind the requests", n)
+	})
 }
 
 // Known answers only for a token Verify accepted, and only while Verify would still accept it without work.

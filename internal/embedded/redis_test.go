@@ -20,6 +20,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/polltest"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -203,23 +205,19 @@ func savedBytes(t *testing.T, dir string) int64 {
 // a crash would leave it, finds key set to want.
 func waitForValueAfterCrash(t *testing.T, dir, key, want string) {
 	t.Helper()
-	var got string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	polltest.Until(t, 5*time.Second, func() (bool, string) {
 		crashed := t.TempDir()
 		if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
 			t.Fatal(err)
 		}
 		r, c := startRedis(t, filepath.Join(crashed, "redis.snapshot"), time.Hour)
-		got = c.Get(context.Background(), key).Val()
+		got := c.Get(context.Background(), key).Val()
 		c.Close()
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got == want {
-			return
-		}
-	}
-	t.Fatalf("after a crash %s = %q, want %q", key, got, want)
+		return got == want, fmt.Sprintf("after a crash %s = %q, want %q", key, got, want)
+	})
 }
 
 func TestRedisCorruptSnapshot(t *testing.T) {

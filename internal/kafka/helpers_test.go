@@ -18,6 +18,7 @@ import (
 
 	"board/internal/embedded"
 	"board/internal/event"
+	"board/internal/polltest"
 )
 
 // testWriter passes log lines to the test's output until the test ends; franz-go goroutines may log a little later.
@@ -221,13 +222,7 @@ func endOffsets(t *testing.T, cl *kgo.Client, topic string) map[int32]int64 {
 // eventually fails the test if cond is not true within d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	polltest.Until(t, d, func() (bool, string) { return cond(), "waiting for " + what })
 }
 
 // series returns the series of name with exactly labels, or nil if there is none.

@@ -1,8 +1,6 @@
 package outbox
 
 import (
-	"board/internal/redisclient/redisclienttest"
-	"board/internal/snowflake/snowflaketest"
 	"context"
 	"slices"
 	"sync"
@@ -10,6 +8,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"board/internal/polltest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/snowflake/snowflaketest"
 )
 
 func TestAssign(t *testing.T) {
@@ -138,13 +140,7 @@ func (k killable) kill() {
 // waitFor polls cond until it holds.
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	polltest.Until(t, within, func() (bool, string) { return cond(), "waiting for " + what })
 }
 
 func covers(shards int, cs ...*Coordinator) bool {

@@ -22,6 +22,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -231,13 +232,10 @@ func (h *harness) rowsLeft() int {
 // waitEmpty waits until the relays deleted every row.
 func (h *harness) waitEmpty(within time.Duration) {
 	h.t.Helper()
-	deadline := time.Now().Add(within)
-	for n := h.rowsLeft(); n > 0; n = h.rowsLeft() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("outbox still holds %d rows", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(h.t, within, func() (bool, string) {
+		n := h.rowsLeft()
+		return n == 0, "outbox still holds " + strconv.Itoa(n) + " rows"
+	})
 }
 
 // noPoll keeps the poller away (rows never get old enough), to see the fast path alone.

@@ -777,15 +777,3 @@ func sessionCookieOf(w *httptest.ResponseRecorder) *http.Cookie {
 	}
 	return nil
 }
-
-// eventually polls cond until it holds or a generous deadline passes (for work the pages do not wait for).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after 10 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

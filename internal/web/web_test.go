@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"board/internal/auth"
+	"board/internal/polltest"
 )
 
 const (
@@ -341,15 +342,15 @@ func TestCallsPerPage(t *testing.T) {
 			t.Errorf("%d backend calls (%q), want 3: article-read, comments and the like state", res.calls, res.timing)
 		}
 		once.Do(func() { close(release) })
-		viewed := func() bool {
-			for _, s := range f.requests("view") {
+		polltest.Until(t, 10*time.Second, func() (bool, string) {
+			views := f.requests("view")
+			for _, s := range views {
 				if s.String() == "POST /v1/article-views/articles/1/users/11" && s.Auth == "Bearer "+bob {
-					return true
+					return true, ""
 				}
 			}
-			return false
-		}
-		eventually(t, "the view service received bob's view of article 1 with his token", viewed)
+			return false, fmt.Sprintf("the view service has not received bob's view of article 1 with his token: %v", views)
+		})
 		var likes []string
 		for _, s := range f.requests("like") {
 			likes = append(likes, s.String())
