@@ -24,6 +24,7 @@ type readOut struct {
 // an article with its counts, every page and every scroll of a board compared with the article service's, warm,
 // after a flush of the read model (cold), and after deletes.
 func TestArticleReadMatchesTheSources(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	const board = 5
 	var ids []string

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"board/internal/apijson"
+	"board/internal/app"
 	"board/internal/auth"
+	"board/internal/user"
 )
 
 // The end-to-end tests write as the users they name, as a signed-in client would: a write a test sends without an
@@ -28,7 +30,8 @@ var testModerator = auth.Principal{UserID: 999_999_999, Role: auth.RoleModerator
 
 // minter mints access tokens with the signing keys in one program's user database, each principal's once.
 type minter struct {
-	*tokenMinter
+	*app.TokenMinter
+	ring   *user.KeyRing // the keys it signs with, for tests that sign tokens of their own
 	mu     sync.Mutex
 	tokens map[auth.Principal]string
 }
@@ -40,19 +43,28 @@ var minters sync.Map
 // name.
 func registerMinter(t *testing.T, urls map[string]string, flags []string) *minter {
 	t.Helper()
-	var cfg config
-	fs := newFlagSet("test", "", io.Discard)
-	cfg.serveFlags(fs)
-	if _, err := parseWithOperands(fs, flags, func(string) string { return "" }); err != nil {
+	cfg, err := app.ParseServe(flags, func(string) string { return "" }, io.Discard)
+	if err != nil {
 		t.Fatalf("flags %v: %v", flags, err)
 	}
-	e := &engines{cfg: &cfg, logger: discardLogger}
-	t.Cleanup(func() { e.close() })
-	tm, err := newTokenMinter(context.Background(), e, time.Hour)
+	e := app.NewEngines(&cfg, discardLogger)
+	t.Cleanup(func() { e.Close() })
+	tm, err := app.NewTokenMinter(context.Background(), e, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &minter{tokenMinter: tm, tokens: map[auth.Principal]string{}}
+	db, err := e.OpenService(context.Background(), "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := user.NewKeyRing(db, user.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := &minter{TokenMinter: tm, ring: ring, tokens: map[auth.Principal]string{}}
 	for _, u := range urls {
 		if parsed, err := url.Parse(u); err == nil {
 			minters.Store(parsed.Host, m)
@@ -87,7 +99,7 @@ func (m *minter) cached(p auth.Principal) (string, error) {
 	if tok, ok := m.tokens[p]; ok {
 		return tok, nil
 	}
-	tok, err := m.mint(p)
+	tok, err := m.Mint(p)
 	if err == nil {
 		m.tokens[p] = tok
 	}

@@ -12,6 +12,7 @@ import (
 // TestBenchReadAgainstARunningBoard runs the read bench briefly against a board started as board serve: the table
 // has its four cases, none with a failure, and the floor's key is gone afterwards.
 func TestBenchReadAgainstARunningBoard(t *testing.T) {
+	t.Parallel()
 	flags := testFlags(t, t.TempDir())
 	p := startProgram(t, flags)
 	prefix := flagValue(p.flags, "--redis-prefix")

@@ -263,6 +263,7 @@ func (b *tab) pageLinks() (links []string, current string) {
 // deep, like and unlike in place, edit, page through a board and scroll it endlessly, see the hot articles, delete
 // a comment with replies and the article, sign out.
 func TestBrowserJourney(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	p := startWeb(t)
 	b := newTab(t, "alice", p.urls["web"])
@@ -523,6 +524,7 @@ func newerID(a, b string) bool {
 // TestBrowserWithoutJavaScript does the core of the journey with scripts off: every form is a full-page POST and
 // its redirect, and the scroll view pages through links.
 func TestBrowserWithoutJavaScript(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	p := startWeb(t)
 	_, token := signUp(t, p, "carol")
@@ -626,6 +628,7 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 // TestBrowserFailures: a wrong password, another user's article, forged and cross-site posts, an unknown article,
 // and the article-read service down or hung each get a friendly page with the real status.
 func TestBrowserFailures(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	p := startWeb(t)
 	_, aliceToken := signUp(t, p, "alice")
@@ -773,6 +776,7 @@ func TestBrowserFailures(t *testing.T) {
 // TestBrowserMobile: on a phone's screen nothing is wider than the screen, the home, a board and an article with
 // long words in it among the pages.
 func TestBrowserMobile(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	p := startWeb(t)
 	_, token := signUp(t, p, "dana")

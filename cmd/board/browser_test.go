@@ -549,6 +549,7 @@ func (b *tab) checkPage(what string) {
 // TestBrowserCatchesPageErrors checks the harness itself: a page whose inline script the Content-Security-Policy
 // blocks is reported, so that the other browser tests' silence about errors means something.
 func TestBrowserCatchesPageErrors(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'")
 		fmt.Fprint(w, `<!doctype html><html lang="en"><title>t</title><p id="p">hello</p><script>console.log(1)</script>`)

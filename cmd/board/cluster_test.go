@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
+	"board/internal/app"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/sqldb/sqldbtest"
 	"board/internal/view"
@@ -79,12 +80,12 @@ func startCluster(t *testing.T) *cluster {
 		redisclienttest.DeletePrefix(t, c.redis, redisclienttest.RateLimitPrefix+redisPrefix)
 		c.redis.Close()
 	})
-	for _, s := range services {
-		if s.database == "" {
+	for _, s := range app.Services() {
+		if s.Database == "" {
 			continue
 		}
-		dsn := sqldbtest.DatabaseDSN(t, dbPrefix+s.database) // dropped at the end
-		if !s.publishes {
+		dsn := sqldbtest.DatabaseDSN(t, dbPrefix+s.Database) // dropped at the end
+		if !s.Publishes {
 			continue // the checks read the producers' databases only
 		}
 		db, err := sql.Open("mysql", dsn)
@@ -92,11 +93,11 @@ func startCluster(t *testing.T) *cluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() }) // before DatabaseDSN's drop, registered earlier
-		c.dbs[s.database] = db
+		c.dbs[s.Database] = db
 	}
 
 	c.enginesDir = t.TempDir()
-	c.engines = startEngines(t, c.enginesDir, embeddedRedisInProcess)
+	c.engines = startEngines(t, c.enginesDir, app.EmbeddedRedisInProcess)
 	c.kafka = c.engines.kafkaBrokers
 	for i := range clusterInstances {
 		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",
@@ -105,12 +106,12 @@ func startCluster(t *testing.T) *cluster {
 			"--kafka-brokers", c.kafka, "--topic-prefix", c.topicPrefix, "--hot-article-time-zone", "UTC",
 			// Every write asks the rate limiter, through the faults too, with a limit the workload stays under.
 			"--rate-limits=true", "--write-rate-limit", "1000000/1m"}
-		for _, s := range services {
-			args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
+		for _, s := range app.Services() {
+			args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
 		}
 		p := startProcess(t, args...)
-		for _, s := range services { // a restart listens where this one does, so the workload's URLs stay valid
-			args[slices.Index(args, "--"+s.name+"-addr")+1] = strings.TrimPrefix(p.urls[s.name], "http://")
+		for _, s := range app.Services() { // a restart listens where this one does, so the workload's URLs stay valid
+			args[slices.Index(args, "--"+s.Name+"-addr")+1] = strings.TrimPrefix(p.urls[s.Name], "http://")
 		}
 		c.args = append(c.args, args)
 		c.instances = append(c.instances, p)

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"board/internal/app"
 	"board/internal/event"
 )
 
@@ -430,9 +431,9 @@ func groupSpreadDiffs(ctx context.Context, t *testing.T, c *cluster) (diffs, spr
 	t.Helper()
 	adm := adminClient(t, c)
 	var groups []string
-	for _, s := range services {
-		if s.group != "" {
-			groups = append(groups, c.topicPrefix+s.group)
+	for _, s := range app.Services() {
+		if s.Group != "" {
+			groups = append(groups, c.topicPrefix+s.Group)
 		}
 	}
 	described, err := adm.DescribeGroups(ctx, groups...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"board/internal/app"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -156,9 +157,9 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 
 	takeover := time.Duration(-1)
 	var outboxServices []string
-	for _, s := range services {
-		if s.publishes {
-			outboxServices = append(outboxServices, s.name)
+	for _, s := range app.Services() {
+		if s.Publishes {
+			outboxServices = append(outboxServices, s.Name)
 		}
 	}
 	for deadline := time.Now().Add(faultBound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -346,7 +347,7 @@ func restartBroker(t *testing.T, c *cluster) fault {
 // it is ready.
 func startEnginesAt(t *testing.T, dir, kafkaAddr string) *enginesProcess {
 	t.Helper()
-	p := launch(t, "engines", "--data-dir", dir, "--embedded-redis", embeddedRedisInProcess,
+	p := launch(t, "engines", "--data-dir", dir, "--embedded-redis", app.EmbeddedRedisInProcess,
 		"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", kafkaAddr, "--log-format", "json")
 	// No cleanup of its own: one would run before startCluster's, which stops the instances before the broker.
 	// Until it is handed over, a failure here kills it.

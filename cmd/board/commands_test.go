@@ -1,11 +1,11 @@
 package main
 
 import (
+	"board/internal/app"
 	"board/internal/sqldb/sqldbtest"
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,6 +14,7 @@ import (
 )
 
 func TestHelpForEveryCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"serve", "--help"}, {"serve", "article", "-h"}, {"bench", "--help"}, {"migrate", "--help"}, {"seed", "--help"},
 		{"seed", "comments", "--help"}, {"bench", "paging", "--help"}, {"bench", "comments", "--help"}, {"bench", "relay", "--help"},
 		{"bench", "likes", "--help"}} {
@@ -28,6 +29,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 }
 
 func TestBadInvocations(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{}, {"frobnicate"}, {"serve", "--no-such-flag"}, {"serve", "nosuchservice"},
 		{"bench"}, {"seed", "--articles", "0"}, {"seed", "comments", "--versions", "v3"}, {"seed", "comments", "--batch", "0"},
 		{"serve", "--like-strategy", "no-lock"}, {"bench", "comments", "--depth", "0"}, {"bench", "paging", "--page-size", "101"},
@@ -39,81 +41,8 @@ func TestBadInvocations(t *testing.T) {
 	}
 }
 
-func TestEnvironmentConfiguresFlags(t *testing.T) {
-	var cfg config
-	fs := newFlagSet("test", "Usage", &bytes.Buffer{})
-	cfg.serveFlags(fs)
-	env := map[string]string{"BOARD_DATA_DIR": "/from/env", "BOARD_ARTICLE_ADDR": ":1234", "BOARD_MIGRATE": "false"}
-	if err := parse(fs, []string{"--article-addr", ":5678"}, func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.DataDir != "/from/env" || cfg.ArticleAddr != ":5678" || cfg.Migrate {
-		t.Errorf("got data dir %q, article addr %q, migrate %v; want the env's dir, the flag's addr, no migrate",
-			cfg.DataDir, cfg.ArticleAddr, cfg.Migrate)
-	}
-	env["BOARD_MIGRATE"] = "maybe"
-	if err := parse(newFlagSetWith(&cfg), nil, func(k string) string { return env[k] }); err == nil {
-		t.Error("a bad BOARD_MIGRATE value was accepted")
-	}
-}
-
-// The README's distributed example puts flags after the service names.
-func TestServeTakesFlagsAndServicesInAnyOrder(t *testing.T) {
-	var cfg config
-	fs := newFlagSetWith(&cfg)
-	args := []string{"article", "--article-addr", ":9100", "view", "--like-addr=:1", "comment", "--", "--not-a-flag"}
-	operands, err := parseWithOperands(fs, args, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"article", "view", "comment", "--not-a-flag"}; !slices.Equal(operands, want) {
-		t.Errorf("operands %q, want %q", operands, want)
-	}
-	if cfg.ArticleAddr != ":9100" || cfg.LikeAddr != ":1" {
-		t.Errorf("article addr %q, like addr %q; want :9100 and :1", cfg.ArticleAddr, cfg.LikeAddr)
-	}
-}
-
-// The list benchmarks' deep cases fit the seeded data unless told otherwise, and refuse to time past its end.
-func TestListBenchFlagsFitTheData(t *testing.T) {
-	for _, tc := range []struct {
-		args                []string
-		rows                int64
-		wantPage, wantDepth int64
-		wantErr             bool
-	}{
-		{nil, 12_000_000, defaultBenchPage, defaultBenchDepth, false},
-		{nil, 1000, 34, 500, false},
-		{[]string{"--page-size", "10"}, 1000, 100, 500, false},
-		{[]string{"--page", "3"}, 1000, 3, 500, false},
-		{[]string{"--page", "35"}, 1000, 0, 0, true},
-		{[]string{"--depth", "1000"}, 1000, 0, 0, true},
-		{nil, 1, 0, 0, true},
-	} {
-		fs := newFlagSet("bench", "Usage", &bytes.Buffer{})
-		lf := newListBenchFlags(fs, "rows")
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		err := lf.fit(tc.rows, "board 1", "board seed", &bytes.Buffer{})
-		if (err != nil) != tc.wantErr {
-			t.Errorf("%q on %d rows: error %v, want error %v", tc.args, tc.rows, err, tc.wantErr)
-			continue
-		}
-		if !tc.wantErr && (*lf.page != tc.wantPage || *lf.depth != tc.wantDepth) {
-			t.Errorf("%q on %d rows: page %d, depth %d; want %d, %d", tc.args, tc.rows, *lf.page, *lf.depth,
-				tc.wantPage, tc.wantDepth)
-		}
-	}
-}
-
-func newFlagSetWith(cfg *config) *flag.FlagSet {
-	fs := newFlagSet("test", "Usage", &bytes.Buffer{})
-	cfg.serveFlags(fs)
-	return fs
-}
-
 func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
+	t.Parallel()
 	flags := testFlags(t, t.TempDir())
 	for range 2 {
 		var out bytes.Buffer
@@ -184,6 +113,7 @@ func TestMigrateIsIdempotentAndSeedResumes(t *testing.T) {
 }
 
 func TestBenchLikesCountsExactly(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	args := append([]string{"bench", "likes", "--likes", "60", "--workers", "6"}, testFlags(t, t.TempDir())...)
 	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
@@ -210,9 +140,10 @@ func flagValue(args []string, flag string) string {
 // TestServicesDoNotImportEachOther keeps the services apart: they meet only through HTTP and events, as separate
 // processes would.
 func TestServicesDoNotImportEachOther(t *testing.T) {
+	t.Parallel()
 	var pkgs []string
-	for _, s := range services {
-		pkgs = append(pkgs, "board/internal/"+strings.ReplaceAll(s.name, "-", "")) // hot-article lives in hotarticle
+	for _, s := range app.Services() {
+		pkgs = append(pkgs, "board/internal/"+strings.ReplaceAll(s.Name, "-", "")) // hot-article lives in hotarticle
 	}
 	for _, pkg := range pkgs {
 		out, err := exec.Command("go", "list", "-deps", "-json=ImportPath", pkg).Output()

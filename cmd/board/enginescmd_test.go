@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"board/internal/app"
 	"board/internal/embedded"
 	"board/internal/polltest"
 )
@@ -121,12 +122,13 @@ func stopCleanly(t *testing.T, what string, p *process) {
 // from it, or at the first's article origin). The engines stop cleanly on SIGTERM, and a restart on the same data
 // directory finds the Redis keys and the broker's records of before.
 func TestEnginesSharedByTwoServes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs real processes")
 	}
-	engines := []string{embeddedRedisInProcess}
+	engines := []string{app.EmbeddedRedisInProcess}
 	if _, err := exec.LookPath(embedded.RedisServerBinary); err == nil {
-		engines = append(engines, embeddedRedisServer)
+		engines = append(engines, app.EmbeddedRedisServer)
 	}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
@@ -236,6 +238,7 @@ func endOffsets(t *testing.T, brokers string) map[string]int64 {
 // --help works; --redis-addr and --kafka-brokers are refused on the command line, and ignored in the environment,
 // where they may well point every serve at the engines.
 func TestEnginesFlags(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"engines", "--help"}, noEnv, &out, &errOut); err != nil {
 		t.Errorf("board engines --help: %v", err)
@@ -261,7 +264,7 @@ func TestEnginesFlags(t *testing.T) {
 	stdout, printed := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"engines", "--data-dir", t.TempDir(), "--embedded-redis", embeddedRedisInProcess,
+		done <- run(ctx, []string{"engines", "--data-dir", t.TempDir(), "--embedded-redis", app.EmbeddedRedisInProcess,
 			"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0"},
 			func(k string) string { return env[k] }, printed, io.Discard)
 		printed.Close()

@@ -18,6 +18,7 @@ import (
 // TestArticleEventsReachKafka writes articles over HTTP and reads their events with a plain Kafka client, as kcat
 // would: key, headers and the JSON envelope as docs/messaging.md documents them.
 func TestArticleEventsReachKafka(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	api := p.urls["article"]
 	var a articleOut
@@ -103,6 +104,7 @@ func readTopic(t *testing.T, p *program, topic string, n int) []*kgo.Record {
 // TestCommentEventsReachKafka builds and deletes a v2 thread over HTTP and reads its events off the broker: key =
 // article id, and the removal of a deleted parent emits its own COMMENT_DELETED.
 func TestCommentEventsReachKafka(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	api := p.urls["comment"]
 	article := newArticle(t, p)
@@ -152,6 +154,7 @@ func TestCommentEventsReachKafka(t *testing.T) {
 // TestViewsAreBackedUpAndFlushedAtShutdown: the 100th view backs the count up with an ARTICLE_VIEWED; the views
 // after it are backed up (and published) by the flush at shutdown, before the relay stops.
 func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
+	t.Parallel()
 	flags := testFlags(t, t.TempDir())
 	p := startProgram(t, flags)
 	api := p.urls["view"]
@@ -194,6 +197,7 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 // TestLikeEventsReachKafka likes through every strategy's path and reads the events off the broker: key =
 // article id, the count as of each transaction and its version.
 func TestLikeEventsReachKafka(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	article := newArticle(t, p)
 	api := p.urls["like"] + "/v1/article-likes/articles/" + article + "/users/"

@@ -29,6 +29,7 @@ type hotOut struct {
 // that publishes a view count), a title change and an article delete, until the list equals what the writes add up
 // to. Then the group is replayed into an empty Redis and the same list comes back.
 func TestHotArticlesFromWritesOverHTTP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	flags := append(testFlags(t, dir), "--hot-article-time-zone", "Asia/Seoul")
 	p := startProgram(t, flags)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"board/internal/app"
 	"board/internal/comment"
 	"board/internal/existence"
 	"board/internal/snowflake"
@@ -78,6 +79,7 @@ func (w writes) each(t *testing.T, article string, user int) map[string]string {
 // Comment, like and view refuse writes on articles that never existed and on deleted ones, accept them on an article
 // created a moment ago (before its event reaches them), and remove a deleted article's comments, likes and counts.
 func TestWritesNeedAnArticle(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	w := writes{p}
 	notFound := fmt.Sprint(http.StatusNotFound, " ARTICLE_NOT_FOUND")
@@ -158,6 +160,7 @@ func countsOf(t *testing.T, p *program, article string, likes, comments, views i
 // Likes and comments that race with the delete of their article: each is accepted or refused with 404, and once
 // the purge has run, none is left, whichever committed first.
 func TestWritesRacingADeleteEndRemoved(t *testing.T) {
+	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
 	w := writes{p}
 	article := newArticle(t, p)
@@ -218,14 +221,15 @@ func TestWritesRacingADeleteEndRemoved(t *testing.T) {
 // A board killed with SIGKILL in the middle of purging a deleted article's 100,000 comments and 100,000 likes
 // finishes the purge after it restarts, and leaves the other article's alone.
 func TestPurgeResumesAfterKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
 	dir := t.TempDir()
 	args := []string{"--data-dir", dir, "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
 		"--log-format", "json"}
-	for _, s := range services {
-		args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
+	for _, s := range app.Services() {
+		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
 	}
 	p := startProcess(t, args...)
 	w := writes{&program{urls: p.urls}}
@@ -329,12 +333,17 @@ func addComments(t *testing.T, path string, articleID int64, n int) {
 	for first := 0; first < n; first += 1000 {
 		chunk := make([]comment.Comment, min(1000, n-first))
 		for i := range chunk {
-			chunk[i] = comment.Comment{ID: ids[first+i], Path: seedPath(int64(first + i + comment.MaxDepth)), CreatedAt: time.Now().UTC()}
+			chunk[i] = comment.Comment{ID: ids[first+i], Path: replyChainPath(int64(first + i + comment.MaxDepth)), CreatedAt: time.Now().UTC()}
 		}
 		if err := store.SeedChunk(context.Background(), articleID, chunk); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// replyChainPath is the path of the idx-th comment of threads MaxDepth deep, a root and a chain of replies.
+func replyChainPath(idx int64) string {
+	return comment.Segment(idx/comment.MaxDepth) + strings.Repeat(comment.Segment(0), int(idx%comment.MaxDepth))
 }
 
 // addLikes adds likes by n new users to an article in the like service's SQLite file, with its count.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"board/internal/app"
 	"board/internal/embedded"
 	"board/internal/sqldb"
 )
@@ -23,7 +27,17 @@ import (
 // boardBinDir holds the binary buildBoard built, removed by TestMain.
 var boardBinDir string
 
+// e2eParallel is how many end-to-end tests run at once unless -test.parallel says otherwise: they spend most of
+// their time waiting for a board to start, answer or catch up, not on the processor.
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(e2eParallel, runtime.GOMAXPROCS(0))))
+	}
 	http.DefaultTransport = authorizing{http.DefaultTransport}
 	code := validateAPI(m)
 	stopBrowser()
@@ -88,8 +102,8 @@ func launch(t *testing.T, args ...string) *process {
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
 	listening := 0
-	for _, s := range services {
-		if slices.Contains(args, "--"+s.name+"-addr") {
+	for _, s := range app.Services() {
+		if slices.Contains(args, "--"+s.Name+"-addr") {
 			listening++
 		}
 	}
@@ -115,12 +129,13 @@ func startProcess(t *testing.T, args ...string) *process {
 // no count below its SQL backup, and every user who viewed counted exactly once, even when viewing again after the
 // restart. The old snapshot, which listed keys first and read them later, failed this (re-views counted twice).
 func TestViewCountsSurviveKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	engines := []string{embeddedRedisInProcess}
+	engines := []string{app.EmbeddedRedisInProcess}
 	if _, err := exec.LookPath(embedded.RedisServerBinary); err == nil {
-		engines = append(engines, embeddedRedisServer)
+		engines = append(engines, app.EmbeddedRedisServer)
 	}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
@@ -176,7 +191,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 			if afterRestart < backup {
 				t.Errorf("count after restart %d is below the SQL backup %d", afterRestart, backup)
 			}
-			if engine == embeddedRedisServer && afterRestart < maxAcked.Load() {
+			if engine == app.EmbeddedRedisServer && afterRestart < maxAcked.Load() {
 				t.Errorf("count after restart %d is below the acknowledged %d: redis-server's append-only file lost writes",
 					afterRestart, maxAcked.Load())
 			}
@@ -205,7 +220,16 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 }
 
 func postView(url string, user int64) (int64, error) {
-	return readCount(http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil))
+	resp, err := http.Post(url+"/users/"+strconv.FormatInt(user, 10), "", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("view: %s", resp.Status)
+	}
+	var count int64
+	return count, json.NewDecoder(resp.Body).Decode(&count)
 }
 
 // viewBackup reads an article's backed-up view count from the view service's SQLite file.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/app"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/sqldb/sqldbtest"
 )
@@ -26,13 +28,12 @@ import (
 // nodes separated by commas, as --redis-addr takes them.
 const redisAddrEnv = redisclienttest.AddrEnv
 
-// program is a running `board serve` started by the test through run, as main would.
+// program is a running `board serve` started by the test in-process, through the app's handle.
 type program struct {
 	t     *testing.T
+	app   *app.App
 	urls  map[string]string // service name -> base URL
 	logs  *logWatcher
-	stop  context.CancelFunc
-	done  chan error
 	flags []string
 }
 
@@ -45,9 +46,9 @@ func testFlags(t *testing.T, dir string) []string {
 	suffix := sqldbtest.RandomSuffix()
 	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
 		prefix := "board_e2e_" + suffix + "_"
-		for _, s := range services {
-			if s.database != "" {
-				sqldbtest.DatabaseDSN(t, prefix+s.database) // drops it at the end
+		for _, s := range app.Services() {
+			if s.Database != "" {
+				sqldbtest.DatabaseDSN(t, prefix+s.Database) // drops it at the end
 			}
 		}
 		flags = append(flags, "--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
@@ -70,53 +71,47 @@ func redisClient(addr string) redis.UniversalClient {
 	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ",")})
 }
 
-// startProgram runs `board serve` with flags and the services on port 0, and waits until every service listens.
+// startProgram runs `board serve` with flags and every service on port 0, as the command would, and returns once
+// every service listens.
 func startProgram(t *testing.T, flags []string) *program {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	args := slices.Clone(testServeDefaults)
+	for _, name := range app.ServiceNames() {
+		args = append(args, "--"+name+"-addr", "127.0.0.1:0")
+	}
+	cfg, err := app.ParseServe(append(args, flags...), func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs := newLogWatcher()
-	p := &program{t: t, stop: cancel, done: make(chan error, 1), flags: flags, logs: logs}
-	args := append([]string{"serve"}, testServeDefaults...)
-	for _, s := range services {
-		args = append(args, "--"+s.name+"-addr", "127.0.0.1:0")
+	a, err := app.Run(context.Background(), cfg, cfg.NewLogger(logs))
+	if err != nil {
+		t.Fatalf("board serve did not start: %v\n%s", err, logs)
 	}
-	args = append(args, flags...)
-	go func() {
-		p.done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs)
-	}()
-	select {
-	case p.urls = <-logs.ready(len(services)):
-	case err := <-p.done:
-		t.Fatalf("board serve exited early: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("board serve did not start in time\n%s", logs)
+	p := &program{t: t, app: a, urls: map[string]string{}, flags: flags, logs: logs}
+	for _, name := range app.ServiceNames() {
+		p.urls[name] = a.URL(name)
 	}
-	t.Cleanup(func() { p.shutdown() })
+	t.Cleanup(p.shutdown)
 	registerMinter(t, p.urls, flags)
 	return p
 }
 
-// shutdown stops the program as SIGTERM would and checks that it exits cleanly.
+// shutdown stops the program as SIGTERM would and checks that it stops cleanly.
 func (p *program) shutdown() {
-	if p.stop == nil {
+	if p.app == nil {
 		return
 	}
-	p.stop()
-	p.stop = nil
-	select {
-	case err := <-p.done:
-		if err != nil {
-			p.t.Errorf("board serve exited with: %v", err)
-		}
-		if !strings.Contains(p.logs.String(), `"msg":"shutdown complete"`) {
-			p.t.Errorf("board serve stopped without logging that shutdown is complete:\n%s", p.logs)
-		}
-	case <-time.After(30 * time.Second):
-		p.t.Error("board serve did not shut down in time")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.app.Shutdown(ctx); err != nil {
+		p.t.Errorf("board serve stopped with: %v\n%s", err, p.logs)
 	}
+	p.app = nil
 }
 
-// logWatcher collects the JSON log lines of a program and reports the address each service listens on.
+// logWatcher collects the JSON log lines of a program, and for a `board serve` in a process of its own, which has no
+// handle to ask, reports the address each service listens on.
 type logWatcher struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
@@ -178,9 +173,7 @@ func (p *program) redisAddr() string {
 	if addr := flagValue(p.flags, "--redis-addr"); addr != "" {
 		return addr
 	}
-	p.logs.mu.Lock()
-	defer p.logs.mu.Unlock()
-	return p.logs.redis
+	return strings.Join(p.app.RedisAddrs(), ",")
 }
 
 func (w *logWatcher) String() string {
@@ -241,6 +234,7 @@ type articleOut struct {
 }
 
 func TestServeArticlesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	flags := testFlags(t, t.TempDir())
 	p := startProgram(t, flags)
 	api := p.urls["article"]
@@ -311,6 +305,7 @@ func ids(as []articleOut) string {
 // A database that stops answering (the connections stay open, nothing comes back) makes requests fail with 503
 // at the request deadline instead of hanging, and readiness says so.
 func TestHungDatabaseAnswers503(t *testing.T) {
+	t.Parallel()
 	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
 	if dsn == "" {
 		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
@@ -346,6 +341,7 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 // A --redis-addr that names one node of a Redis Cluster gets a cluster client: views of articles whose keys live
 // on every primary all count, rather than most getting MOVED.
 func TestRedisAddrOfOneClusterNode(t *testing.T) {
+	t.Parallel()
 	seeds := os.Getenv(redisclienttest.ClusterAddrsEnv)
 	if seeds == "" {
 		t.Skip("needs a Redis Cluster: set " + redisclienttest.ClusterAddrsEnv)
@@ -365,5 +361,39 @@ func TestRedisAddrOfOneClusterNode(t *testing.T) {
 		if count != 1 {
 			t.Errorf("view of article %s answered %d, want 1", a, count)
 		}
+	}
+}
+
+// An operator can ask a running board what it is: the version and the effective configuration are logged once at
+// start, and the profiler answers on --debug-addr only when it is set.
+func TestOperatorView(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, noEnv, &out, io.Discard); err != nil ||
+		!strings.HasPrefix(out.String(), "board ") {
+		t.Errorf("board --version: %q, %v", out.String(), err)
+	}
+
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--debug-addr", "127.0.0.1:0"))
+	if p.app.URL("debug") == "" {
+		t.Fatal("no debug listener with --debug-addr")
+	}
+	status, body := sendJSON(t, "GET", p.app.URL("debug")+"/debug/pprof/goroutine?debug=1", nil)
+	if status != http.StatusOK || !bytes.Contains(body, []byte("goroutine profile")) {
+		t.Errorf("pprof goroutine profile: %d %.200s", status, body)
+	}
+	logs := p.logs.String()
+	if !strings.Contains(logs, `"msg":"starting"`) || !strings.Contains(logs, `"debug_addr":"127.0.0.1:0"`) {
+		t.Errorf("the start is not logged with the configuration (TestConfigLogValueMasksSecrets checks the masking):\n%.2000s", logs)
+	}
+	for _, name := range app.ServiceNames() {
+		if status, _ := sendJSON(t, "GET", p.urls[name]+"/debug/pprof/", nil); status != http.StatusNotFound {
+			t.Errorf("%s serves the profiler on its public port: %d", name, status)
+		}
+	}
+
+	off := startProgram(t, testFlags(t, t.TempDir()))
+	if off.app.URL("debug") != "" {
+		t.Error("a debug listener without --debug-addr")
 	}
 }

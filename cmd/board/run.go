@@ -1,6 +1,8 @@
 package main
 
 import (
+	"board/internal/app"
+	"board/internal/bench"
 	"context"
 	"errors"
 	"flag"
@@ -26,6 +28,8 @@ Usage:
   board bench likes          time concurrent likes of one article with each like strategy
   board bench freshness      time writes until a running board's hot-article ranking shows them
   board bench read           load a running board's article-read, warm and cold, against a bare Redis GET
+  board bench pages          load a running board's web pages next to the article-read calls they are made from
+  board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`
 
@@ -41,17 +45,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var err error
 	switch cmd {
 	case "serve":
-		err = serveCommand(ctx, rest, getenv, stdout, stderr)
+		err = serveCommand(ctx, rest, getenv, stderr)
 	case "engines":
 		err = enginesCommand(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		err = migrateCommand(ctx, rest, getenv, stdout, stderr)
 	case "seed":
-		err = seedCommand(ctx, rest, getenv, stdout, stderr)
+		err = bench.Seed(ctx, rest, getenv, stdout, stderr)
 	case "bench":
-		err = benchCommand(ctx, rest, getenv, stdout, stderr)
+		err = bench.Command(ctx, rest, getenv, stdout, stderr)
 	case "user":
 		err = userCommand(ctx, rest, getenv, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "board", app.Version())
+		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -63,4 +70,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	return err
+}
+
+func serveCommand(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := app.ParseServe(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	return app.Serve(ctx, cfg, cfg.NewLogger(stderr))
 }

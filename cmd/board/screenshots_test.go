@@ -24,6 +24,7 @@ const screenshotsEnv = "BOARD_WEB_SCREENSHOTS"
 //	BOARD_WEB_SCREENSHOTS=docs/screenshots go test ./cmd/board -run TestWebScreenshots -count=1
 //	pngquant --quality=70-90 --force --ext .png docs/screenshots/*.png
 func TestWebScreenshots(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(screenshotsEnv)
 	if dir == "" {
 		t.Skip("set " + screenshotsEnv + "=docs/screenshots to write the documentation's screenshots")

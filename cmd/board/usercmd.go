@@ -1,6 +1,7 @@
 package main
 
 import (
+	"board/internal/app"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -8,16 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"board/internal/apijson"
 	"board/internal/auth"
-	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/user"
-	"board/internal/wire"
 )
 
 const userUsage = `Usage: board user create|grant|token|rotate-key [flags]
@@ -62,76 +61,36 @@ func userCommandIO(ctx context.Context, args []string, getenv func(string) strin
 
 // userFlags are a user subcommand's engine flags and its own.
 type userFlags struct {
-	cfg config
+	cfg app.Config
 	fs  *flag.FlagSet
 }
 
 func newUserFlags(name, usage string, stderr io.Writer) *userFlags {
-	f := &userFlags{fs: newFlagSet("user "+name, usage, stderr)}
-	f.cfg.engineFlags(f.fs)
+	f := &userFlags{cfg: app.Default(), fs: app.NewFlagSet("user "+name, usage, stderr)}
+	f.cfg.EngineFlags(f.fs)
 	return f
 }
 
-// open starts the engines (only the SQL database user is opened) and returns the database, migrated when --migrate.
-// The caller closes the engines.
-func (f *userFlags) open(ctx context.Context, stderr io.Writer) (*engines, *sqldb.DB, error) {
-	e, err := newEngines(&f.cfg, stderr)
+// service opens the user database (migrated when --migrate) and returns the user service over it and the database;
+// the caller closes the engines.
+func (f *userFlags) service(ctx context.Context, stderr io.Writer) (*user.Service, *sqldb.DB, func() error, error) {
+	e := app.NewEngines(&f.cfg, f.cfg.NewLogger(stderr))
+	svc, db, err := app.UserService(ctx, e)
 	if err != nil {
-		return nil, nil, err
+		e.Close()
+		return nil, nil, nil, err
 	}
-	db, err := openUserDB(ctx, e)
-	if err != nil {
-		e.close()
-		return nil, nil, err
-	}
-	return e, db, nil
-}
-
-// service opens the user database as open does and returns the user service over it; the caller closes the engines.
-func (f *userFlags) service(ctx context.Context, stderr io.Writer) (*user.Service, func() error, error) {
-	e, db, err := f.open(ctx, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := userService(ctx, db)
-	if err != nil {
-		e.close()
-		return nil, nil, err
-	}
-	return svc, e.close, nil
-}
-
-// openUserDB opens the user service's database on e, migrating it when the configuration says so.
-func openUserDB(ctx context.Context, e *engines) (*sqldb.DB, error) {
-	db, err := e.openSQL(ctx, "user")
-	if err != nil {
-		return nil, err
-	}
-	if e.cfg.Migrate {
-		if err := user.Migrate(ctx, db); err != nil {
-			return nil, err
-		}
-	}
-	return db, nil
-}
-
-// userService is the user service over db, for the shell: ids from the node reserved for tools.
-func userService(ctx context.Context, db *sqldb.DB) (*user.Service, error) {
-	ids, err := snowflake.New(snowflake.MaxNode, nil)
-	if err != nil {
-		return nil, err
-	}
-	return user.NewService(ctx, db, ids, user.Config{})
+	return svc, db, e.Close, nil
 }
 
 // printUser writes u as the service's API does.
 func printUser(w io.Writer, u user.User) error {
 	return json.NewEncoder(w).Encode(struct {
-		UserID    wire.ID   `json:"userId"`
-		Username  string    `json:"username"`
-		Role      string    `json:"role"`
-		CreatedAt wire.Time `json:"createdAt"`
-	}{wire.ID(u.ID), u.Username, string(u.Role), wire.Time(u.CreatedAt)})
+		UserID    apijson.ID   `json:"userId"`
+		Username  string       `json:"username"`
+		Role      string       `json:"role"`
+		CreatedAt apijson.Time `json:"createdAt"`
+	}{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt)})
 }
 
 func roleFlag(fs *flag.FlagSet, role *auth.Role, def auth.Role, usage string) {
@@ -147,7 +106,7 @@ stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASS
 	username := f.fs.String("username", "", "the new user's name: 3 to 30 of a-z, 0-9 and _ (stored lower-cased)")
 	var role auth.Role
 	roleFlag(f.fs, &role, auth.RoleUser, "the new user's role: user or moderator (default user)")
-	if err := parse(f.fs, args, getenv); err != nil {
+	if err := app.Parse(f.fs, args, getenv); err != nil {
 		return err
 	}
 	if *username == "" {
@@ -157,7 +116,7 @@ stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASS
 	if err != nil {
 		return err
 	}
-	svc, closeEngines, err := f.service(ctx, stderr)
+	svc, _, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -190,13 +149,13 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	username := f.fs.String("username", "", "the user's name")
 	var role auth.Role
 	roleFlag(f.fs, &role, "", "the role to set: moderator or user (required)")
-	if err := parse(f.fs, args, getenv); err != nil {
+	if err := app.Parse(f.fs, args, getenv); err != nil {
 		return err
 	}
 	if *username == "" || role == "" {
 		return errors.New("--username and --role are required")
 	}
-	svc, closeEngines, err := f.service(ctx, stderr)
+	svc, _, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -221,7 +180,7 @@ this command as you would the database.`, stderr)
 	var role auth.Role
 	roleFlag(f.fs, &role, "", "the token's role with --user-id: user or moderator (default user); with --username, overrides the user's role")
 	ttl := f.fs.Duration("ttl", user.DefaultTokenTTL, "how long the token is valid (at most 12h; after a key rotation it verifies only as long as the servers' --token-ttl)")
-	if err := parse(f.fs, args, getenv); err != nil {
+	if err := app.Parse(f.fs, args, getenv); err != nil {
 		return err
 	}
 	if (*username == "") == (*userID == 0) || *userID < 0 {
@@ -230,17 +189,13 @@ this command as you would the database.`, stderr)
 	if *ttl <= 0 || *ttl > user.MaxTokenTTL {
 		return fmt.Errorf("--ttl must be positive and at most %v", user.MaxTokenTTL)
 	}
-	e, db, err := f.open(ctx, stderr)
+	svc, db, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer e.close()
+	defer closeEngines()
 	p := auth.Principal{UserID: *userID, Role: auth.RoleUser}
 	if *username != "" {
-		svc, err := userService(ctx, db)
-		if err != nil {
-			return err
-		}
 		u, err := svc.ByUsername(ctx, *username)
 		if err != nil {
 			return err
@@ -264,73 +219,20 @@ func userRotateKey(ctx context.Context, args []string, getenv func(string) strin
 Stores a new token signing key. Every user service instance publishes it at /.well-known/jwks.json within
 --signing-key-reload (5 s by default) and signs with it from twice that after now; the old key stays published until
 the tokens it signed have expired, so nobody is signed out. Keys retired over a day ago are deleted.`, stderr)
-	if err := parse(f.fs, args, getenv); err != nil {
+	if err := app.Parse(f.fs, args, getenv); err != nil {
 		return err
 	}
-	e, db, err := f.open(ctx, stderr)
+	_, db, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer e.close()
+	defer closeEngines()
 	now := time.Now()
 	k, err := user.Rotate(ctx, db, now)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "new signing key %s, created %s; instances sign with it from %s (with the default reload)\n",
-		k.ID, k.Created.Format(wire.TimeLayout), k.Created.Add(2*user.DefaultReload).Format(wire.TimeLayout))
+		k.ID, k.Created.Format(apijson.TimeLayout), k.Created.Add(2*user.DefaultReload).Format(apijson.TimeLayout))
 	return err
-}
-
-// tokenMinter mints access tokens for tests and benchmarks, from the signing keys of the user database it opened
-// once (on e, which closes it). It does not reload the keys: a rotation during its life leaves it signing with the
-// key it loaded, whose tokens stay valid.
-type tokenMinter struct {
-	ring *user.KeyRing
-}
-
-// newTokenMinter opens the user database on e (migrating it when the configuration says so), loads its signing keys,
-// generating the first if there is none, and mints tokens valid for ttl (0: user.DefaultTokenTTL).
-func newTokenMinter(ctx context.Context, e *engines, ttl time.Duration) (*tokenMinter, error) {
-	db, err := openUserDB(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	ring, err := user.NewKeyRing(db, user.Config{TokenTTL: ttl})
-	if err != nil {
-		return nil, err
-	}
-	if err := ring.Load(ctx); err != nil {
-		return nil, err
-	}
-	return &tokenMinter{ring: ring}, nil
-}
-
-// mint returns an access token for p.
-func (m *tokenMinter) mint(p auth.Principal) (string, error) {
-	token, _, err := m.ring.Sign(p)
-	return token, err
-}
-
-// benchWriter is the user a bench's articles are written by.
-const benchWriter = 1
-
-// boardUserDBFlags registers the flags that find a running board's user database, for a command that writes to the
-// board as users whose tokens it mints with the board's own signing keys. open mints with them.
-func boardUserDBFlags(fs *flag.FlagSet) (open func(ctx context.Context, logger *slog.Logger) (*tokenMinter, func() error, error)) {
-	cfg := &config{MySQLMaxConns: 4}
-	cfg.MySQLTimeouts.Dial, cfg.MySQLTimeouts.Read, cfg.MySQLTimeouts.Write = sqldb.DefaultMySQLDialTimeout,
-		sqldb.DefaultMySQLReadTimeout, sqldb.DefaultMySQLWriteTimeout
-	fs.StringVar(&cfg.DataDir, "data-dir", "./board-data", "the board's --data-dir: its user database signs the tokens of the users the bench writes as")
-	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "the board's --mysql-dsn (empty: its SQLite files in --data-dir)")
-	fs.StringVar(&cfg.MySQLDBPrefix, "mysql-db-prefix", "", "the board's --mysql-db-prefix")
-	return func(ctx context.Context, logger *slog.Logger) (*tokenMinter, func() error, error) {
-		e := &engines{cfg: cfg, logger: logger}
-		m, err := newTokenMinter(ctx, e, time.Hour)
-		if err != nil {
-			e.close()
-			return nil, nil, fmt.Errorf("the board's user database (--data-dir or --mysql-dsn): %w", err)
-		}
-		return m, e.close, nil
-	}
 }

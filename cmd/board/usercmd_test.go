@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"board/internal/app"
 	"board/internal/auth"
 	"board/internal/snowflake"
 	"board/internal/sqldb/sqldbtest"
@@ -53,19 +54,16 @@ func (f userFixture) mustRun(stdin string, args ...string) string {
 }
 
 // engines returns engines on the fixture's flags, closed at the end of the test.
-func (f userFixture) engines() *engines {
+func (f userFixture) engines() *app.Engines {
 	f.t.Helper()
-	var cfg config
-	fs := newFlagSet("test", "Usage", &bytes.Buffer{})
-	cfg.engineFlags(fs)
-	if err := parse(fs, f.flags, noEnv); err != nil {
+	cfg := app.Default()
+	fs := app.NewFlagSet("test", "Usage", &bytes.Buffer{})
+	cfg.EngineFlags(fs)
+	if err := app.Parse(fs, f.flags, noEnv); err != nil {
 		f.t.Fatal(err)
 	}
-	e, err := newEngines(&cfg, &bytes.Buffer{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { e.close() })
+	e := app.NewEngines(&cfg, discardLogger)
+	f.t.Cleanup(func() { e.Close() })
 	return e
 }
 
@@ -75,7 +73,7 @@ func (f userFixture) verify(token string) (auth.Principal, error) {
 	f.t.Helper()
 	ctx := context.Background()
 	e := f.engines()
-	db, err := openUserDB(ctx, e)
+	db, err := e.OpenService(ctx, "user")
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -84,7 +82,7 @@ func (f userFixture) verify(token string) (auth.Principal, error) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	srv := httptest.NewServer(user.Routes(svc, e.logger))
+	srv := httptest.NewServer(user.Routes(svc, e.Logger))
 	defer srv.Close()
 	v := auth.NewVerifier(auth.JWKS(http.DefaultClient, srv.URL+user.JWKSPath), auth.VerifierConfig{})
 	return v.Verify(ctx, token)
@@ -95,6 +93,7 @@ type printedUser struct {
 }
 
 func TestUserCommands(t *testing.T) {
+	t.Parallel()
 	f := newUserFixture(t)
 	out := f.mustRun("s3cret-password\n", "create", "--username", "Operator_1", "--role", "moderator")
 	var u printedUser
@@ -157,7 +156,7 @@ func TestUserCommands(t *testing.T) {
 // publishedKeys returns the key ids a user service on the fixture's database publishes.
 func (f userFixture) publishedKeys() ([]string, error) {
 	e := f.engines()
-	db, err := openUserDB(context.Background(), e)
+	db, err := e.OpenService(context.Background(), "user")
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +175,7 @@ func (f userFixture) publishedKeys() ([]string, error) {
 }
 
 func TestUserCommandErrors(t *testing.T) {
+	t.Parallel()
 	f := newUserFixture(t)
 	f.mustRun("password-one\n", "create", "--username", "exists")
 	for _, tc := range []struct {
@@ -208,6 +208,7 @@ func TestUserCommandErrors(t *testing.T) {
 }
 
 func TestUserCommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"create", "--help"}, {"grant", "-h"}, {"token", "--help"}, {"rotate-key", "--help"}} {
 		var out, errOut bytes.Buffer
 		err := userCommandIO(context.Background(), args, noEnv, strings.NewReader(""), &out, &errOut)
@@ -222,15 +223,16 @@ func TestUserCommandHelp(t *testing.T) {
 
 // The helpers tests and benchmarks mint tokens with: one minter, many tokens, all verifying.
 func TestTokenMinter(t *testing.T) {
+	t.Parallel()
 	f := newUserFixture(t)
 	ctx := context.Background()
 	e := f.engines()
-	m, err := newTokenMinter(ctx, e, 10*time.Minute)
+	m, err := app.NewTokenMinter(ctx, e, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id := int64(1); id <= 3; id++ {
-		token, err := m.mint(auth.Principal{UserID: id, Role: auth.RoleUser})
+		token, err := m.Mint(auth.Principal{UserID: id, Role: auth.RoleUser})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +240,7 @@ func TestTokenMinter(t *testing.T) {
 			t.Errorf("minted token %d verifies as %v, %v", id, p, err)
 		}
 	}
-	token, err := m.mint(auth.Principal{UserID: 9, Role: auth.RoleModerator})
+	token, err := m.Mint(auth.Principal{UserID: 9, Role: auth.RoleModerator})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ func TestEveryServiceHasItsOpenAPIDocument(t *testing.T) {
 	for _, s := range services {
 		if s.pages {
 			if s.openAPI != nil {
-				t.Errorf("%s serves pages, yet has an OpenAPI document", s.name)
+				t.Errorf("%s serves pages, yet has an OpenAPI document", s.Name)
 			}
 			continue
 		}
 		if s.openAPI == nil {
-			t.Errorf("%s: no OpenAPI document", s.name)
+			t.Errorf("%s: no OpenAPI document", s.Name)
 			continue
 		}
 		doc, err := openapi3.NewLoader().LoadFromData(s.openAPI())
@@ -26,7 +26,7 @@ func TestEveryServiceHasItsOpenAPIDocument(t *testing.T) {
 			err = doc.Validate(context.Background())
 		}
 		if err != nil {
-			t.Errorf("%s: %v", s.name, err)
+			t.Errorf("%s: %v", s.Name, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,15 +13,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/apijson"
+	"board/internal/app"
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/like"
-	"board/internal/wire"
 )
 
 func benchLikes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("bench likes", `Usage: board bench likes [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("bench likes", `Usage: board bench likes [flags]
 
 For each like strategy, sends --likes likes of one new article, each by a different user, from --workers concurrent
 clients, through the HTTP API of a like service started in this process on a loopback port, over a scratch database
@@ -29,30 +30,27 @@ clients, through the HTTP API of a like service started in this process on a loo
 time, the rate, and for the optimistic strategy the retries after version conflicts. The article is known to the like
 service as a live one, as after its ARTICLE_CREATED was consumed: each like checks that inside its transaction and
 asks the article service nothing.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	likes := fs.Int("likes", 3000, "likes per strategy, each by a distinct user")
 	workers := fs.Int("workers", 100, "concurrent clients")
 	strategyList := fs.String("strategies", "pessimistic-lock-1,pessimistic-lock-2,optimistic-lock", "comma-separated strategies to run, in order")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *likes < 1 || *workers < 1 {
 		return errors.New("--likes and --workers must be at least 1")
 	}
 	var strategies []like.Strategy
-	for _, name := range splitList(*strategyList) {
+	for _, name := range app.SplitList(*strategyList) {
 		st, err := like.ParseStrategy(name)
 		if err != nil {
 			return fmt.Errorf("--strategies: %w", err)
 		}
 		strategies = append(strategies, st)
 	}
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	db, ob, ids, err := e.toolDatabase(ctx, "like_bench", like.Migrate)
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
+	db, ob, ids, err := toolDatabase(ctx, e, "like_bench", like.Migrate)
 	if err != nil {
 		return err
 	}
@@ -69,7 +67,7 @@ asks the article service nothing.`, stderr)
 	if err != nil {
 		return err
 	}
-	base, stop, err := serveLoopback("like", like.Routes(svc, e.logger), key.guard(), e)
+	base, stop, err := serveLoopback("like", like.Routes(svc, e.Logger), key.guard(), e)
 	if err != nil {
 		return err
 	}
@@ -188,10 +186,10 @@ func readCount(resp *http.Response, err error) (int64, error) {
 
 // recordCreated has articles apply the ARTICLE_CREATED of articleID, as the service's consumer would.
 func recordCreated(ctx context.Context, articles *existence.Registry, articleID int64) error {
-	payload, err := json.Marshal(event.Article{ArticleID: wire.ID(articleID), ArticleVersion: 1})
+	payload, err := json.Marshal(event.Article{ArticleID: apijson.ID(articleID), ArticleVersion: 1})
 	if err != nil {
 		return err
 	}
-	return articles.Handlers()[event.ArticleCreated](ctx, event.Envelope{EventID: wire.ID(articleID), Type: event.ArticleCreated,
+	return articles.Handlers()[event.ArticleCreated](ctx, event.Envelope{EventID: apijson.ID(articleID), Type: event.ArticleCreated,
 		Payload: payload})
 }

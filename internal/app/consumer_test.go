@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestReplayLock(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	e := &engines{cfg: &config{RedisPrefix: "t:"}, logger: logger, redis: rdb, kafkaBrokers: broker.Addrs()}
+	e := &Engines{Config: &Config{RedisPrefix: "t:"}, Logger: logger, Redis: rdb, KafkaBrokers: broker.Addrs()}
 	const lock, group = "t:replay::hot-article", "board-hot-article"
 	clears := 0
 	clear := func(context.Context) (int, error) { clears++; return 0, nil }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"board/internal/app"
 	"board/internal/auth"
 )
 
@@ -19,7 +20,7 @@ import (
 const benchPagesUser = 900_000_000
 
 func benchPages(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench pages", `Usage: board bench pages [flags]
+	fs := app.NewFlagSet("bench pages", `Usage: board bench pages [flags]
 
 Measures the web pages of a running board (board serve) next to the article-read API calls they are made from.
 Creates --articles articles on board --board through the producers, each with --comments comments, waits until
@@ -42,7 +43,7 @@ Server-Timing header). The web must know the board: start board serve with e.g. 
 	warmup := fs.Duration("warmup", time.Second, "untimed run of each case before its timed one")
 	wait := fs.Duration("wait", time.Minute, "how long to wait for article-read to answer the new articles and sync the board's list")
 	openTokens := boardUserDBFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *articles < 1 || *comments < 0 || *board < 1 || *connections < 1 || *duration <= 0 || *warmup < 0 || *wait <= 0 {
@@ -77,7 +78,7 @@ Server-Timing header). The web must know the board: start board serve with e.g. 
 	}
 
 	// The signed-in reader holds a session cookie as a browser would.
-	token, err := tokens.mint(auth.Principal{UserID: benchPagesUser, Role: auth.RoleUser})
+	token, err := tokens.Mint(auth.Principal{UserID: benchPagesUser, Role: auth.RoleUser})
 	if err != nil {
 		return err
 	}

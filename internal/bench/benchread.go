@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -20,9 +20,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/apijson"
+	"board/internal/app"
 	"board/internal/article"
 	"board/internal/auth"
-	"board/internal/wire"
 )
 
 const (
@@ -40,7 +41,7 @@ const (
 )
 
 func benchRead(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench read", `Usage: board bench read [flags]
+	fs := app.NewFlagSet("bench read", `Usage: board bench read [flags]
 
 Measures the read path of a running board's article-read service (started separately with board serve) over HTTP,
 against a floor. Creates a new board of --articles articles through the producers, each with --likes likes and
@@ -68,7 +69,7 @@ The view counts are not in the model: every read also reads its view count throu
 	floorAddr := fs.String("floor-addr", "127.0.0.1:0", "listen address of the floor server")
 	openTokens := boardUserDBFlags(fs)
 	keepFloor := fs.Bool("keep-floor", false, "after the table, keep the floor server up until interrupted, for an outside load generator such as wrk")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *articles < 1 || *likes < 0 || *comments < 0 || *contentSize < 1 || *contentSize > article.MaxContentChars ||
@@ -193,7 +194,7 @@ func newRunningBoardFlags(fs *flag.FlagSet) runningBoardFlags {
 
 // redis connects to the board's Redis and checks that it answers.
 func (f runningBoardFlags) redis(ctx context.Context) (redis.UniversalClient, error) {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: splitList(*f.redisAddr), Password: *f.redisPassword,
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: app.SplitList(*f.redisAddr), Password: *f.redisPassword,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
 		MaxRetries: 1, DialerRetries: 1})
 	pingCtx, cancel := context.WithTimeout(ctx, readRedisTimeout)
@@ -208,7 +209,7 @@ func (f runningBoardFlags) redis(ctx context.Context) (redis.UniversalClient, er
 // readSetup creates the bench's data through the producers and waits until article-read serves it.
 type readSetup struct {
 	client  *http.Client
-	tokens  *tokenMinter // of the users the setup's writes act for
+	tokens  *app.TokenMinter // of the users the setup's writes act for
 	rdb     redis.UniversalClient
 	prefix  string
 	readURL string
@@ -223,17 +224,17 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 	bar := startProgress(stderr, "articles", int64(articles))
 	err := parallel(ctx, articles, func(ctx context.Context, i int) error {
 		// Every write by a user of its own: a running board holds each user to its write rate limit.
-		token, err := s.tokens.mint(auth.Principal{UserID: int64(i + 1), Role: auth.RoleUser})
+		token, err := s.tokens.Mint(auth.Principal{UserID: int64(i + 1), Role: auth.RoleUser})
 		if err != nil {
 			return err
 		}
 		body, err := request(ctx, s.client, token, http.MethodPost, articleURL+"/v1/articles", map[string]any{"title": fmt.Sprintf("bench read %d", i+1),
-			"content": content, "boardId": wire.ID(s.board)}, http.StatusCreated)
+			"content": content, "boardId": apijson.ID(s.board)}, http.StatusCreated)
 		if err != nil {
 			return fmt.Errorf("create article %d of %d (is board serve running?): %w", i+1, articles, err)
 		}
 		var a struct {
-			ArticleID wire.ID `json:"articleId"`
+			ArticleID apijson.ID `json:"articleId"`
 		}
 		if err := json.Unmarshal(body, &a); err != nil {
 			return fmt.Errorf("POST %s/v1/articles: %w", articleURL, err)
@@ -251,14 +252,14 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 	err = parallel(ctx, articles*perArticle, func(ctx context.Context, i int) error {
 		id, n := s.ids[i/perArticle], i%perArticle
 		writer := int64(articles + i + 1)
-		token, err := s.tokens.mint(auth.Principal{UserID: writer, Role: auth.RoleUser})
+		token, err := s.tokens.Mint(auth.Principal{UserID: writer, Role: auth.RoleUser})
 		switch {
 		case err != nil:
 		case n < likes:
 			_, err = request(ctx, s.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", likeURL, id, writer), nil, http.StatusCreated)
 		default:
 			_, err = request(ctx, s.client, token, http.MethodPost, commentURL+"/v2/comments",
-				map[string]any{"articleId": wire.ID(id), "content": "bench read"}, http.StatusCreated)
+				map[string]any{"articleId": apijson.ID(id), "content": "bench read"}, http.StatusCreated)
 		}
 		bar.add(1)
 		return err

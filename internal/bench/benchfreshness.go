@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -20,8 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"board/internal/apijson"
+	"board/internal/app"
 	"board/internal/auth"
-	"board/internal/wire"
 )
 
 // writeKind is one of the writes the freshness bench sends; each raises one count of the hot-article ranking.
@@ -50,7 +51,7 @@ const (
 )
 
 func benchFreshness(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench freshness", `Usage: board bench freshness [flags]
+	fs := app.NewFlagSet("bench freshness", `Usage: board bench freshness [flags]
 
 Measures how soon the hot-article ranking of a running board (started separately with board serve) shows writes,
 over HTTP only. Creates --articles new articles on a random board, then sends likes, comments and views of them,
@@ -75,7 +76,7 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 	loc, zoneGiven := time.Local, false
 	fs.Func("time-zone", "the board's --hot-article-time-zone: the list read is the articles' creation day in it (default $BOARD_HOT_ARTICLE_TIME_ZONE, else the machine's)",
 		func(v string) (err error) { zoneGiven = true; loc, err = time.LoadLocation(v); return err })
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *rate < 1 || *duration <= 0 || *articles < 1 || *articles > hotListSize || *workers < 1 || *wait < 0 {
@@ -108,7 +109,7 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 	beforeAt := time.Now()
 
 	board := 1_000_000_000 + rand.Int64N(1_000_000_000)
-	writer, err := r.tokens.mint(auth.Principal{UserID: benchWriter, Role: auth.RoleUser})
+	writer, err := r.tokens.Mint(auth.Principal{UserID: benchWriter, Role: auth.RoleUser})
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ type failure struct {
 type freshnessRun struct {
 	urls     [kindCount]string
 	client   *http.Client
-	tokens   *tokenMinter // of the users the writes act for
+	tokens   *app.TokenMinter // of the users the writes act for
 	group    string
 	articles []benchArticle
 	nextUser atomic.Int64
@@ -304,14 +305,14 @@ func (r *freshnessRun) write(ctx context.Context, seq int64) {
 	r.stats[kind].sent++
 	r.mu.Unlock()
 	var count int64
-	token, err := r.tokens.mint(auth.Principal{UserID: user, Role: auth.RoleUser})
+	token, err := r.tokens.Mint(auth.Principal{UserID: user, Role: auth.RoleUser})
 	switch {
 	case err != nil:
 	case kind == kindLike:
 		_, err = request(ctx, r.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusCreated)
 	case kind == kindComment:
 		_, err = request(ctx, r.client, token, http.MethodPost, r.urls[kind]+"/v2/comments",
-			map[string]any{"articleId": wire.ID(id), "content": "freshness bench"}, http.StatusCreated)
+			map[string]any{"articleId": apijson.ID(id), "content": "freshness bench"}, http.StatusCreated)
 	case kind == kindView:
 		var body []byte
 		body, err = request(ctx, r.client, token, http.MethodPost, fmt.Sprintf("%s/v1/article-views/articles/%d/users/%d", r.urls[kind], id, user), nil, http.StatusOK)
@@ -391,8 +392,8 @@ func (r *freshnessRun) warnOfCompetition(ctx context.Context, listURL string, da
 			return err
 		}
 		var list []struct {
-			ArticleID wire.ID `json:"articleId"`
-			Score     int64   `json:"score"`
+			ArticleID apijson.ID `json:"articleId"`
+			Score     int64      `json:"score"`
 		}
 		if err := json.Unmarshal(body, &list); err != nil {
 			return fmt.Errorf("GET %s%s: %w", listURL, day, err)
@@ -429,10 +430,10 @@ func atLeastIfFull(n, listed int) string {
 
 // hotEntry is the part of a hot-article list entry the bench reads.
 type hotEntry struct {
-	ArticleID    wire.ID `json:"articleId"`
-	LikeCount    int64   `json:"likeCount"`
-	CommentCount int64   `json:"commentCount"`
-	ViewCount    int64   `json:"viewCount"`
+	ArticleID    apijson.ID `json:"articleId"`
+	LikeCount    int64      `json:"likeCount"`
+	CommentCount int64      `json:"commentCount"`
+	ViewCount    int64      `json:"viewCount"`
 }
 
 // poll reads the lists of days one request at a time, back to back, until ctx is done, and resolves the pending
@@ -631,14 +632,14 @@ func roundDuration(d time.Duration) string {
 
 func createArticle(ctx context.Context, client *http.Client, token, base string, board int64, title string) (benchArticle, error) {
 	body, err := request(ctx, client, token, http.MethodPost, base+"/v1/articles",
-		map[string]any{"title": title, "content": "written by board bench freshness", "boardId": wire.ID(board)},
+		map[string]any{"title": title, "content": "written by board bench freshness", "boardId": apijson.ID(board)},
 		http.StatusCreated)
 	if err != nil {
 		return benchArticle{}, err
 	}
 	var a struct {
-		ArticleID wire.ID   `json:"articleId"`
-		CreatedAt wire.Time `json:"createdAt"`
+		ArticleID apijson.ID   `json:"articleId"`
+		CreatedAt apijson.Time `json:"createdAt"`
 	}
 	if err := json.Unmarshal(body, &a); err != nil {
 		return benchArticle{}, fmt.Errorf("POST %s/v1/articles: %w", base, err)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,16 +14,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/app"
 	"board/internal/article"
 	"board/internal/auth"
 	"board/internal/httpio"
+	"board/internal/outbox"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
 )
 
 const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
-func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Command(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
@@ -111,28 +115,25 @@ func (f listBenchFlags) fit(rows int64, what, seedHint string, w io.Writer) erro
 }
 
 func benchPaging(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("bench paging", `Usage: board bench paging [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("bench paging", `Usage: board bench paging [flags]
 
 Times article list queries on a seeded board (see board seed) two ways: through the HTTP API of an article service
 started in this process on a loopback port, and as the same store calls (the SQL through database/sql) without
 HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	board := fs.Int64("board", 1, "seeded board to read")
 	lf := newListBenchFlags(fs, "articles")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := lf.check(); err != nil {
 		return err
 	}
 	page, depth, pageSize, runs := lf.page, lf.depth, lf.pageSize, lf.runs
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	db, ob, ids, err := e.toolDatabase(ctx, "article", article.Migrate)
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
+	db, ob, ids, err := toolDatabase(ctx, e, "article", article.Migrate)
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 	}
 	lastID := cursor[0].ID
 
-	base, stop, err := serveLoopback("article", article.Routes(svc, e.logger), nil, e)
+	base, stop, err := serveLoopback("article", article.Routes(svc, e.Logger), nil, e)
 	if err != nil {
 		return err
 	}
@@ -174,14 +175,14 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 
 // serveLoopback serves a service's API on a loopback port, as board serve would, with guard (nil for a read-only
 // bench) in front of its writes, and returns its base URL.
-func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *engines) (base string, stop func(), err error) {
+func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *app.Engines) (base string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	// The deadline of a bench request: a deep page on a large seed is slow by design, and is what is measured.
 	srv := httpio.Server{Service: service, API: api, Guard: guard, Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.logger, RequestTimeout: time.Minute}.HTTPServer()
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.Logger, RequestTimeout: time.Minute}.HTTPServer()
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
@@ -266,4 +267,22 @@ func (k benchKey) guard() *httpio.Guard {
 func (k benchKey) token(userID int64) (string, error) {
 	tok, _, err := auth.Sign(k.key, auth.Principal{UserID: userID, Role: auth.RoleUser}, time.Now(), time.Hour)
 	return tok, err
+}
+
+// toolDatabase opens and migrates a database for a tool (seed, bench), and returns it with the outbox tools write
+// through (no relay, no metrics) and their id generator, on the node reserved for tools.
+func toolDatabase(ctx context.Context, e *app.Engines, name string, migrate func(context.Context, *sqldb.DB) error) (
+	*sqldb.DB, *outbox.Outbox, *snowflake.Generator, error) {
+	db, err := e.OpenSQL(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := migrate(ctx, db); err != nil {
+		return nil, nil, nil, err
+	}
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return db, outbox.New(db, e.Config.OutboxShards, ids, time.Now, nil, nil), ids, nil
 }

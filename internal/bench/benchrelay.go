@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -6,34 +6,32 @@ import (
 	"io"
 	"time"
 
+	"board/internal/app"
 	"board/internal/outbox"
 )
 
 func benchRelay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("bench relay", `Usage: board bench relay [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("bench relay", `Usage: board bench relay [flags]
 
 Fills the outbox of a scratch database (relay_bench, on the configured SQL engine) with a backlog of events, then
 times one relay — coordinator, poller, broker acknowledgements and deletes — draining it into Kafka (the configured
 brokers, or the embedded one). Prints events per second.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	events := fs.Int("events", 100_000, "backlog size")
 	batch := fs.Int("batch", 100, "rows per poll query (SPEC: 100)")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
+	if err := e.StartRedis(ctx); err != nil {
 		return err
 	}
-	defer e.close()
-	if err := e.startRedis(ctx); err != nil {
+	if err := e.StartKafka(ctx); err != nil {
 		return err
 	}
-	if err := e.startKafka(ctx); err != nil {
-		return err
-	}
-	db, ob, _, err := e.toolDatabase(ctx, "relay_bench", outbox.Migrate)
+	db, ob, _, err := toolDatabase(ctx, e, "relay_bench", outbox.Migrate)
 	if err != nil {
 		return err
 	}
@@ -42,10 +40,10 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 		return err
 	}
 
-	coord := outbox.NewCoordinator(e.redis, cfg.RedisPrefix+"bench:", "relay-bench", cfg.OutboxShards,
-		outbox.CoordinatorConfig{}, e.logger, nil)
-	relay := outbox.NewRelay(ob, e.producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
-		PollInterval: 10 * time.Millisecond, MinAge: time.Nanosecond, BatchSize: *batch}, e.logger)
+	coord := outbox.NewCoordinator(e.Redis, cfg.RedisPrefix+"bench:", "relay-bench", cfg.OutboxShards,
+		outbox.CoordinatorConfig{}, e.Logger, nil)
+	relay := outbox.NewRelay(db, e.Producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
+		PollInterval: 10 * time.Millisecond, MinAge: time.Nanosecond, BatchSize: *batch}, e.Logger, nil)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	bar := startProgress(stderr, "events", int64(*events))
@@ -73,6 +71,6 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 		return fmt.Errorf("interrupted with %d events left", left)
 	}
 	fmt.Fprintf(stdout, "relayed %d events from %s to kafka %v in %s: %.0f events/s (batch %d)\n", *events, db.Dialect,
-		e.kafkaBrokers, elapsed.Round(time.Millisecond), float64(*events)/elapsed.Seconds(), *batch)
+		e.KafkaBrokers, elapsed.Round(time.Millisecond), float64(*events)/elapsed.Seconds(), *batch)
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestWarnUnbelievedWeb(t *testing.T) {
 		{"http://127.0.0.1:9006", "X-Real-IP", true},
 	} {
 		var logs bytes.Buffer
-		e := &engines{cfg: &config{ClientIPHeader: c.header, TrustedProxies: loopback}, logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		e := &Engines{Config: &Config{ClientIPHeader: c.header, TrustedProxies: loopback}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 		warnUnbelievedWeb(e, c.origin)
 		if got := strings.Contains(logs.String(), "will not believe"); got != c.warn {
 			t.Errorf("user at %s, header %q: warned %v, want %v", c.origin, c.header, got, c.warn)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -6,33 +6,31 @@ import (
 	"io"
 	"time"
 
+	"board/internal/app"
 	"board/internal/comment"
 	"board/internal/existence"
 )
 
 func benchComments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("bench comments", `Usage: board bench comments [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("bench comments", `Usage: board bench comments [flags]
 
 Times comment list queries of both versions on a seeded article (see board seed comments) two ways: through the
 HTTP API of a comment service started in this process on a loopback port, and as the same store calls (the SQL
 through database/sql) without HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	articleID := fs.Int64("article", 1, "seeded article to read")
 	lf := newListBenchFlags(fs, "comments")
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := lf.check(); err != nil {
 		return err
 	}
 	page, depth, pageSize, runs := lf.page, lf.depth, lf.pageSize, lf.runs
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	db, ob, ids, err := e.toolDatabase(ctx, "comment", comment.Migrate)
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
+	db, ob, ids, err := toolDatabase(ctx, e, "comment", comment.Migrate)
 	if err != nil {
 		return err
 	}
@@ -62,7 +60,7 @@ through database/sql) without HTTP. Prints the median of --runs runs of each and
 	}
 	last1, last2 := atDepthV1[0], atDepthV2[0]
 
-	base, stop, err := serveLoopback("comment", comment.Routes(svc, e.logger), nil, e)
+	base, stop, err := serveLoopback("comment", comment.Routes(svc, e.Logger), nil, e)
 	if err != nil {
 		return err
 	}

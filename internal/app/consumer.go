@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -28,27 +28,27 @@ const replayLockPoll = 250 * time.Millisecond
 // records (refused while any member of the group runs, and then nothing is changed) and the service's state is
 // cleared. Every instance of the service, replaying or not, waits for that lock before it joins the group, so none
 // can apply events that the clearing would then delete.
-func startConsumer(ctx context.Context, e *engines, r runtime, handlers map[event.Type]kafka.Handler,
+func startConsumer(ctx context.Context, e *Engines, r deps, handlers map[event.Type]kafka.Handler,
 	keyPattern string) error {
-	group := e.cfg.TopicPrefix + r.group
+	group := e.Config.TopicPrefix + r.group
 	var topics []string // the topics of the events it handles
 	for t := range handlers {
-		if topic := t.Topic(e.cfg.TopicPrefix); !slices.Contains(topics, topic) {
+		if topic := t.Topic(e.Config.TopicPrefix); !slices.Contains(topics, topic) {
 			topics = append(topics, topic)
 		}
 	}
 	slices.Sort(topics)
-	lock := e.cfg.RedisPrefix + "replay::" + r.name
-	if slices.Contains(e.cfg.Replay, r.name) {
-		clear := func(ctx context.Context) (int, error) { return deleteKeys(ctx, e.redis, keyPattern) }
+	lock := e.Config.RedisPrefix + "replay::" + r.name
+	if slices.Contains(e.Config.Replay, r.name) {
+		clear := func(ctx context.Context) (int, error) { return deleteKeys(ctx, e.Redis, keyPattern) }
 		if err := replay(ctx, e, lock, group, topics, clear); err != nil {
 			return fmt.Errorf("--replay %s: %w", r.name, err)
 		}
 	} else if err := waitForReplay(ctx, e, lock); err != nil {
 		return err
 	}
-	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.kafkaBrokers, Group: group, Topics: topics,
-		Handlers: handlers, Logger: e.logger, Metrics: r.metrics})
+	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.KafkaBrokers, Group: group, Topics: topics,
+		Handlers: handlers, Logger: e.Logger, Metrics: r.metrics})
 	if err != nil {
 		return err
 	}
@@ -61,11 +61,11 @@ func startConsumer(ctx context.Context, e *engines, r runtime, handlers map[even
 }
 
 // replay resets group to the oldest records and clears the service's state, holding lock throughout.
-func replay(ctx context.Context, e *engines, lock, group string, topics []string,
+func replay(ctx context.Context, e *Engines, lock, group string, topics []string,
 	clear func(context.Context) (int, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, replayPrepareTimeout)
 	defer cancel()
-	held, err := redislock.TryAcquire(ctx, e.redis, lock, replayPrepareTimeout)
+	held, err := redislock.TryAcquire(ctx, e.Redis, lock, replayPrepareTimeout)
 	if err != nil {
 		return err
 	}
@@ -76,25 +76,25 @@ func replay(ctx context.Context, e *engines, lock, group string, topics []string
 		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		if err := held.Release(releaseCtx); err != nil {
-			e.logger.Warn("cannot release the replay lock; other instances wait until it expires", "lock", lock,
+			e.Logger.Warn("cannot release the replay lock; other instances wait until it expires", "lock", lock,
 				"expiresIn", replayPrepareTimeout, "err", err)
 		}
 	}()
-	if err := kafka.ResetGroupToStart(ctx, e.kafkaBrokers, group, topics); err != nil {
+	if err := kafka.ResetGroupToStart(ctx, e.KafkaBrokers, group, topics); err != nil {
 		return err
 	}
 	n, err := clear(ctx)
 	if err != nil {
 		return err
 	}
-	e.logger.Info("replaying from the oldest records", "group", group, "keysCleared", n)
+	e.Logger.Info("replaying from the oldest records", "group", group, "keysCleared", n)
 	return nil
 }
 
 // waitForReplay returns once no replay of the service is in progress (lock absent), or when ctx ends.
-func waitForReplay(ctx context.Context, e *engines, lock string) error {
+func waitForReplay(ctx context.Context, e *Engines, lock string) error {
 	for logged := false; ; logged = true {
-		n, err := e.redis.Exists(ctx, lock).Result()
+		n, err := e.Redis.Exists(ctx, lock).Result()
 		if err != nil {
 			return fmt.Errorf("look for a replay in progress (%s): %w", lock, err)
 		}
@@ -102,7 +102,7 @@ func waitForReplay(ctx context.Context, e *engines, lock string) error {
 			return nil
 		}
 		if !logged {
-			e.logger.Info("waiting for another instance's replay to finish", "lock", lock)
+			e.Logger.Info("waiting for another instance's replay to finish", "lock", lock)
 		}
 		select {
 		case <-ctx.Done():

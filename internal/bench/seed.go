@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"board/internal/app"
 	"board/internal/article"
 	"board/internal/comment"
 	"board/internal/existence"
@@ -30,7 +31,7 @@ var maxSeedOwner = int64((time.Duration(1<<41)*time.Millisecond - 24*time.Hour) 
 // would run into the next owner's.
 const maxSeedRows = int64(seedSpan/2/time.Millisecond) * (snowflake.MaxSeq + 1)
 
-func seedCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Seed(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "comments" {
 		return seedComments(ctx, args[1:], getenv, stdout, stderr)
 	}
@@ -55,9 +56,21 @@ func (f seedFlags) check() error {
 	return nil
 }
 
+// articleSeeder is what seeding needs of the article store: whether a chunk is already there, and writing one.
+type articleSeeder interface {
+	Exists(ctx context.Context, id int64) (bool, error)
+	SeedChunk(ctx context.Context, boardID int64, chunk []article.SeedArticle) error
+}
+
+// commentSeeder is what seeding needs of the comment store: whether a chunk is already there, and writing one.
+type commentSeeder interface {
+	Exists(ctx context.Context, id int64) (bool, error)
+	SeedChunk(ctx context.Context, articleID int64, chunk []comment.Comment) error
+}
+
 func seedArticles(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("seed", `Usage: board seed [articles] [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("seed", `Usage: board seed [articles] [flags]
        board seed comments [flags]
 
 Bulk-loads generated articles into one board, for experiments (the default is the course's: 12,000,000 in board 1);
@@ -65,11 +78,11 @@ Bulk-loads generated articles into one board, for experiments (the default is th
 seeding (1023), timed from 2024-01-02 plus a span per board, so seeded articles sort before real ones. Each chunk is
 one transaction, so an interrupted seed is resumed by running the same command again: chunks already written are
 skipped.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	board := fs.Int64("board", 1, "board to fill")
 	total := fs.Int64("articles", 12_000_000, "number of articles")
 	sf := newSeedFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *board < 1 || *board >= maxSeedOwner || *total < 1 || *total > maxSeedRows {
@@ -78,17 +91,14 @@ skipped.`, stderr)
 	if err := sf.check(); err != nil {
 		return err
 	}
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.close()
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
 	// Seeded articles bypass the outbox (see SeedChunk); the store still needs one.
-	db, ob, _, err := e.toolDatabase(ctx, "article", article.Migrate)
+	db, ob, _, err := toolDatabase(ctx, e, "article", article.Migrate)
 	if err != nil {
 		return err
 	}
-	store := article.NewStore(db, ob)
+	var store articleSeeder = article.NewStore(db, ob)
 
 	start := seedStart(*board, 0)
 	fmt.Fprintf(stdout, "seeding %d articles into board %d on %s %s: %d workers, %d per insert\n",
@@ -106,23 +116,23 @@ skipped.`, stderr)
 }
 
 func seedComments(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlagSet("seed comments", `Usage: board seed comments [flags]
+	cfg := app.Default()
+	fs := app.NewFlagSet("seed comments", `Usage: board seed comments [flags]
 
 Bulk-loads generated comments on one article, for experiments (the default: 12,000,000 of each version on article
 1). v1 comments come in pairs, a root and one reply, as in the course; v2 comments come in threads of five, a root
 and a chain of replies down to depth 5, so every depth is represented. Ids are deterministic Snowflake ids on the
 node id reserved for seeding (1023), timed from 2024-01-02 plus a span per article; an interrupted seed is resumed
 by running the same command again.`, stderr)
-	cfg.engineFlags(fs)
+	cfg.EngineFlags(fs)
 	articleID := fs.Int64("article", 1, "article to fill")
 	total := fs.Int64("comments", 12_000_000, "number of comments of each version")
 	versions := fs.String("versions", "v1,v2", "which versions to seed: v1, v2 or both")
 	sf := newSeedFlags(fs)
-	if err := parse(fs, args, getenv); err != nil {
+	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	which := splitList(*versions)
+	which := app.SplitList(*versions)
 	if *articleID < 1 || *articleID >= maxSeedOwner || *total < 1 || *total > maxSeedRows || len(which) == 0 ||
 		slices.ContainsFunc(which, func(v string) bool { return v != "v1" && v != "v2" }) {
 		return fmt.Errorf("need 1 <= --article < %d, 1 <= --comments <= %d, --versions from v1,v2", maxSeedOwner, maxSeedRows)
@@ -130,17 +140,14 @@ by running the same command again.`, stderr)
 	if err := sf.check(); err != nil {
 		return err
 	}
-	e, err := newEngines(&cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	db, ob, _, err := e.toolDatabase(ctx, "comment", comment.Migrate)
+	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
+	defer e.Close()
+	db, ob, _, err := toolDatabase(ctx, e, "comment", comment.Migrate)
 	if err != nil {
 		return err
 	}
 	// The seed writes rows directly and never asks whether the article exists.
-	store := comment.NewStore(db, ob, existence.New(db, existence.Config{Service: "comment"}))
+	var store commentSeeder = comment.NewStore(db, ob, existence.New(db, existence.Config{Service: "comment"}))
 	for _, v := range which {
 		part := 0
 		if v == "v2" {

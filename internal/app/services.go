@@ -1,0 +1,430 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"board/internal/article"
+	"board/internal/articleread"
+	"board/internal/auth"
+	"board/internal/comment"
+	"board/internal/existence"
+	"board/internal/hotarticle"
+	"board/internal/httpio"
+	"board/internal/kafka"
+	"board/internal/like"
+	"board/internal/logicalttl"
+	"board/internal/outbox"
+	"board/internal/ratelimit"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+	"board/internal/user"
+	"board/internal/view"
+	"board/internal/web"
+)
+
+// Service says what one service of board is: its name, its SQL database, and how it meets the event topics. A
+// service that publishes is a producer: its changes go through an outbox that a relay publishes. A service with a
+// consumer group is a consumer of the event topics.
+type Service struct {
+	Name     string
+	Database string // SQL database name; "" for a service without one
+	Group    string // consumer group name under the topic prefix; "" for a service that consumes nothing
+	// Publishes: the service writes events, through an outbox in its database that a relay publishes.
+	Publishes bool
+	// Replayable: the service's state is in Redis and rebuilt from the events alone, so --replay may clear it.
+	Replayable bool
+}
+
+// service is one runnable service: what it is, where it listens, and how it is built on the shared engines.
+type service struct {
+	Service
+	migrate func(context.Context, *sqldb.DB) error
+	// pages: the service serves pages for browsers, whose forms carry a session cookie rather than a Bearer token;
+	// it checks that they come from its own pages (web.Service.Routes) instead of going through the Guard.
+	pages bool
+	// open maps the route patterns of the writes it takes without an access token to the rate limit that holds
+	// each instead, per client address (see httpio.Guard).
+	open    map[string]string
+	addr    func(*Config) string
+	openAPI func() []byte // the service's OpenAPI document, served at /openapi.json; nil for the web pages
+	build   func(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error)
+}
+
+// deps is what a service is built on besides the engines.
+type deps struct {
+	producer
+	name      string // the service's name
+	group     string // its consumer group under the topic prefix, if it consumes
+	ids       *snowflake.Generator
+	workers   *background // the service's own background work, stopped after the HTTP servers
+	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
+	metrics   *kafka.Metrics
+	// purgeBatchSeconds observes how long each batch of a deleted article's purge took, by service.
+	purgeBatchSeconds *prometheus.HistogramVec
+	failed            chan<- error      // a consumer that stops on its own reports here, which shuts the process down
+	local             map[string]string // service name -> base URL, for the services already listening in this process
+}
+
+// producer is what a producer service is built on: its database and its outbox.
+type producer struct {
+	db *sqldb.DB
+	ob *outbox.Outbox
+}
+
+// services lists every service the binary can run; this is the one place that imports them all.
+var services = []service{
+	// user comes first: in one process, the others fetch its signing keys where it listens.
+	{Service: Service{Name: "user", Database: "user"}, migrate: user.Migrate, openAPI: user.OpenAPI,
+		open: user.OpenRoutes, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
+	{Service: Service{Name: "article", Database: "article", Publishes: true}, migrate: article.Migrate,
+		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
+	// Comment, like and view consume the article topic for their record of which articles exist; they come after
+	// article, so that in one process they look articles up where it listens.
+	{Service: Service{Name: "comment", Database: "comment", Group: "comment", Publishes: true}, migrate: comment.Migrate,
+		openAPI: comment.OpenAPI, addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
+	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
+		openAPI: like.OpenAPI, addr: func(c *Config) string { return c.LikeAddr }, build: buildLike},
+	{Service: Service{Name: "view", Database: "article_view", Group: "view", Publishes: true}, migrate: view.Migrate,
+		openAPI: view.OpenAPI, addr: func(c *Config) string { return c.ViewAddr }, build: buildView},
+	{Service: Service{Name: "hot-article", Group: "hot-article", Replayable: true},
+		openAPI: hotarticle.OpenAPI, addr: func(c *Config) string { return c.HotArticleAddr }, build: buildHotArticle},
+	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
+	{Service: Service{Name: "article-read", Group: "article-read", Replayable: true},
+		openAPI: articleread.OpenAPI, addr: func(c *Config) string { return c.ArticleReadAddr }, build: buildArticleRead},
+	// web comes last: in one process, it calls every other service where it listens.
+	{Service: Service{Name: "web"}, pages: true, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
+}
+
+// buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
+// `board user rotate-key` is published, and then signed with, here too.
+func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload, Logger: e.Logger}
+	if limiter := rateLimiter(e); limiter != nil {
+		cfg.Limiter = limiter
+	}
+	svc, err := user.NewService(ctx, r.db, r.ids, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.workers.run(ctx, svc.Run)
+	return user.Routes(svc, e.Logger), []httpio.Check{{Name: "database", Ping: r.db.Ping}}, nil
+}
+
+func buildArticle(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	svc := article.NewService(article.NewStore(r.db, r.ob), r.ids, time.Now)
+	return article.Routes(svc, e.Logger), r.checks(e), nil
+}
+
+func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	store := comment.NewStore(r.db, r.ob, articles)
+	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+		return nil, nil, err
+	}
+	svc := comment.NewService(store, r.ids, time.Now)
+	return comment.Routes(svc, e.Logger), r.checks(e), nil
+}
+
+func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	store := like.NewStore(r.db, r.ob, articles)
+	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+		return nil, nil, err
+	}
+	svc := like.NewService(store, r.ids, time.Now, e.Config.LikeStrategy)
+	return like.Routes(svc, e.Logger), r.checks(e), nil
+}
+
+// buildView starts the view service's flusher among the workers, which stop after the HTTP servers (no view is
+// counted after the last flush) and before the relays (which publish what it wrote).
+func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	articles := r.articles(e)
+	svc := view.NewService(view.NewStore(r.db, r.ob, articles), e.Redis, view.Config{KeyPrefix: e.Config.RedisPrefix, Logger: e.Logger})
+	if err := startExistence(ctx, e, r, articles, svc.Purge); err != nil {
+		return nil, nil, err
+	}
+	r.workers.run(context.Background(), func(ctx context.Context) {
+		if err := svc.Run(ctx); err != nil {
+			e.Logger.Error("last view count flush failed; views since the last backup live on in Redis only", "err", err)
+		}
+	})
+	return view.Routes(svc, e.Logger), r.checks(e), nil
+}
+
+func buildHotArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	svc := hotarticle.NewService(e.Redis, hotarticle.Config{KeyPrefix: e.Config.RedisPrefix,
+		Location: e.Config.HotArticleTimeZone, Logger: e.Logger})
+	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
+		return nil, nil, err
+	}
+	return hotarticle.Routes(svc, e.Logger), consumerChecks(e), nil
+}
+
+func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	origin := func(name, listen string) string { return r.origin(e, name, listen) }
+	views := logicalttl.New[int64](e.Redis, e.Config.RedisPrefix+"article-read::", logicalttl.Config{})
+	svc := articleread.NewService(e.Redis, views, articleread.Config{KeyPrefix: e.Config.RedisPrefix,
+		Origins: articleread.Origins{Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr),
+			Like: origin("like", e.Config.LikeAddr), View: origin("view", e.Config.ViewAddr)},
+		Logger: e.Logger})
+	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
+		return nil, nil, err
+	}
+	if err := svc.Prepare(ctx); err != nil {
+		return nil, nil, err
+	}
+	return articleread.Routes(svc, e.Logger), consumerChecks(e), nil
+}
+
+// buildWeb builds the pages, which call the other services over HTTP like any client.
+func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	origin := func(name, listen string) string { return r.origin(e, name, listen) }
+	warnUnbelievedWeb(e, origin("user", e.Config.UserAddr))
+	svc := web.New(web.Config{
+		Origins: web.Origins{ArticleRead: origin("article-read", e.Config.ArticleReadAddr), HotArticle: origin("hot-article", e.Config.HotArticleAddr),
+			Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr), Like: origin("like", e.Config.LikeAddr),
+			View: origin("view", e.Config.ViewAddr), User: origin("user", e.Config.UserAddr)},
+		Boards:        e.Config.Boards,
+		Tokens:        newVerifier(e, r),
+		Location:      e.Config.HotArticleTimeZone,
+		ClientAddr:    clientAddr(e.Config.ClientIPHeader, e.Config.TrustedProxies),
+		SecureCookies: e.Config.SecureCookies,
+		Logger:        e.Logger,
+	})
+	return svc.Routes(), []httpio.Check{{Name: "article-read", Ping: svc.Ready}}, nil
+}
+
+// warnUnbelievedWeb says at start when a user service configured as this process is would not believe the browser
+// addresses the web passes on in X-Forwarded-For: every browser would then share the web's own sign-in budget, and
+// one could lock the others out. A user origin named by host name is not checked.
+func warnUnbelievedWeb(e *Engines, userOrigin string) {
+	u, err := url.Parse(userOrigin)
+	if err != nil {
+		return
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return
+	}
+	trusted := slices.ContainsFunc(e.Config.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+	if !strings.EqualFold(e.Config.ClientIPHeader, "X-Forwarded-For") || !trusted {
+		e.Logger.Warn("the user service will not believe the browser addresses the web passes on, so every browser shares the web's sign-in and sign-up limits; "+
+			"give the user service --client-ip-header X-Forwarded-For and the web's address in --trusted-proxies", "user_origin", userOrigin)
+	}
+}
+
+// articles returns the record of which articles exist of a service that writes on articles.
+func (r deps) articles(e *Engines) *existence.Registry {
+	return existence.New(r.db, existence.Config{Service: r.name, Origin: r.origin(e, "article", e.Config.ArticleAddr),
+		PurgeBatchSeconds: r.purgeBatchSeconds.WithLabelValues(r.name), Logger: e.Logger})
+}
+
+// startExistence starts what keeps a service's record of articles current: its consumer of the article topic, and
+// among the workers the purge of deleted articles' rows.
+func startExistence(ctx context.Context, e *Engines, r deps, articles *existence.Registry, purge existence.Purge) error {
+	if err := startConsumer(ctx, e, r, articles.Handlers(), ""); err != nil {
+		return err
+	}
+	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, purge) })
+	return nil
+}
+
+// origin returns the base URL of the named service, which listens on listen by default: the configured origin,
+// else where this process serves it, else its default port on the loopback address.
+func (r deps) origin(e *Engines, name, listen string) string {
+	if u := e.Config.Origins[name]; u != "" {
+		return u
+	}
+	if u := r.local[name]; u != "" {
+		return u
+	}
+	return "http://" + loopbackAddr(listen)
+}
+
+// loopbackAddr is addr (host:port) with an unspecified host (":9000", "[::]:9000") made the loopback address, so
+// that this process can call a service it listens for.
+func loopbackAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// consumerChecks are what a consumer service's readiness depends on: Redis, where its state is, and Kafka.
+func consumerChecks(e *Engines) []httpio.Check {
+	return []httpio.Check{{Name: "redis", Ping: func(ctx context.Context) error { return e.Redis.Ping(ctx).Err() }},
+		{Name: "kafka", Ping: e.Producer.Ping}}
+}
+
+// checks are what a producer's readiness depends on: its database, Redis (the relay coordinator, the node lease)
+// and Kafka (the relay).
+func (p producer) checks(e *Engines) []httpio.Check {
+	return []httpio.Check{{Name: "database", Ping: p.db.Ping},
+		{Name: "redis", Ping: func(ctx context.Context) error { return e.Redis.Ping(ctx).Err() }},
+		{Name: "kafka", Ping: e.Producer.Ping}}
+}
+
+// Services lists the services board runs, in the order they start.
+func Services() []Service {
+	out := make([]Service, len(services))
+	for i, s := range services {
+		out[i] = s.Service
+	}
+	return out
+}
+
+// ServiceNames lists the names of the services board runs, in the order they start.
+func ServiceNames() []string {
+	names := make([]string, len(services))
+	for i, s := range services {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// ReplayableNames are the services --replay can rebuild.
+func ReplayableNames() []string {
+	var names []string
+	for _, s := range services {
+		if s.Replayable {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// newVerifier returns the verifier of access tokens every service of the process shares, with the keys of the user
+// service where r finds it.
+func newVerifier(e *Engines, r deps) *auth.Verifier {
+	jwks := r.origin(e, "user", e.Config.UserAddr) + user.JWKSPath
+	return auth.NewVerifier(auth.JWKS(&http.Client{}, jwks), auth.VerifierConfig{Logger: e.Logger})
+}
+
+// rateLimiter returns the process's rate limiter, nil when --rate-limits is off.
+func rateLimiter(e *Engines) *ratelimit.Limiter {
+	if !e.Config.RateLimits {
+		return nil
+	}
+	rules := map[string]ratelimit.Rule{}
+	for name, limit := range e.Config.Limits {
+		// A brute-force limit that cannot be checked must not open the door; a user's write limit may.
+		rules[name] = ratelimit.Rule{Limit: limit, FailOpen: name == httpio.WriteLimit}
+	}
+	return ratelimit.New(e.Redis, e.Config.RedisPrefix+"rate-limit::", rules, e.Logger)
+}
+
+// clientAddr returns how the rate limits of sign-in and sign-up name a request's client: by the connection's
+// address, or, for a connection from a trusted proxy, by the header the proxy sets. X-Forwarded-For lists every hop
+// a client claims and then the one the proxy saw: only the last is the proxy's word. Anyone else who sends the
+// header is known by their own address, so that a client cannot pick a fresh budget per request.
+func clientAddr(header string, trusted []netip.Prefix) func(*http.Request) string {
+	if header == "" {
+		return nil
+	}
+	return func(r *http.Request) string {
+		remote := httpio.RemoteHost(r)
+		ip, err := netip.ParseAddr(remote)
+		if err != nil || !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(ip.Unmap().WithZone("")) }) {
+			return remote
+		}
+		v := r.Header.Values(header)
+		if len(v) == 0 {
+			return remote
+		}
+		last := v[len(v)-1]
+		if i := strings.LastIndexByte(last, ','); i >= 0 {
+			last = last[i+1:]
+		}
+		// Only an address names a client: anything else would be a fresh rate-limit budget per made-up name.
+		if ip, err := netip.ParseAddr(strings.TrimSpace(last)); err == nil {
+			return ip.String()
+		}
+		return remote
+	}
+}
+
+// background runs goroutines that stop, and are waited for, together.
+type background struct {
+	cancels []context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (b *background) run(ctx context.Context, fn func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.cancels = append(b.cancels, cancel)
+	b.wg.Go(func() { fn(ctx) })
+}
+
+func (b *background) stop() {
+	for _, cancel := range b.cancels {
+		cancel()
+	}
+	b.wg.Wait()
+}
+
+// startProducer opens the service's SQL database, if it has one, migrates it unless told not to, and starts the
+// relay of its outbox if it publishes.
+func startProducer(ctx context.Context, e *Engines, s service, ids *snowflake.Generator, metrics *outbox.Metrics,
+	relays *background) (producer, error) {
+	if s.Database == "" {
+		return producer{}, nil
+	}
+	db, err := e.OpenSQL(ctx, s.Database)
+	if err != nil {
+		return producer{}, err
+	}
+	if e.Config.Migrate {
+		if err := s.migrate(ctx, db); err != nil {
+			return producer{}, err
+		}
+	}
+	if !s.Publishes {
+		return producer{db: db}, nil
+	}
+	cfg := e.Config
+	coord := outbox.NewCoordinator(e.Redis, cfg.RedisPrefix, s.Name, cfg.OutboxShards,
+		outbox.CoordinatorConfig{Ping: cfg.CoordinatorPing, DeadAfter: cfg.CoordinatorDeadline}, e.Logger, metrics)
+	relay := outbox.NewRelay(db, e.Producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
+		PollInterval: cfg.RelayPollInterval, MinAge: cfg.RelayMinAge, AckTimeout: cfg.DeliveryTimeout}, e.Logger, metrics)
+	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, metrics, relay)
+	relays.run(ctx, relay.Run)
+	return producer{db: db, ob: ob}, nil
+}
+
+// leaseIDs leases a Snowflake node id for this process and keeps the lease renewed until the engines close.
+func leaseIDs(ctx context.Context, e *Engines) (*snowflake.Generator, error) {
+	ids, lease, err := snowflake.NewLeased(ctx, e.Redis, e.Config.RedisPrefix, e.Config.NodeLeaseTTL, time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("lease a snowflake node id: %w", err)
+	}
+	e.Logger.Info("leased snowflake node id", "node", lease.Node())
+	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		lease.Keep(keepCtx, ids, e.Logger)
+	}()
+	e.closers = append(e.closers, func() error {
+		stopKeeping()
+		<-kept
+		releaseCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return lease.Release(releaseCtx)
+	})
+	return ids, nil
+}
