@@ -37,8 +37,9 @@ type IDGenerator interface {
 	Next() (int64, error)
 }
 
-// Service holds the article rules over a Store. Who may write is the HTTP layer's check (Routes): a Service
-// writes for whoever calls it.
+// Service holds the article rules over a Store. Who may write, and whether a title and content are acceptable
+// (validate), are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is given
+// for whoever calls it.
 type Service struct {
 	store *Store
 	ids   IDGenerator
@@ -50,11 +51,8 @@ func NewService(store *Store, ids IDGenerator, now func() time.Time) *Service {
 	return &Service{store: store, ids: ids, now: now}
 }
 
-// Create validates and stores a new article.
+// Create stores a new article.
 func (s *Service) Create(ctx context.Context, title, content string, boardID, writerID int64) (Article, error) {
-	if err := validate(title, content); err != nil {
-		return Article{}, err
-	}
 	id, err := s.ids.Next()
 	if err != nil {
 		return Article{}, snowflake.Unavailable(err)
@@ -75,9 +73,6 @@ func (s *Service) Get(ctx context.Context, id int64) (Article, error) { return s
 
 // Update replaces an article's title and content.
 func (s *Service) Update(ctx context.Context, id int64, title, content string) (Article, error) {
-	if err := validate(title, content); err != nil {
-		return Article{}, err
-	}
 	return s.store.Update(ctx, id, title, content, apijson.Millis(s.now()))
 }
 
@@ -132,6 +127,7 @@ func (s *Service) VersionedBoardCount(ctx context.Context, boardID int64) (count
 	return s.store.BoardCount(ctx, boardID)
 }
 
+// validate checks the title and content of an article to be created or updated (SPEC §2).
 func validate(title, content string) error {
 	switch {
 	case strings.TrimSpace(title) == "":

@@ -60,8 +60,9 @@ type IDGenerator interface {
 	Next() (int64, error)
 }
 
-// Service holds the comment rules over a Store. Who may write is the HTTP layer's check (Routes): a Service
-// writes for whoever calls it.
+// Service holds the comment rules over a Store. Who may write, and whether what a request carries is well-formed
+// (content, paths), are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is
+// given for whoever calls it.
 type Service struct {
 	store *Store
 	ids   IDGenerator
@@ -105,11 +106,8 @@ func validateParentPath(parentPath string) error {
 	return nil
 }
 
-// newComment validates a new comment's content and gives it an id and a creation time.
+// newComment gives a new comment an id and a creation time.
 func (s *Service) newComment(articleID, writerID int64, content string) (Comment, error) {
-	if err := validateContent(content); err != nil {
-		return Comment{}, err
-	}
 	id, err := s.ids.Next()
 	if err != nil {
 		return Comment{}, snowflake.Unavailable(err)
@@ -135,9 +133,6 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 
 // CreateV2 adds a v2 comment under the comment at parentPath ("" for a root comment); the store picks its path.
 func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, parentPath, content string) (Comment, error) {
-	if err := validateParentPath(parentPath); err != nil {
-		return Comment{}, err
-	}
 	c, err := s.newComment(articleID, writerID, content)
 	if err != nil {
 		return Comment{}, err
@@ -222,9 +217,6 @@ func (s *Service) Scroll(ctx context.Context, articleID, pageSize, lastParentID,
 
 // ScrollV2 returns the next pageSize v2 comments after lastPath ("" for the first).
 func (s *Service) ScrollV2(ctx context.Context, articleID, pageSize int64, lastPath string) ([]Comment, error) {
-	if lastPath != "" && !validPath(lastPath) {
-		return nil, invalidPath("INVALID_LAST_PATH", "lastPath")
-	}
 	return s.store.ScrollV2(ctx, articleID, pageSize, lastPath)
 }
 

@@ -49,8 +49,7 @@ func TestCreateGetV1(t *testing.T) {
 		wantKind(t, err, fault.Invalid, "PARENT_IN_OTHER_ARTICLE")
 		_, err = svc.Create(ctx, 7, 9, 12345, "no parent")
 		wantKind(t, err, fault.NotFound, "PARENT_COMMENT_NOT_FOUND")
-		_, err = svc.Create(ctx, 7, 9, 0, " \n\t")
-		wantKind(t, err, fault.Invalid, "INVALID_CONTENT")
+		wantKind(t, validateContent(" \n\t"), fault.Invalid, "INVALID_CONTENT") // Routes checks content before Create
 		_, err = svc.Get(ctx, 12345)
 		wantKind(t, err, fault.NotFound, "COMMENT_NOT_FOUND")
 
@@ -112,8 +111,7 @@ func TestCreateV2Paths(t *testing.T) {
 		_, err = svc.CreateV2(ctx, 9, 9, "00000", "parent in another article")
 		wantKind(t, err, fault.NotFound, "PARENT_COMMENT_NOT_FOUND")
 		for _, bad := range []string{"0000", "0000-", "000000", "0000000000000000000000000000000"} {
-			_, err = svc.CreateV2(ctx, 7, 9, bad, "bad parent path")
-			wantKind(t, err, fault.Invalid, "INVALID_PARENT_PATH")
+			wantKind(t, validateParentPath(bad), fault.Invalid, "INVALID_PARENT_PATH") // Routes checks it before CreateV2
 		}
 		if n, err := svc.ArticleCount(ctx, 7); err != nil || n != 9 {
 			t.Errorf("ArticleCount = %d, %v; want 9", n, err)

@@ -314,7 +314,11 @@ func (h handlers) scrollV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cs, err := h.svc.ScrollV2(r.Context(), articleID, pageSize, r.URL.Query().Get("lastPath"))
+	lastPath := r.URL.Query().Get("lastPath")
+	if lastPath != "" && !validPath(lastPath) {
+		return invalidPath("INVALID_LAST_PATH", "lastPath")
+	}
+	cs, err := h.svc.ScrollV2(r.Context(), articleID, pageSize, lastPath)
 	if err != nil {
 		return err
 	}

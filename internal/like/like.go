@@ -122,7 +122,8 @@ func (c *counters) attempted(n int64) {
 	}
 }
 
-// Service holds the like rules over a Store.
+// Service holds the like rules over a Store. Who may like, and whether the ids are ones an article and a user can
+// have, are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is given.
 type Service struct {
 	store           *Store
 	ids             IDGenerator
@@ -164,9 +165,6 @@ func (s *Service) Stats(strategy Strategy) Stats {
 // Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
 // a conflict; a like of an article that does not exist is NotFound (ARTICLE_NOT_FOUND).
 func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID int64) (Like, error) {
-	if err := checkIDs(articleID, userID); err != nil {
-		return Like{}, err
-	}
 	id, err := s.ids.Next()
 	if err != nil {
 		return Like{}, snowflake.Unavailable(err)
@@ -184,23 +182,9 @@ func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID
 // Unlike removes userID's like of articleID, with strategy ("" for the default). On an article that does not exist
 // (a deleted one included) it is NotFound (ARTICLE_NOT_FOUND), not LIKE_NOT_FOUND.
 func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
-	if err := checkIDs(articleID, userID); err != nil {
-		return err
-	}
 	return s.store.articles.Write(ctx, articleID, func() error {
 		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
 	})
-}
-
-// checkIDs refuses the ids no article or user has, before they cost a lookup at the article service.
-func checkIDs(articleID, userID int64) error {
-	if articleID == 0 {
-		return fault.Invalidf("INVALID_ARTICLE_ID", "articleId must be positive")
-	}
-	if userID == 0 {
-		return fault.Invalidf("INVALID_USER_ID", "userId must be positive")
-	}
-	return nil
 }
 
 // Purge removes one batch of a deleted article's likes, and its count with the last: the existence.Purge that the

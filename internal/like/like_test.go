@@ -247,12 +247,9 @@ func TestLikeLifecycle(t *testing.T) {
 }
 
 func TestLikeRejectsZeroIDs(t *testing.T) {
-	db := sqldbtest.OpenSQLite(t, Migrate)
-	svc := newTestService(t, db, "")
-	_, err := svc.Like(context.Background(), "", 0, 1)
-	wantKind(t, err, fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
-	_, err = svc.Like(context.Background(), "", 1, 0)
-	wantKind(t, err, fault.Invalid, "INVALID_USER_ID", "user 0")
+	// Routes checks the ids of every like and unlike with checkIDs, before the principal and the Service.
+	wantKind(t, checkIDs(0, 1), fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
+	wantKind(t, checkIDs(1, 0), fault.Invalid, "INVALID_USER_ID", "user 0")
 }
 
 func TestLikeWithoutIDs(t *testing.T) {

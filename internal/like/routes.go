@@ -7,6 +7,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	"board/internal/fault"
 	"board/internal/httpio"
 )
 
@@ -62,6 +63,17 @@ func pathIDs(r *http.Request) (articleID, userID int64, err error) {
 	}
 	userID, err = httpio.PathID(r, "userId")
 	return articleID, userID, err
+}
+
+// checkIDs refuses, for a write, the ids no article or user has, before they cost a lookup at the article service.
+func checkIDs(articleID, userID int64) error {
+	if articleID == 0 {
+		return fault.Invalidf("INVALID_ARTICLE_ID", "articleId must be positive")
+	}
+	if userID == 0 {
+		return fault.Invalidf("INVALID_USER_ID", "userId must be positive")
+	}
+	return nil
 }
 
 func (h handlers) like(strategy Strategy) httpio.HandlerFunc {
