@@ -77,7 +77,7 @@ func replay(ctx context.Context, e *Engines, lock, group string, topics []string
 		defer cancel()
 		if err := held.Release(releaseCtx); err != nil {
 			e.Logger.Warn("cannot release the replay lock; other instances wait until it expires", "lock", lock,
-				"expiresIn", replayPrepareTimeout, "err", err)
+				"expires_in", replayPrepareTimeout, "err", err)
 		}
 	}()
 	if err := kafka.ResetGroupToStart(ctx, e.KafkaBrokers, group, topics); err != nil {
@@ -87,7 +87,7 @@ func replay(ctx context.Context, e *Engines, lock, group string, topics []string
 	if err != nil {
 		return err
 	}
-	e.Logger.Info("replaying from the oldest records", "group", group, "keysCleared", n)
+	e.Logger.Info("replaying from the oldest records", "group", group, "keys_cleared", n)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ import (
 // while one holds the lock, an instance without --replay waits for the lock, and a replay with a live member in
 // the group changes nothing.
 func TestReplayLock(t *testing.T) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	broker, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), embedded.DefaultKafkaRetention, logger)
 	if err != nil {
 		t.Fatal(err)

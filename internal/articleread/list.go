@@ -211,7 +211,7 @@ func (s *Service) backfillSoon(boardID int64) {
 		}
 		s.backfills.next[boardID] = time.Now().Add(backfillRetry)
 		s.cfg.Logger.Warn("article-read: backfilling a board list failed; its pages come from the article service meanwhile",
-			"boardId", boardID, "err", err)
+			"board_id", boardID, "err", err)
 	}()
 }
 

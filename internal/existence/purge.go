@@ -58,7 +58,7 @@ func (r *Registry) RunPurges(ctx context.Context, purge Purge) {
 	for {
 		if err := r.PurgeQueued(ctx, purge); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("purge of a deleted article failed; it resumes at the next round", "service", r.cfg.Service,
-				"retryIn", r.cfg.PurgeEvery, "err", err)
+				"retry_in", r.cfg.PurgeEvery, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -113,6 +113,6 @@ func (r *Registry) purgeArticle(ctx context.Context, purge Purge, id int64) erro
 	}
 	r.stats.article()
 	r.cfg.Logger.Info("purged a deleted article", "service", r.cfg.Service, "article_id", id, "batches", batches,
-		"elapsed", time.Since(start).Round(time.Millisecond), "longestBatch", longest.Round(time.Microsecond))
+		"elapsed", time.Since(start).Round(time.Millisecond), "longest_batch", longest.Round(time.Microsecond))
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ import (
 // TestConsumerWaitsOutRedis runs the real consumer loop on the embedded broker and stops Redis halfway through the
 // stream: nothing is dead-lettered or skipped, and once Redis is back the day's list is what every event adds up to.
 func TestConsumerWaitsOutRedis(t *testing.T) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	broker, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), embedded.DefaultKafkaRetention, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -214,8 +214,8 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 			env.Type, env.EventID, c.articleID)
 	}
 	if !d.expireAt.After(now) {
-		s.cfg.Logger.Debug("hot-article: event of a day no longer kept, ignored", "eventId", env.EventID,
-			"type", env.Type, "articleId", c.articleID, "day", d.name)
+		s.cfg.Logger.Debug("hot-article: event of a day no longer kept, ignored", "event_id", env.EventID,
+			"type", env.Type, "article_id", c.articleID, "day", d.name)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -259,7 +259,7 @@ func (c *Consumer) process(ctx context.Context, r *kgo.Record) bool {
 			c.metrics.observeEventAge(c.group, r.Topic, c.now().Sub(eventTime(r)))
 			if stalls > 0 {
 				c.log.Info("kafka consumer: handled after a stall", "topic", r.Topic, "partition", r.Partition,
-					"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "calls", call)
+					"offset", r.Offset, "type", env.Type, "event_id", env.EventID, "calls", call)
 			}
 			return true
 		}
@@ -275,13 +275,13 @@ func (c *Consumer) process(ctx context.Context, r *kgo.Record) bool {
 				return c.deadLetter(ctx, r, err, call)
 			}
 			c.log.Warn("kafka consumer: handler failed; retrying", "topic", r.Topic, "partition", r.Partition,
-				"offset", r.Offset, "type", env.Type, "eventId", env.EventID, "attempt", failures, "err", err)
+				"offset", r.Offset, "type", env.Type, "event_id", env.EventID, "attempt", failures, "err", err)
 		case stallUntilUp:
 			stalls++
 			if stalls == 1 || stalls%stallLogEvery == 0 {
 				c.log.Warn("kafka consumer: a dependency is down; the partition stalls on this record until it is back",
 					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "type", env.Type,
-					"eventId", env.EventID, "calls", call, "err", err)
+					"event_id", env.EventID, "calls", call, "err", err)
 			}
 		}
 		c.metrics.incRetried(c.group, r.Topic)

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"database/sql"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -29,7 +28,7 @@ import (
 	"board/internal/sqldb/sqldbtest"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // Test timing: everything SPEC §5.2 counts in seconds runs here in tens of milliseconds.
 var (
