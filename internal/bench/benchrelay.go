@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"board/internal/app"
+	"board/internal/event"
 	"board/internal/outbox"
 )
 
@@ -36,7 +39,7 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 		return err
 	}
 	fmt.Fprintf(stdout, "filling the outbox of %s %s with %d events\n", db.Dialect, db.Name, *events)
-	if err := outbox.FillForBenchmark(ctx, ob, *events); err != nil {
+	if err := fillOutbox(ctx, ob, *events); err != nil {
 		return err
 	}
 
@@ -55,7 +58,7 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 	var left int64
 	for left = int64(*events); left > 0 && ctx.Err() == nil; {
 		time.Sleep(20 * time.Millisecond)
-		if left, err = outbox.Backlog(ctx, ob); err != nil {
+		if err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox").Scan(&left); err != nil {
 			break
 		}
 		bar.set(int64(*events) - left)
@@ -72,5 +75,26 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 	}
 	fmt.Fprintf(stdout, "relayed %d events from %s to kafka %v in %s: %.0f events/s (batch %d)\n", *events, db.Dialect,
 		e.KafkaBrokers, elapsed.Round(time.Millisecond), float64(*events)/elapsed.Seconds(), *batch)
+	return nil
+}
+
+// fillOutbox writes n article events through the outbox, as a producer's transactions do, 500 per transaction.
+func fillOutbox(ctx context.Context, ob *outbox.Outbox, n int) error {
+	const perTransaction = 500
+	for first := 0; first < n; first += perTransaction {
+		err := ob.Transact(ctx, func(_ *sql.Tx, emit outbox.Emit) error {
+			for i := first; i < min(first+perTransaction, n); i++ {
+				board := int64(i % 100)
+				payload := map[string]any{"articleId": strconv.Itoa(i), "title": "benchmark", "boardId": strconv.FormatInt(board, 10)}
+				if err := emit(event.ArticleCreated, board, payload); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }

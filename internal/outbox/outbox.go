@@ -184,36 +184,3 @@ func backlog(ctx context.Context, db *sqldb.DB, shards []int) (map[int]int64, ma
 	}
 	return counts, firsts, nil
 }
-
-// FillForBenchmark writes n article events straight into the outbox, already old enough for the poller, in
-// multi-row inserts; `board bench relay` drains them.
-func FillForBenchmark(ctx context.Context, o *Outbox, n int) error {
-	const chunk = 500
-	created := o.now().Add(-time.Minute)
-	for done := 0; done < n; done += chunk {
-		rows := min(chunk, n-done)
-		args := make([]any, 0, rows*6)
-		for i := range rows {
-			id, err := o.ids.Next()
-			if err != nil {
-				return err
-			}
-			key := int64(done + i)
-			payload := fmt.Sprintf(`{"articleId":"%d","title":"benchmark","boardId":"%d"}`, key, key%100)
-			args = append(args, id, o.shardOf(key), string(event.ArticleCreated), key, payload, created)
-		}
-		_, err := o.db.ExecContext(ctx, "INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)"+
-			strings.Repeat(", (?, ?, ?, ?, ?, ?)", rows-1), args...)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Backlog counts the rows waiting in the outbox.
-func Backlog(ctx context.Context, o *Outbox) (int64, error) {
-	var n int64
-	err := o.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox").Scan(&n)
-	return n, err
-}
