@@ -223,11 +223,6 @@ func (r *Registry) isDeleted(ctx context.Context, articleID int64) (deleted bool
 	return deleted, err
 }
 
-// Lookups returns how many lookups this registry has made at the article service.
-func (r *Registry) Lookups() int64 {
-	return r.calls.Load()
-}
-
 // lookUp asks the article service whether an article exists and records a live one. Concurrent lookups of one id
 // share one call, which runs to its own deadline whichever caller gives up first.
 func (r *Registry) lookUp(ctx context.Context, articleID int64) error {

@@ -144,7 +144,7 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 				if got := env.origin.Calls() - before; got != 1 {
 					t.Errorf("%d likes of a known article made %d more lookups, want none", moreLikes, got-1)
 				}
-				if n, _ := env.svc.Count(context.Background(), article); n != moreLikes+1 {
+				if n, _ := env.svc.count(context.Background(), article); n != moreLikes+1 {
 					t.Errorf("count = %d, want %d", n, moreLikes+1)
 				}
 			})

@@ -150,9 +150,6 @@ func NewService(store *Store, ids IDGenerator, now func() time.Time, defaultStra
 	return &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats}
 }
 
-// DefaultStrategy returns the strategy used when a request names none.
-func (s *Service) DefaultStrategy() Strategy { return s.defaultStrategy }
-
 // Stats returns what strategy has done so far.
 func (s *Service) Stats(strategy Strategy) Stats {
 	c, ok := s.stats[strategy]
@@ -228,8 +225,8 @@ func (s *Service) Get(ctx context.Context, articleID, userID int64) (Like, error
 	return s.store.Get(ctx, articleID, userID)
 }
 
-// Count returns the number of likes of an article.
-func (s *Service) Count(ctx context.Context, articleID int64) (int64, error) {
+// count returns the number of likes of an article.
+func (s *Service) count(ctx context.Context, articleID int64) (int64, error) {
 	count, _, err := s.store.Count(ctx, articleID)
 	return count, err
 }

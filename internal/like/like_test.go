@@ -136,10 +136,10 @@ func TestParseStrategy(t *testing.T) {
 
 func TestNewServiceDefaultStrategy(t *testing.T) {
 	db := sqldbtest.OpenSQLite(t, Migrate)
-	if got := newTestService(t, db, "").DefaultStrategy(); got != PessimisticLock1 {
+	if got := newTestService(t, db, "").defaultStrategy; got != PessimisticLock1 {
 		t.Errorf("default strategy = %q, want %q", got, PessimisticLock1)
 	}
-	if got := newTestService(t, db, OptimisticLock).DefaultStrategy(); got != OptimisticLock {
+	if got := newTestService(t, db, OptimisticLock).defaultStrategy; got != OptimisticLock {
 		t.Errorf("default strategy = %q, want %q", got, OptimisticLock)
 	}
 	defer func() {
@@ -160,7 +160,7 @@ func TestLikeLifecycle(t *testing.T) {
 			t.Run(string(st), func(t *testing.T) {
 				article, user := int64(100+i), int64(7)
 				lookups := env.origin.Calls()
-				if n, err := svc.Count(ctx, article); err != nil || n != 0 {
+				if n, err := svc.count(ctx, article); err != nil || n != 0 {
 					t.Fatalf("count before any like = %d, %v; want 0", n, err)
 				}
 				wantKind(t, svc.Unlike(ctx, st, article, user), fault.NotFound, "LIKE_NOT_FOUND", "unlike of a never-liked article")
@@ -192,7 +192,7 @@ func TestLikeLifecycle(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n, err := svc.Count(ctx, article); err != nil || n != 2 {
+				if n, err := svc.count(ctx, article); err != nil || n != 2 {
 					t.Fatalf("count after two likes = %d, %v; want 2", n, err)
 				}
 				wantKind(t, svc.Unlike(ctx, st, article, user+2), fault.NotFound, "LIKE_NOT_FOUND", "unlike by a user who never liked")
@@ -202,7 +202,7 @@ func TestLikeLifecycle(t *testing.T) {
 				wantKind(t, svc.Unlike(ctx, st, article, user), fault.NotFound, "LIKE_NOT_FOUND", "second unlike")
 				_, err = svc.Get(ctx, article, user)
 				wantKind(t, err, fault.NotFound, "LIKE_NOT_FOUND", "get after unlike")
-				if n, err := svc.Count(ctx, article); err != nil || n != 1 {
+				if n, err := svc.count(ctx, article); err != nil || n != 1 {
 					t.Fatalf("count after unlike = %d, %v; want 1", n, err)
 				}
 				// Liking again after an unlike is a new like.
@@ -210,7 +210,7 @@ func TestLikeLifecycle(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n, err := svc.Count(ctx, article); err != nil || n != 2 {
+				if n, err := svc.count(ctx, article); err != nil || n != 2 {
 					t.Fatalf("count after liking again = %d, %v; want 2", n, err)
 				}
 
@@ -258,7 +258,7 @@ func TestLikeWithoutIDs(t *testing.T) {
 	svc := NewService(store, snowflaketest.FailingIDs{}, time.Now, "")
 	_, err := svc.Like(context.Background(), "", 1, 1)
 	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
-	if n, _ := svc.Count(context.Background(), 1); n != 0 {
+	if n, _ := svc.count(context.Background(), 1); n != 0 {
 		t.Errorf("count = %d after a failed like, want 0", n)
 	}
 }
@@ -336,7 +336,7 @@ func TestConcurrentLikes(t *testing.T) {
 func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64, typ event.Type, pair func(k int64) (int64, int64)) {
 	t.Helper()
 	const likes = 3000
-	if n, err := svc.Count(context.Background(), article); err != nil || n != want {
+	if n, err := svc.count(context.Background(), article); err != nil || n != want {
 		t.Errorf("count = %d, %v; want %d", n, err, want)
 	}
 	if n := likeRows(t, db, article); n != want {
@@ -383,7 +383,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.Conflict: tries - 1}, kinds(errs)); diff != "" {
 					t.Errorf("likes: outcomes by kind (-want +got):\n%s", diff)
 				}
-				if n, _ := svc.Count(ctx, article); n != 1 || likeRows(t, db, article) != 1 || len(outboxOf(t, db, article)) != 1 {
+				if n, _ := svc.count(ctx, article); n != 1 || likeRows(t, db, article) != 1 || len(outboxOf(t, db, article)) != 1 {
 					t.Errorf("after %d likes by one user: count %d, %d rows, %d events; want 1 each", tries, n,
 						likeRows(t, db, article), len(outboxOf(t, db, article)))
 				}
@@ -391,7 +391,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.NotFound: tries - 1}, kinds(errs)); diff != "" {
 					t.Errorf("unlikes: outcomes by kind (-want +got):\n%s", diff)
 				}
-				if n, _ := svc.Count(ctx, article); n != 0 || likeRows(t, db, article) != 0 || len(outboxOf(t, db, article)) != 2 {
+				if n, _ := svc.count(ctx, article); n != 0 || likeRows(t, db, article) != 0 || len(outboxOf(t, db, article)) != 2 {
 					t.Errorf("after %d unlikes: count %d, %d rows, %d events; want 0, 0, 2", tries, n,
 						likeRows(t, db, article), len(outboxOf(t, db, article)))
 				}
@@ -420,7 +420,7 @@ func TestMixedStrategies(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n, err := svc.Count(ctx, article); err != nil || n != likes/2 || likeRows(t, db, article) != likes/2 {
+		if n, err := svc.count(ctx, article); err != nil || n != likes/2 || likeRows(t, db, article) != likes/2 {
 			t.Errorf("count %d (%v), rows %d; want %d", n, err, likeRows(t, db, article), likes/2)
 		}
 		if n := len(outboxOf(t, db, article)); n != likes+likes/2 {
@@ -582,7 +582,7 @@ func TestOptimisticConflictOnMySQL(t *testing.T) {
 					}
 				})
 			}
-			if n, _ := svc.Count(ctx, article); n != 2 || len(outboxOf(t, db, article)) != 2 {
+			if n, _ := svc.count(ctx, article); n != 2 || len(outboxOf(t, db, article)) != 2 {
 				t.Errorf("count = %d with %d events, want 2 and 2", n, len(outboxOf(t, db, article)))
 			}
 		})

@@ -64,9 +64,6 @@ func instanceID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// ID returns this instance's member name.
-func (c *Coordinator) ID() string { return c.id }
-
 // Owned returns the shards this instance polls, as of the last heartbeat.
 func (c *Coordinator) Owned() []int {
 	c.mu.Lock()

@@ -74,7 +74,7 @@ func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
 		checkPartition(t, 8, a, b, c)
 		for _, x := range []*Coordinator{a, b, c} {
 			if n := len(x.Owned()); n < 2 || n > 3 {
-				t.Errorf("%s owns %v; 8 shards over 3 instances is 2 or 3 each", x.ID(), x.Owned())
+				t.Errorf("%s owns %v; 8 shards over 3 instances is 2 or 3 each", x.id, x.Owned())
 			}
 		}
 
@@ -84,7 +84,7 @@ func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
 		for _, x := range []*Coordinator{a, b} {
 			expiry, err := x.heartbeat(ctx)
 			if want := lastPing.Add(9 * time.Second).Truncate(time.Millisecond); err != nil || !expiry.Equal(want) {
-				t.Errorf("%s: next expiry %v, %v; want %v", x.ID(), expiry, err, want)
+				t.Errorf("%s: next expiry %v, %v; want %v", x.id, expiry, err, want)
 			}
 		}
 

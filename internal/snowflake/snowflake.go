@@ -97,9 +97,6 @@ func newGenerator(node int64, now func() time.Time) *Generator {
 	return &Generator{node: node, now: now, lastMs: -1}
 }
 
-// Node returns the generator's node id.
-func (g *Generator) Node() int64 { return g.node }
-
 // ExtendUntil sets the time from which Next refuses with ErrLeaseExpired.
 // The zero time removes the deadline. The value is set as given, not only
 // moved forward: the lease owner decides.
@@ -167,8 +164,8 @@ func Timestamp(id int64) time.Time {
 	return Epoch.Add(time.Duration(id>>(nodeBits+seqBits)&maxMillis) * time.Millisecond)
 }
 
-// NodeOf returns the node id part of id.
-func NodeOf(id int64) int64 { return id >> seqBits & MaxNode }
+// nodeOf returns the node id part of id.
+func nodeOf(id int64) int64 { return id >> seqBits & MaxNode }
 
-// SeqOf returns the sequence part of id.
-func SeqOf(id int64) int64 { return id & MaxSeq }
+// seqOf returns the sequence part of id.
+func seqOf(id int64) int64 { return id & MaxSeq }

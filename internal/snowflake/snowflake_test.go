@@ -33,8 +33,8 @@ func TestNew(t *testing.T) {
 		if (err != nil) != tc.wantErr {
 			t.Errorf("New(%d) error = %v, want error %v", tc.node, err, tc.wantErr)
 		}
-		if err == nil && g.Node() != tc.node {
-			t.Errorf("New(%d).Node() = %d", tc.node, g.Node())
+		if err == nil && g.node != tc.node {
+			t.Errorf("New(%d): node %d", tc.node, g.node)
 		}
 	}
 }
@@ -76,8 +76,8 @@ func TestNextConcurrentUnique(t *testing.T) {
 	if n := len(slices.Compact(all)); n != workers*perWorker {
 		t.Fatalf("%d distinct ids, want %d", n, workers*perWorker)
 	}
-	if NodeOf(all[0]) != 42 || all[0] <= 0 {
-		t.Fatalf("id %d: node %d, want positive id with node 42", all[0], NodeOf(all[0]))
+	if nodeOf(all[0]) != 42 || all[0] <= 0 {
+		t.Fatalf("id %d: node %d, want positive id with node 42", all[0], nodeOf(all[0]))
 	}
 }
 
@@ -92,8 +92,8 @@ func TestNextDecodes(t *testing.T) {
 		if got, want := Timestamp(id), start.Truncate(time.Millisecond); !got.Equal(want) {
 			t.Errorf("Timestamp = %v, want %v", got, want)
 		}
-		if NodeOf(id) != 7 || SeqOf(id) != seq {
-			t.Errorf("id %d: node %d seq %d, want 7, %d", id, NodeOf(id), SeqOf(id), seq)
+		if nodeOf(id) != 7 || seqOf(id) != seq {
+			t.Errorf("id %d: node %d seq %d, want 7, %d", id, nodeOf(id), seqOf(id), seq)
 		}
 	}
 }
@@ -173,8 +173,8 @@ func TestSequenceOverflow(t *testing.T) {
 	var last int64
 	for i := range MaxSeq + 1 {
 		id := mustNext(t, g)
-		if id <= last || SeqOf(id) != int64(i) || !Timestamp(id).Equal(t0) {
-			t.Fatalf("id %d: %d (seq %d, time %v) after %d", i, id, SeqOf(id), Timestamp(id), last)
+		if id <= last || seqOf(id) != int64(i) || !Timestamp(id).Equal(t0) {
+			t.Fatalf("id %d: %d (seq %d, time %v) after %d", i, id, seqOf(id), Timestamp(id), last)
 		}
 		last = id
 	}
@@ -189,8 +189,8 @@ func TestSequenceOverflow(t *testing.T) {
 	if !advanced.Load() {
 		t.Fatal("Next returned before the clock advanced")
 	}
-	if id <= last || SeqOf(id) != 0 || !Timestamp(id).Equal(t0.Add(time.Millisecond)) {
-		t.Fatalf("id after overflow %d (seq %d, time %v), want seq 0 in the next ms", id, SeqOf(id), Timestamp(id))
+	if id <= last || seqOf(id) != 0 || !Timestamp(id).Equal(t0.Add(time.Millisecond)) {
+		t.Fatalf("id after overflow %d (seq %d, time %v), want seq 0 in the next ms", id, seqOf(id), Timestamp(id))
 	}
 }
 
@@ -209,9 +209,9 @@ func TestComposeRoundTrip(t *testing.T) {
 			if id < 0 {
 				t.Fatalf("id %d is negative", id)
 			}
-			if !Timestamp(id).Equal(tc.at) || NodeOf(id) != tc.node || SeqOf(id) != tc.seq {
+			if !Timestamp(id).Equal(tc.at) || nodeOf(id) != tc.node || seqOf(id) != tc.seq {
 				t.Fatalf("decoded (%v, %d, %d), want (%v, %d, %d)",
-					Timestamp(id), NodeOf(id), SeqOf(id), tc.at, tc.node, tc.seq)
+					Timestamp(id), nodeOf(id), seqOf(id), tc.at, tc.node, tc.seq)
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func (in instance) publishes(t *testing.T, kid string) bool {
 
 func signing(t *testing.T, svc *Service) auth.Key {
 	t.Helper()
-	k, err := svc.Keys().Signing()
+	k, err := svc.keys.Signing()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestKeyRotationAcrossInstances(t *testing.T) {
 			now := clock.Now()
 			for i, in := range instances {
 				if !now.Before(next[i]) {
-					if err := in.svc.Keys().Load(ctx); err != nil {
+					if err := in.svc.keys.Load(ctx); err != nil {
 						t.Fatal(err)
 					}
 					next[i] = next[i].Add(DefaultReload)
@@ -189,7 +189,7 @@ func TestKeyRotationAcrossInstances(t *testing.T) {
 		for _, in := range instances {
 			if in.publishes(t, k1.ID) || !in.publishes(t, k2.ID) {
 				t.Errorf("instance %s publishes %v at the old key's end; want only the new key %s", in.name,
-					ids(in.svc.Keys().Published()), k2.ID)
+					ids(in.svc.keys.Published()), k2.ID)
 			}
 		}
 	})

@@ -79,9 +79,6 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 // Run reloads the signing keys every Reload until ctx ends (KeyRing.Run).
 func (s *Service) Run(ctx context.Context) { s.keys.Run(ctx) }
 
-// Keys returns the service's signing keys.
-func (s *Service) Keys() *KeyRing { return s.keys }
-
 // NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_]. Only ASCII letters are
 // lowered, so no other character can turn into one (as the Kelvin sign would under Unicode case folding).
 func NormalizeUsername(name string) (string, error) {

@@ -320,7 +320,7 @@ func TestTokenVerifiesWithJWKS(t *testing.T) {
 			t.Errorf("claims %v", claims)
 		}
 		header, _ := decodeSegment(t, tok.AccessToken, 0)
-		if h := decode[map[string]any](t, header); h["alg"] != "EdDSA" || h["kid"] != svc.Keys().Published()[0].ID {
+		if h := decode[map[string]any](t, header); h["alg"] != "EdDSA" || h["kid"] != svc.keys.Published()[0].ID {
 			t.Errorf("header %v", h)
 		}
 	})
@@ -333,7 +333,7 @@ func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
 		if _, err := Rotate(context.Background(), db, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Keys().Load(context.Background()); err != nil {
+		if err := svc.keys.Load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		c := newClient(t, svc, nil)
@@ -356,7 +356,7 @@ func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
 				t.Errorf("the JWK Set holds a private key: %v", k)
 			}
 		}
-		for _, k := range svc.Keys().Published() {
+		for _, k := range svc.keys.Published() {
 			if bytes.Contains(raw, []byte(b64(k.Private.Seed()))) {
 				t.Error("the JWK Set holds a private key's seed")
 			}
