@@ -20,6 +20,7 @@ import (
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/outbox"
 	"board/internal/ratelimit"
 	"board/internal/sqldb"
 	"board/internal/user"
@@ -108,7 +109,7 @@ func Default() Config {
 		TopicPrefix:         "board-",
 		TopicPartitions:     3,
 		DeliveryTimeout:     30 * time.Second,
-		OutboxShards:        4,
+		OutboxShards:        outbox.DefaultShards,
 		RelayPollInterval:   10 * time.Second,
 		RelayMinAge:         10 * time.Second,
 		CoordinatorPing:     3 * time.Second,

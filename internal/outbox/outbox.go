@@ -65,9 +65,6 @@ func New(db *sqldb.DB, shards int, ids IDGenerator, now func() time.Time, metric
 	return o
 }
 
-// Shards returns the logical shard count.
-func (o *Outbox) Shards() int { return o.shards }
-
 // Emit records an event inside the transaction Transact runs; payload is one of the event package's payloads.
 type Emit func(t event.Type, key int64, payload any) error
 
