@@ -226,8 +226,8 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		func(v string) error {
 			c.Replay = SplitList(v)
 			for _, name := range c.Replay {
-				if !slices.Contains(ReplayableNames(), name) {
-					return fmt.Errorf("%q cannot be replayed (only %s)", name, strings.Join(ReplayableNames(), ", "))
+				if !slices.Contains(replayableNames(), name) {
+					return fmt.Errorf("%q cannot be replayed (only %s)", name, strings.Join(replayableNames(), ", "))
 				}
 			}
 			return nil

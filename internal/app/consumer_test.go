@@ -45,7 +45,9 @@ func TestReplayLock(t *testing.T) {
 	clear := func(context.Context) (int, error) { clears++; return 0, nil }
 
 	// Another instance holds the lock: refused, nothing cleared, its lock left alone.
-	mr.Set(lock, "other")
+	if err := mr.Set(lock, "other"); err != nil {
+		t.Fatal(err)
+	}
 	if err := replay(ctx, e, lock, group, topics, clear); err == nil || !strings.Contains(err.Error(), "another instance is replaying") {
 		t.Errorf("replay under another's lock: %v", err)
 	}
@@ -82,7 +84,12 @@ func TestReplayLock(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("consumer: %v", err)
+		}
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		clears = 0 // a replay that ran before the member joined did clear; only the refused one counts

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
@@ -21,6 +20,7 @@ import (
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/redisclient"
 	"board/internal/sqldb"
 )
 
@@ -42,7 +42,7 @@ func NewEngines(cfg *Config, logger *slog.Logger) *Engines {
 	return &Engines{Config: cfg, Logger: logger}
 }
 
-// startRedis connects to the configured Redis, or starts the embedded one.
+// StartRedis connects to the configured Redis, or starts the embedded one.
 func (e *Engines) StartRedis(ctx context.Context) error {
 	addrs := SplitList(e.Config.RedisAddr)
 	if len(addrs) == 0 {
@@ -53,30 +53,13 @@ func (e *Engines) StartRedis(ctx context.Context) error {
 		e.closers = append(e.closers, srv.Close)
 		addrs = []string{srv.Addr()}
 	}
-	// Fail fast when Redis is down, so that requests get their 503 in about a second instead of go-redis's
-	// default of several dial attempts and retries. Calls end at their context's deadline too: a request's, or
-	// the one by which the view service needs a count written (internal/view, "A crashed instance").
-	opts := &redis.UniversalOptions{Addrs: addrs, Password: e.Config.RedisPassword,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
-		MaxRetries: 1, DialerRetries: 1, ContextTimeoutEnabled: true}
-	e.Redis = redis.NewUniversalClient(opts)
-	if err := e.Redis.Ping(ctx).Err(); err != nil {
-		e.Redis.Close()
-		return fmt.Errorf("connect to redis %v: %w", addrs, err)
+	// Calls end at their context's deadline too: a request's, or the one by which the view service needs a count
+	// written (internal/view, "A crashed instance").
+	rdb, err := redisclient.Connect(ctx, addrs, e.Config.RedisPassword)
+	if err != nil {
+		return err
 	}
-	// One address may be a node of a Redis Cluster: a plain client would get MOVED for most keys.
-	if _, single := e.Redis.(*redis.Client); single {
-		info, err := e.Redis.Info(ctx).Result() // the default sections include Cluster's (the in-process server has none)
-		if err != nil {
-			e.Redis.Close()
-			return fmt.Errorf("ask redis %v whether it is a cluster: %w", addrs, err)
-		}
-		if strings.Contains(info, "cluster_enabled:1") {
-			e.Redis.Close()
-			opts.IsClusterMode = true
-			e.Redis = redis.NewUniversalClient(opts)
-		}
-	}
+	e.Redis = rdb
 	e.closers = append(e.closers, e.Redis.Close)
 	e.redisAddrs = addrs
 	return nil
@@ -142,7 +125,7 @@ func (driverLogger) Print(v ...any) {
 	driverLog.Load().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
-// startKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
+// StartKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
 // their dead-letter topics) that do not exist yet.
 func (e *Engines) StartKafka(ctx context.Context) error {
 	e.KafkaBrokers = SplitList(e.Config.KafkaBrokers)
@@ -171,7 +154,7 @@ func (e *Engines) startEmbeddedKafka() (*embedded.Kafka, error) {
 	return embedded.StartKafka(e.Config.EmbeddedKafkaAddr, filepath.Join(e.Config.DataDir, "kafka"), e.Config.KafkaRetention, e.Logger)
 }
 
-// openSQL opens a service's database: <prefix><name> on the MySQL server, or <data-dir>/sqlite/<name>.db.
+// OpenSQL opens a service's database: <prefix><name> on the MySQL server, or <data-dir>/sqlite/<name>.db.
 func (e *Engines) OpenSQL(ctx context.Context, name string) (*sqldb.DB, error) {
 	var db *sqldb.DB
 	if e.Config.MySQLDSN == "" {

@@ -297,8 +297,8 @@ func ServiceNames() []string {
 	return names
 }
 
-// ReplayableNames are the services --replay can rebuild.
-func ReplayableNames() []string {
+// replayableNames are the services --replay can rebuild.
+func replayableNames() []string {
 	var names []string
 	for _, s := range services {
 		if s.Replayable {

@@ -24,6 +24,7 @@ import (
 	"board/internal/app"
 	"board/internal/article"
 	"board/internal/auth"
+	"board/internal/redisclient"
 )
 
 const (
@@ -194,14 +195,11 @@ func newRunningBoardFlags(fs *flag.FlagSet) runningBoardFlags {
 
 // redis connects to the board's Redis and checks that it answers.
 func (f runningBoardFlags) redis(ctx context.Context) (redis.UniversalClient, error) {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: app.SplitList(*f.redisAddr), Password: *f.redisPassword,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: 2 * time.Second,
-		MaxRetries: 1, DialerRetries: 1})
 	pingCtx, cancel := context.WithTimeout(ctx, readRedisTimeout)
 	defer cancel()
-	if err := rdb.Ping(pingCtx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("connect to the board's redis %s (--redis-addr): %w", *f.redisAddr, err)
+	rdb, err := redisclient.Connect(pingCtx, app.SplitList(*f.redisAddr), *f.redisPassword)
+	if err != nil {
+		return nil, fmt.Errorf("the board's redis (--redis-addr): %w", err)
 	}
 	return rdb, nil
 }
@@ -400,9 +398,9 @@ func startFloor(ctx context.Context, rdb redis.UniversalClient, key string, valu
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			w.Write(v)
+			_, _ = w.Write(v) // a client gone: nothing to tell it
 		})}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed at stop; a failure before that shows as the load's errors
 	return "http://" + ln.Addr().String() + "/", func() {
 		srv.Close()
 		// ctx may be cancelled (Ctrl-C); the deletion still gets its own deadline.
