@@ -19,14 +19,14 @@ import (
 	"board/internal/httpio"
 )
 
-// PageLinks is how many page links a list page shows; the capped count looks that far ahead.
-const PageLinks = 10
+// pageLinks is how many page links a list page shows; the capped count looks that far ahead.
+const pageLinks = 10
 
-// CountLimit is how far the count of page (from 1) of pageSize articles goes: to the end of the block of PageLinks
+// CountLimit is how far the count of page (from 1) of pageSize articles goes: to the end of the block of pageLinks
 // pages that holds the page, plus one to tell whether there are more. A page's articleCount is the board's article
 // count capped at this, never a full count (SPEC §3.1).
 func CountLimit(page, pageSize int64) int64 {
-	return ((page-1)/PageLinks+1)*pageSize*PageLinks + 1
+	return ((page-1)/pageLinks+1)*pageSize*pageLinks + 1
 }
 
 // PageRequest asks for page Page (from 1) of a board, PageSize articles newest first.
