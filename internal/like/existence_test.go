@@ -232,17 +232,17 @@ func TestPurgeBatches(t *testing.T) {
 			existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
 			seedLikes(t, db, article, likes)
 		}
-		if _, err := env.svc.Purge(ctx, purged); err == nil || likeRows(t, db, purged) != likes {
+		if _, err := env.svc.store.Purge(ctx, purged); err == nil || likeRows(t, db, purged) != likes {
 			t.Fatalf("purge of a live article: %v, %d likes left; want an error and all %d", err, likeRows(t, db, purged), likes)
 		}
-		if _, err := env.svc.Purge(ctx, 999); err == nil {
+		if _, err := env.svc.store.Purge(ctx, 999); err == nil {
 			t.Error("purge of an article never heard of: no error")
 		}
 		existencetest.Apply(t, env.articles, existencetest.Deleted(purged, 2))
 
 		left, version := int64(likes), int64(likes)
 		for batch := 1; ; batch++ {
-			done, err := env.svc.Purge(ctx, purged)
+			done, err := env.svc.store.Purge(ctx, purged)
 			if err != nil {
 				t.Fatalf("batch %d: %v", batch, err)
 			}
@@ -272,7 +272,7 @@ func TestPurgeBatches(t *testing.T) {
 				t.Fatalf("after batch %d: count row %d at version %d (present %v), want %d at %d", batch, count, v, ok, left, version)
 			}
 		}
-		if done, err := env.svc.Purge(ctx, purged); !done || err != nil {
+		if done, err := env.svc.store.Purge(ctx, purged); !done || err != nil {
 			t.Errorf("purge of an article purged already: done %v, %v; want done", done, err)
 		}
 		for _, article := range []int64{before, after} {
@@ -347,7 +347,7 @@ func TestPurgeWhileOtherArticlesAreLiked(t *testing.T) {
 		var afterFirstBatch, beforeLastBatch int64
 		purge := func(ctx context.Context, articleID int64) (bool, error) {
 			beforeLastBatch = completed.Load()
-			done, err := env.svc.Purge(ctx, articleID)
+			done, err := env.svc.store.Purge(ctx, articleID)
 			if batches++; batches == 1 {
 				afterFirstBatch = completed.Load()
 			}
@@ -400,7 +400,7 @@ func TestPurgeResumesAfterARestart(t *testing.T) {
 		defer stopProcess()
 		batches := 0
 		cutOff := func(ctx context.Context, articleID int64) (bool, error) {
-			done, err := env.svc.Purge(ctx, articleID)
+			done, err := env.svc.store.Purge(ctx, articleID)
 			if batches++; batches == cutAfter {
 				stopProcess()
 			}
@@ -497,7 +497,7 @@ func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
 						<-firstLike // the delete comes while likes are committing
 						deletion := existencetest.Deleted(article, 2)
 						if deleteErr = env.articles.Handlers()[event.ArticleDeleted](ctx, deletion); deleteErr == nil {
-							purgeErr = env.articles.PurgeQueued(ctx, env.svc.Purge)
+							purgeErr = env.articles.PurgeQueued(ctx, env.svc.store.Purge)
 						}
 					}()
 					wg.Wait()
@@ -506,7 +506,7 @@ func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
 					if deleteErr != nil || purgeErr != nil {
 						t.Fatalf("round %d: delete %v, purge %v", round, deleteErr, purgeErr)
 					}
-					if err := env.articles.PurgeQueued(ctx, env.svc.Purge); err != nil {
+					if err := env.articles.PurgeQueued(ctx, env.svc.store.Purge); err != nil {
 						t.Fatalf("round %d: purge after the race: %v", round, err)
 					}
 					wantPurged(t, db, article)

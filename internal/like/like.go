@@ -3,7 +3,7 @@
 //
 // Likes and unlikes are for articles that exist: the service keeps its own record of them (internal/existence) and
 // answers 404 ARTICLE_NOT_FOUND for any other. A deleted article's likes and count row are purged afterwards, in
-// short batches (Purge), without events: consumers of the like events drop the article on ARTICLE_DELETED already,
+// short batches (Store.Purge), without events: consumers of the like events drop the article on ARTICLE_DELETED already,
 // and an event per removed like would flood the topic with millions of them for a popular article.
 package like
 
@@ -182,12 +182,6 @@ func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, user
 	return s.store.articles.Write(ctx, articleID, func() error {
 		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
 	})
-}
-
-// Purge removes one batch of a deleted article's likes, and its count with the last: the existence.Purge that the
-// service's registry runs (see Store.Purge).
-func (s *Service) Purge(ctx context.Context, articleID int64) (done bool, err error) {
-	return s.store.Purge(ctx, articleID)
 }
 
 // write runs a like or unlike with strategy, retrying while the optimistic strategy loses races, up to the bound.
