@@ -3,6 +3,7 @@ package article
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ func (s *Store) SeedChunk(ctx context.Context, boardID int64, chunk []SeedArticl
 func (s *Store) Exists(ctx context.Context, id int64) (bool, error) {
 	var one int
 	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM article WHERE article_id = ?", id).Scan(&one)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err

@@ -76,7 +76,7 @@ var errBadToken = errors.New("bad token")
 func parse(raw string) (*jwt.JSONWebToken, string, error) {
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", errBadToken, err)
+		return nil, "", fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	if len(tok.Headers) != 1 || tok.Headers[0].KeyID == "" {
 		return nil, "", fmt.Errorf("%w: no key id", errBadToken)
@@ -89,13 +89,13 @@ func parse(raw string) (*jwt.JSONWebToken, string, error) {
 func verify(tok *jwt.JSONWebToken, pub ed25519.PublicKey, now time.Time) (Principal, time.Time, error) {
 	var c claims
 	if err := tok.Claims(pub, &c); err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	if c.Expiry == nil || c.IssuedAt == nil || c.Subject == "" {
 		return Principal{}, time.Time{}, fmt.Errorf("%w: exp, iat and sub are required", errBadToken)
 	}
 	if err := c.ValidateWithLeeway(jwt.Expected{Time: now}, clockLeeway); err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	id, err := strconv.ParseInt(c.Subject, 10, 64)
 	if err != nil || id <= 0 {
@@ -103,7 +103,7 @@ func verify(tok *jwt.JSONWebToken, pub ed25519.PublicKey, now time.Time) (Princi
 	}
 	role, err := ParseRole(string(c.Role))
 	if err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("%w: %v", errBadToken, err)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	return Principal{UserID: id, Role: role}, c.Expiry.Time().Add(clockLeeway), nil
 }

@@ -134,7 +134,7 @@ func StartRedisServer(ctx context.Context, cfg RedisServerConfig, logger *slog.L
 		s.ready.Store(true)
 		select {
 		case <-s.exited:
-			err = fmt.Errorf("exited at start: %v", s.waited)
+			err = s.exitedAtStart()
 		default:
 		}
 	}
@@ -175,6 +175,14 @@ func (s *RedisServer) Close() error {
 	return s.closeErr
 }
 
+// exitedAtStart is the error of a redis-server that exited before it was ready, with its exit status if it failed.
+func (s *RedisServer) exitedAtStart() error {
+	if s.waited == nil { // it exits 0 on SIGTERM
+		return errors.New("exited at start")
+	}
+	return fmt.Errorf("exited at start: %w", s.waited)
+}
+
 // waitReady waits until redis-server accepts connections (dialling by hand: go-redis would log every refusal), then
 // pings until it answers PONG: it answers LOADING while it reads its data back.
 func (s *RedisServer) waitReady(ctx context.Context, password string) error {
@@ -200,9 +208,9 @@ func (s *RedisServer) waitReady(ctx context.Context, password string) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("exited at start: %v", s.waited)
+			return s.exitedAtStart()
 		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w (last answer: %v)", ctx.Err(), err)
+			return fmt.Errorf("not ready: %w (last answer: %w)", ctx.Err(), err)
 		case <-tick.C:
 		}
 	}

@@ -80,7 +80,7 @@ func Encode(id int64, t Type, payload []byte) ([]byte, error) {
 func Decode(value []byte) (Envelope, error) {
 	var env Envelope
 	if err := json.Unmarshal(value, &env); err != nil {
-		return Envelope{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Envelope{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	switch payload := bytes.TrimSpace(env.Payload); {
 	case env.EventID == 0:
@@ -97,7 +97,7 @@ func Decode(value []byte) (Envelope, error) {
 func Payload[T any](env Envelope) (T, error) {
 	var p T
 	if err := json.Unmarshal(env.Payload, &p); err != nil {
-		return p, fmt.Errorf("%w: %s payload: %v", ErrMalformed, env.Type, err)
+		return p, fmt.Errorf("%w: %s payload: %w", ErrMalformed, env.Type, err)
 	}
 	return p, nil
 }

@@ -202,7 +202,7 @@ func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
+			if p == http.ErrAbortHandler { //nolint:errorlint // a panic value, not a returned error: net/http knows it by ==
 				panic(p)
 			}
 			s.Logger.ErrorContext(r.Context(), "handler panicked", "service", s.Service, "request_id", RequestID(r.Context()),

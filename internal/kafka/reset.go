@@ -99,7 +99,7 @@ func ResetGroupToStart(ctx context.Context, brokers []string, group string, topi
 	if err := commits.Error(); err != nil {
 		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
 			errors.Is(err, kerr.RebalanceInProgress) {
-			return fmt.Errorf("reset group %s: %w (a member joined during the reset: %v); stop every consumer of the group first",
+			return fmt.Errorf("reset group %s: %w (a member joined during the reset: %w); stop every consumer of the group first",
 				group, ErrGroupNotEmpty, err)
 		}
 		return fmt.Errorf("reset group %s: commit: %w", group, err)

@@ -194,7 +194,7 @@ func (s *Service) page(h func(w http.ResponseWriter, r *http.Request) error) htt
 		w = &timedWriter{ResponseWriter: w, calls: calls, start: start}
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if p == http.ErrAbortHandler { //nolint:errorlint // a panic value, not a returned error: net/http knows it by ==
 					panic(p)
 				}
 				s.cfg.Logger.ErrorContext(ctx, "page panicked", "path", r.URL.Path, "panic", fmt.Sprint(p))
