@@ -98,7 +98,7 @@ func roleFlag(fs *flag.FlagSet, role *auth.Role, def auth.Role, usage string) {
 	fs.Func("role", usage, func(v string) (err error) { *role, err = auth.ParseRole(v); return err })
 }
 
-func userCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+func userCreate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	f := newUserFlags("create", `Usage: board user create --username NAME [--role moderator] [flags] < password
 
 Creates a user and prints it as JSON. The password is the first line of stdin (8 to 128 characters), so that it
@@ -120,7 +120,7 @@ stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASS
 	if err != nil {
 		return err
 	}
-	defer closeEngines()
+	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
 	u, err := svc.Create(ctx, *username, password, role)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func readPassword(r io.Reader) (string, error) {
 	return line, nil
 }
 
-func userGrant(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func userGrant(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	f := newUserFlags("grant", `Usage: board user grant --username NAME --role moderator|user [flags]
 
 Sets a user's role and prints the user as JSON. Tokens already issued keep the role they carry until they expire
@@ -159,7 +159,7 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	if err != nil {
 		return err
 	}
-	defer closeEngines()
+	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
 	u, err := svc.Grant(ctx, *username, role)
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	return printUser(stdout, u)
 }
 
-func userToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func userToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	f := newUserFlags("token", `Usage: board user token --username NAME [flags]
        board user token --user-id N [--role moderator] [flags]
 
@@ -193,7 +193,7 @@ this command as you would the database.`, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeEngines()
+	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
 	p := auth.Principal{UserID: *userID, Role: auth.RoleUser}
 	if *username != "" {
 		u, err := svc.ByUsername(ctx, *username)
@@ -213,7 +213,7 @@ this command as you would the database.`, stderr)
 	return err
 }
 
-func userRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func userRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	f := newUserFlags("rotate-key", `Usage: board user rotate-key [flags]
 
 Stores a new token signing key. Every user service instance publishes it at /.well-known/jwks.json within
@@ -226,7 +226,7 @@ the tokens it signed have expired, so nobody is signed out. Keys retired over a 
 	if err != nil {
 		return err
 	}
-	defer closeEngines()
+	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
 	now := time.Now()
 	k, err := user.Rotate(ctx, db, now)
 	if err != nil {

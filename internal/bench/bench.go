@@ -183,7 +183,11 @@ func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *a
 	// The deadline of a bench request: a deep page on a large seed is slow by design, and is what is measured.
 	srv := httpio.Server{Service: service, API: api, Guard: guard, Gatherer: prometheus.NewRegistry(),
 		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.Logger, RequestTimeout: time.Minute}.HTTPServer()
-	go srv.Serve(ln)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			e.Logger.Error("bench: the loopback server stopped", "service", service, "err", err)
+		}
+	}()
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 

@@ -30,7 +30,10 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 		if err := takeMigrationLock(ctx, conn, db.Name); err != nil {
 			return err
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
+		defer func() {
+			// It fails only with the connection, and the session's end releases the lock too.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
+		}()
 	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		component VARCHAR(64) NOT NULL,
@@ -103,7 +106,7 @@ func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, component string, m 
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // ErrTxDone after the Commit; before it, the error returned says more
 	for _, stmt := range statements(string(body)) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%w in: %s", err, stmt)
