@@ -108,7 +108,7 @@ func shardsOwned(p *process) (map[string]int, error) {
 		service, value, _ := strings.Cut(rest, `"} `)
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return nil, fmt.Errorf("board_outbox_shards_owned of %s: %q: %v", service, value, err)
+			return nil, fmt.Errorf("board_outbox_shards_owned of %s: %q: %w", service, value, err)
 		}
 		owned[service] = int(n)
 	}
@@ -146,7 +146,7 @@ func killAndRestart(t *testing.T, c *cluster, i int, f *faultRun) fault {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	p.wait()
+	_ = p.wait() // killed: the exit status says so
 	c.mu.Lock()
 	for _, inc := range c.incarnations {
 		if inc.p == p {
@@ -355,7 +355,7 @@ func startEnginesAt(t *testing.T, dir, kafkaAddr string) *enginesProcess {
 	defer func() {
 		if !ready {
 			_ = p.cmd.Process.Kill()
-			p.wait()
+			_ = p.wait() // killed: the exit status says so
 		}
 	}()
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(p.logs.String(), `"msg":"engines ready`); time.Sleep(10 * time.Millisecond) {

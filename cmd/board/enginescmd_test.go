@@ -69,7 +69,7 @@ func startEngines(t *testing.T, dir, engine string) *enginesProcess {
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill() // fails harmlessly once it has exited
-		p.wait()
+		_ = p.wait()
 		waitGone(t, p.redisPid) // before the data directory is removed
 	})
 	var line string

@@ -268,7 +268,7 @@ func TestPurgeResumesAfterKill9(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	p.wait()
+	_ = p.wait() // killed: the exit status says so
 	waitGone(t, p.redisPid)
 
 	p = startProcess(t, args...)

@@ -57,7 +57,7 @@ var buildBoard = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "board")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
 })
@@ -110,7 +110,7 @@ func startProcess(t *testing.T, args ...string) *process {
 	p := launch(t, append(append([]string{"serve"}, testServeDefaults...), args...)...)
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill() // fails harmlessly once it has exited
-		p.wait()
+		_ = p.wait()
 		waitGone(t, p.redisPid) // before the data directory is removed
 	})
 	select {
@@ -176,7 +176,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			p.wait()
+			_ = p.wait() // killed: the exit status says so
 			wg.Wait()
 			attempted := next.Load() // users 1..attempted sent a view; some were in flight at the kill
 			waitGone(t, p.redisPid)

@@ -236,18 +236,6 @@ func (tr *truth) wantLocked(id int64) (ArticleRead, bool) {
 		LikeCount: counter(tr.likes, id).Value, ViewCount: tr.views[id]}, true
 }
 
-// ids returns every article id ever created, deleted ones too, in creation order.
-func (tr *truth) ids() []int64 {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	var ids []int64
-	for id := range tr.articles {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // live returns the live article ids of a board, newest first.
 func (tr *truth) live(boardID int64) []int64 {
 	tr.mu.Lock()

@@ -292,6 +292,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		t.Fatal(err)
 	}
@@ -304,8 +305,8 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 }
 
 // sendWhole writes a request with body over a new connection, all of it, before it reads the answer, as Python's
-// http.client does.
-func sendWhole(t *testing.T, addr, method, path string, body []byte) (answer, *http.Response) {
+// http.client does. closes is whether the answer closes the connection.
+func sendWhole(t *testing.T, addr, method, path string, body []byte) (a answer, closes bool) {
 	t.Helper()
 	conn := dial(t, addr)
 	if _, err := fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
@@ -319,11 +320,12 @@ func sendWhole(t *testing.T, addr, method, path string, body []byte) (answer, *h
 	if err != nil {
 		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
 	}
+	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: reading the answer's body: %v", method, path, err)
 	}
-	return answer{resp.StatusCode, resp.Header, string(b)}, resp
+	return answer{resp.StatusCode, resp.Header, string(b)}, resp.Close
 }
 
 // A client that writes its whole oversized body before it reads still reads the 413, and the connection closes:
@@ -335,9 +337,9 @@ func TestErrorAnswersReachClientsThatSendTheWholeBodyFirst(t *testing.T) {
 	const size = 10 << 20
 	body := append([]byte(`{"a":"`), bytes.Repeat([]byte("x"), size-6)...)
 	for try := range 30 {
-		a, resp := sendWhole(t, addr, http.MethodPost, "/v1/echo", body)
-		if a.status != http.StatusRequestEntityTooLarge || decodeErr(t, a).Code != "BODY_TOO_LARGE" || !resp.Close {
-			t.Fatalf("try %d: %d %s (Connection: close %v), want a 413 BODY_TOO_LARGE that closes", try, a.status, a.body, resp.Close)
+		a, closes := sendWhole(t, addr, http.MethodPost, "/v1/echo", body)
+		if a.status != http.StatusRequestEntityTooLarge || decodeErr(t, a).Code != "BODY_TOO_LARGE" || !closes {
+			t.Fatalf("try %d: %d %s (Connection: close %v), want a 413 BODY_TOO_LARGE that closes", try, a.status, a.body, closes)
 		}
 	}
 	notJSON := bytes.Repeat([]byte("x"), size)

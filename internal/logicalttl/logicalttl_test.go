@@ -490,7 +490,10 @@ func TestPeek(t *testing.T) {
 		peek := func(key string) (int64, bool) {
 			pipe := b.Client.Pipeline()
 			got := c.Peek(t.Context(), pipe, key)
-			pipe.Exec(t.Context()) // a missing key makes Exec report redis.Nil; Peek reads its own command
+			// A missing key makes Exec report redis.Nil; Peek reads its own command.
+			if _, err := pipe.Exec(t.Context()); err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
 			return got()
 		}
 		if v, ok := peek("7"); ok {
