@@ -97,7 +97,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 
 	c.enginesDir = t.TempDir()
-	c.engines = startEngines(t, c.enginesDir, app.EmbeddedRedisInProcess)
+	c.engines = startEngines(t, c.enginesDir, "in-process")
 	c.kafka = c.engines.kafkaBrokers
 	for i := range clusterInstances {
 		args := []string{"--data-dir", t.TempDir(), "--log-format", "json",

@@ -347,7 +347,7 @@ func restartBroker(t *testing.T, c *cluster) fault {
 // it is ready.
 func startEnginesAt(t *testing.T, dir, kafkaAddr string) *enginesProcess {
 	t.Helper()
-	p := launch(t, "engines", "--data-dir", dir, "--embedded-redis", app.EmbeddedRedisInProcess,
+	p := launch(t, "engines", "--data-dir", dir, "--embedded-redis", "in-process",
 		"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", kafkaAddr, "--log-format", "json")
 	// No cleanup of its own: one would run before startCluster's, which stops the instances before the broker.
 	// Until it is handed over, a failure here kills it.

@@ -21,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"board/internal/app"
 	"board/internal/embedded"
 	"board/internal/polltest"
 )
@@ -126,9 +125,9 @@ func TestEnginesSharedByTwoServes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs real processes")
 	}
-	engines := []string{app.EmbeddedRedisInProcess}
+	engines := []string{"in-process"}
 	if _, err := exec.LookPath(embedded.RedisServerBinary); err == nil {
-		engines = append(engines, app.EmbeddedRedisServer)
+		engines = append(engines, "redis-server")
 	}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
@@ -264,7 +263,7 @@ func TestEnginesFlags(t *testing.T) {
 	stdout, printed := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"engines", "--data-dir", t.TempDir(), "--embedded-redis", app.EmbeddedRedisInProcess,
+		done <- run(ctx, []string{"engines", "--data-dir", t.TempDir(), "--embedded-redis", "in-process",
 			"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0"},
 			func(k string) string { return env[k] }, printed, io.Discard)
 		printed.Close()

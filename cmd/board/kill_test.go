@@ -133,9 +133,9 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	engines := []string{app.EmbeddedRedisInProcess}
+	engines := []string{"in-process"}
 	if _, err := exec.LookPath(embedded.RedisServerBinary); err == nil {
-		engines = append(engines, app.EmbeddedRedisServer)
+		engines = append(engines, "redis-server")
 	}
 	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestViewCountsSurviveKill9(t *testing.T) {
 			if afterRestart < backup {
 				t.Errorf("count after restart %d is below the SQL backup %d", afterRestart, backup)
 			}
-			if engine == app.EmbeddedRedisServer && afterRestart < maxAcked.Load() {
+			if engine == "redis-server" && afterRestart < maxAcked.Load() {
 				t.Errorf("count after restart %d is below the acknowledged %d: redis-server's append-only file lost writes",
 					afterRestart, maxAcked.Load())
 			}

@@ -101,7 +101,7 @@ func Default() Config {
 		DataDir:             "./board-data",
 		MySQLMaxConns:       50,
 		Migrate:             true,
-		EmbeddedRedis:       EmbeddedRedisAuto,
+		EmbeddedRedis:       embeddedRedisAuto,
 		EmbeddedRedisAddr:   "127.0.0.1:6380",
 		RedisSnapshot:       time.Second,
 		EmbeddedKafkaAddr:   "127.0.0.1:9092",
@@ -158,9 +158,9 @@ var rateLimits = []struct{ name, flag, def, what string }{
 
 // The embedded Redis engines (--embedded-redis).
 const (
-	EmbeddedRedisAuto      = "auto"
-	EmbeddedRedisServer    = "redis-server"
-	EmbeddedRedisInProcess = "in-process"
+	embeddedRedisAuto      = "auto"
+	embeddedRedisServer    = "redis-server"
+	embeddedRedisInProcess = "in-process"
 	// redisServerStartTimeout bounds the start of an embedded redis-server, which loads its data first.
 	redisServerStartTimeout = 2 * time.Minute
 )
@@ -180,7 +180,7 @@ func (c *Config) EngineFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix for every Redis key this process writes (the rate limiter's keys are rate:<prefix>rate-limit::...)")
 	fs.Func("embedded-redis", "embedded Redis engine: auto (redis-server when installed, else in-process), redis-server or in-process (default auto)",
 		func(v string) error {
-			if !slices.Contains([]string{EmbeddedRedisAuto, EmbeddedRedisServer, EmbeddedRedisInProcess}, v) {
+			if !slices.Contains([]string{embeddedRedisAuto, embeddedRedisServer, embeddedRedisInProcess}, v) {
 				return fmt.Errorf("want auto, redis-server or in-process, not %q", v)
 			}
 			c.EmbeddedRedis = v
@@ -293,15 +293,15 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiler (/debug/pprof/), e.g. 127.0.0.1:6060; off loopback only behind a network you trust (empty: off)")
 }
 
-// ServeUsage is what `board serve --help` says before the flags.
-var ServeUsage = "Usage: board serve [flags] [service...]\n\nRuns the named services (default: all) in one process. Services: " +
+// serveUsage is what `board serve --help` says before the flags.
+var serveUsage = "Usage: board serve [flags] [service...]\n\nRuns the named services (default: all) in one process. Services: " +
 	strings.Join(ServiceNames(), ", ") + "."
 
 // ParseServe reads the arguments of `board serve`, flags and service names in any order, over the defaults and
 // the environment; --help prints to w.
 func ParseServe(args []string, getenv func(string) string, w io.Writer) (Config, error) {
 	cfg := Default()
-	fs := NewFlagSet("serve", ServeUsage, w)
+	fs := NewFlagSet("serve", serveUsage, w)
 	cfg.ServeFlags(fs)
 	selected, err := ParseWithOperands(fs, args, getenv)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -15,18 +16,40 @@ var enginesFlagNames = []string{"data-dir", "embedded-redis", "embedded-redis-ad
 	"redis-password", "embedded-kafka-addr", "embedded-kafka-retention", "log-level", "log-format"}
 
 // refusedEnginesFlags are the flags that would point at servers of one's own, leaving nothing to embed.
-var RefusedEnginesFlags = []string{"redis-addr", "kafka-brokers"}
+var refusedEnginesFlags = []string{"redis-addr", "kafka-brokers"}
 
-// EnginesFlags registers the flags of `board engines`: serve's own definitions of enginesFlagNames, so that both
+// ParseEngines reads the arguments of `board engines` over the defaults and the environment; --help prints usage
+// and the flags to w.
+func ParseEngines(args []string, getenv func(string) string, usage string, w io.Writer) (Config, error) {
+	cfg := Default()
+	fs := NewFlagSet("engines", usage, w)
+	cfg.enginesFlags(fs)
+	if err := Parse(fs, args, getenv); err != nil {
+		return Config{}, err
+	}
+	var refused []string
+	fs.Visit(func(f *flag.Flag) { // only the command line's: BOARD_REDIS_ADDR may well point the serves here
+		if slices.Contains(refusedEnginesFlags, f.Name) {
+			refused = append(refused, "--"+f.Name)
+		}
+	})
+	if len(refused) > 0 {
+		return Config{}, fmt.Errorf("board engines runs the embedded engines, %s leaves nothing to embed; give it to board serve instead",
+			strings.Join(refused, " and "))
+	}
+	return cfg, nil
+}
+
+// enginesFlags registers the flags of `board engines`: serve's own definitions of enginesFlagNames, so that both
 // commands read them alike, and the refused flags.
-func (c *Config) EnginesFlags(fs *flag.FlagSet) {
+func (c *Config) enginesFlags(fs *flag.FlagSet) {
 	all := flag.NewFlagSet("", flag.ContinueOnError)
 	c.EngineFlags(all)
 	for _, name := range enginesFlagNames {
 		f := all.Lookup(name)
 		fs.Var(f.Value, f.Name, f.Usage)
 	}
-	for _, name := range RefusedEnginesFlags {
+	for _, name := range refusedEnginesFlags {
 		fs.String(name, "", "refused: board engines embeds its own engines; give --"+name+" to board serve (BOARD_"+
 			strings.ToUpper(strings.ReplaceAll(name, "-", "_"))+" is ignored here, so it can point every serve at these engines)")
 	}

@@ -74,9 +74,9 @@ func (e *Engines) startEmbeddedRedis(ctx context.Context) (interface {
 	dir := filepath.Join(e.Config.DataDir, "redis")
 	bin, lookErr := exec.LookPath(embedded.RedisServerBinary)
 	switch {
-	case e.Config.EmbeddedRedis == EmbeddedRedisServer && lookErr != nil:
-		return nil, fmt.Errorf("--embedded-redis=%s: %w (install Debian's redis-server package)", EmbeddedRedisServer, lookErr)
-	case e.Config.EmbeddedRedis == EmbeddedRedisInProcess || lookErr != nil:
+	case e.Config.EmbeddedRedis == embeddedRedisServer && lookErr != nil:
+		return nil, fmt.Errorf("--embedded-redis=%s: %w (install Debian's redis-server package)", embeddedRedisServer, lookErr)
+	case e.Config.EmbeddedRedis == embeddedRedisInProcess || lookErr != nil:
 		e.setAsideGobSnapshot(dir)
 		return embedded.StartRedis(e.Config.EmbeddedRedisAddr, filepath.Join(dir, "snapshot"), e.Config.RedisSnapshot,
 			e.Config.RedisPassword, e.Logger)
