@@ -93,6 +93,7 @@ func wantPurged(t *testing.T, db *sqldb.DB, articleID int64) {
 // TestRoutesRefuseArticlesTheArticleServiceDoesNotHave: a like or unlike of an article that never existed is
 // 404 ARTICLE_NOT_FOUND through every path, and writes nothing.
 func TestRoutesRefuseArticlesTheArticleServiceDoesNotHave(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths {
@@ -113,6 +114,7 @@ func TestRoutesRefuseArticlesTheArticleServiceDoesNotHave(t *testing.T) {
 // TestRoutesLookUpANewArticleOnce: the first like of an article created a moment ago, before its ARTICLE_CREATED
 // reached the service, looks it up at the article service once; the 50 likes after it look nothing up.
 func TestRoutesLookUpANewArticleOnce(t *testing.T) {
+	t.Parallel()
 	const moreLikes = 50
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
@@ -155,6 +157,7 @@ func TestRoutesLookUpANewArticleOnce(t *testing.T) {
 // TestRoutesWhileTheArticleServiceIsDown: a like of an article the service does not know yet cannot be decided and
 // is 503 ARTICLE_SERVICE_UNAVAILABLE, writing nothing; likes and unlikes of a known article go on without it.
 func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		const known, unknown = int64(40), int64(41)
@@ -181,6 +184,7 @@ func TestRoutesWhileTheArticleServiceIsDown(t *testing.T) {
 // ARTICLE_NOT_FOUND through every path, with no lookup and no event, whether the service knew the article before or
 // heard of it first from its delete; an ARTICLE_CREATED or ARTICLE_UPDATED arriving after the delete changes nothing.
 func TestRoutesRefuseDeletedArticles(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, env := testHandler(t, db, "")
 		for i, suffix := range strategyPaths {
@@ -223,6 +227,7 @@ func TestRoutesRefuseDeletedArticles(t *testing.T) {
 // none left does; the other purge tests have that.) The neighbouring articles lose nothing, and
 // a live article is not purged.
 func TestPurgeBatches(t *testing.T) {
+	t.Parallel()
 	const likes = 1234
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -288,6 +293,7 @@ func TestPurgeBatches(t *testing.T) {
 // succeed and are counted exactly, and some of them commit between the purge's first and last batches — the purge
 // never holds the database for itself for longer than a batch.
 func TestPurgeWhileOtherArticlesAreLiked(t *testing.T) {
+	t.Parallel()
 	const seeded, likers = 100_000, 8
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -388,6 +394,7 @@ func TestPurgeWhileOtherArticlesAreLiked(t *testing.T) {
 // TestPurgeResumesAfterARestart cuts a purge off after three batches, as a process that stops; a new registry over
 // the same database (the restarted process) finds the purge still queued and finishes it.
 func TestPurgeResumesAfterARestart(t *testing.T) {
+	t.Parallel()
 	const likes, cutAfter = 5000, 3
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		env := newTestEnv(t, db, "")
@@ -436,6 +443,7 @@ func TestPurgeResumesAfterARestart(t *testing.T) {
 // Even rounds start with likes, so a count row exists; odd rounds start with none, so the first likes race the
 // delete to create it.
 func TestLikesRaceTheDeleteOfTheirArticle(t *testing.T) {
+	t.Parallel()
 	const rounds, likers, likesEach, earlier = 5, 20, 2, 5
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()

@@ -122,6 +122,7 @@ func likeRows(t *testing.T, db *sqldb.DB, articleID int64) int64 {
 }
 
 func TestParseStrategy(t *testing.T) {
+	t.Parallel()
 	for _, st := range Strategies {
 		if got, err := ParseStrategy(string(st)); err != nil || got != st {
 			t.Errorf("ParseStrategy(%q) = %q, %v", st, got, err)
@@ -135,6 +136,7 @@ func TestParseStrategy(t *testing.T) {
 }
 
 func TestNewServiceDefaultStrategy(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	if got := newTestService(t, db, "").defaultStrategy; got != PessimisticLock1 {
 		t.Errorf("default strategy = %q, want %q", got, PessimisticLock1)
@@ -152,6 +154,7 @@ func TestNewServiceDefaultStrategy(t *testing.T) {
 
 // TestLikeLifecycle runs like, get, count and unlike with each strategy, and checks the events they write.
 func TestLikeLifecycle(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		env := newTestEnv(t, db, "")
@@ -247,12 +250,14 @@ func TestLikeLifecycle(t *testing.T) {
 }
 
 func TestLikeRejectsZeroIDs(t *testing.T) {
+	t.Parallel()
 	// Routes checks the ids of every like and unlike with checkIDs, before the principal and the Service.
 	wantKind(t, checkIDs(0, 1), fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
 	wantKind(t, checkIDs(1, 0), fault.Invalid, "INVALID_USER_ID", "user 0")
 }
 
 func TestLikeWithoutIDs(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db))
 	svc := NewService(store, snowflaketest.FailingIDs{}, time.Now, "")
@@ -264,6 +269,7 @@ func TestLikeWithoutIDs(t *testing.T) {
 }
 
 func TestUnknownStrategy(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	svc := newTestService(t, db, "")
 	if _, err := svc.Like(context.Background(), "no-lock", 1, 1); err == nil || fault.KindOf(err) != 0 {
@@ -295,6 +301,7 @@ func concurrently(n, workers int, fn func(i int) error) []error {
 // event whose count and version are those of its own transaction: with +1 per like, the k-th committed like leaves
 // count k at version k, so the events' (count, version) pairs are exactly 1..3000 when none was lost or seen twice.
 func TestConcurrentLikes(t *testing.T) {
+	t.Parallel()
 	const likes, workers = 3000, 100
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -362,6 +369,7 @@ func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64,
 // TestConcurrentDuplicates fires 20 likes by one user at once at a never-liked article (so they also race to
 // create its count row), then 20 unlikes: exactly one of each succeeds, the rest are 409 and 404.
 func TestConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	const tries = 20
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -403,6 +411,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 // TestMixedStrategies likes one article concurrently through all three strategies at once: they share the count
 // row and its lock order, so the count stays exact.
 func TestMixedStrategies(t *testing.T) {
+	t.Parallel()
 	const likes, workers = 600, 60
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -431,6 +440,7 @@ func TestMixedStrategies(t *testing.T) {
 
 // TestOptimisticRetry drives the retry loop with attempts that conflict a given number of times.
 func TestOptimisticRetry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		conflicts int // conflicts before the attempt that succeeds
@@ -492,6 +502,7 @@ func TestOptimisticRetry(t *testing.T) {
 }
 
 func TestRetryWaitsAreJittered(t *testing.T) {
+	t.Parallel()
 	p := retryPolicy{attempts: 10, base: time.Millisecond, max: 64 * time.Millisecond}
 	seen := map[time.Duration]bool{}
 	for range 50 {
@@ -508,6 +519,7 @@ func TestRetryWaitsAreJittered(t *testing.T) {
 }
 
 func TestRetryStopsWithContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
@@ -529,6 +541,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 // written; with two, the retry reads the new version and succeeds. (On SQLite a conflict cannot happen: the read
 // runs under the database's write lock.)
 func TestOptimisticConflictOnMySQL(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
 		t.Skip("needs MariaDB or MySQL: set " + sqldbtest.MySQLDSNEnv)
 	}

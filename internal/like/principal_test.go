@@ -15,6 +15,7 @@ import (
 // TestRoutesActAsPathUser checks SPEC §2.1 on every like path: a like or unlike is the acting user's own, nobody's
 // else, moderators included, and reads are public.
 func TestRoutesActAsPathUser(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		const user, other, moderator = 7, 8, 9

@@ -65,6 +65,7 @@ func likePath(article, user int64) string {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		// The default is configured, not fixed: the plain paths must use it.
 		h, env := testHandler(t, db, PessimisticLock2)
@@ -111,6 +112,7 @@ func TestRoutes(t *testing.T) {
 // TestRoutesCountETag checks, through every strategy's path, that the count's ETag is the articleLikeCountVersion
 // of the article's latest like event, and that refused likes and unlikes move neither.
 func TestRoutesCountETag(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
@@ -163,6 +165,7 @@ func TestRoutesCountETag(t *testing.T) {
 }
 
 func TestRoutesRejectBadInput(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	h, env := testHandler(t, db, "")
 	for _, tc := range []struct {
@@ -206,6 +209,7 @@ func TestRoutesRejectBadInput(t *testing.T) {
 
 // TestRoutesConcurrentDuplicates sends 20 likes by one user at once through each path: one 201, nineteen 409s.
 func TestRoutesConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db, "")
 		for i, suffix := range []string{"", "/pessimistic-lock-1", "/pessimistic-lock-2", "/optimistic-lock"} {
