@@ -19,6 +19,7 @@ import (
 )
 
 func TestCreateGetV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -70,6 +71,7 @@ func TestCreateGetV1(t *testing.T) {
 }
 
 func TestCreateV2Paths(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -120,6 +122,7 @@ func TestCreateV2Paths(t *testing.T) {
 }
 
 func TestCreateV2PastTheLastSegment(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -166,6 +169,7 @@ func countVersionsIncrease(t *testing.T, db *sqldb.DB) {
 }
 
 func TestDeleteV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -235,6 +239,7 @@ func TestDeleteV1(t *testing.T) {
 }
 
 func TestDeleteV2Cascades(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -308,6 +313,7 @@ func TestDeleteV2Cascades(t *testing.T) {
 // TestTreeOrder builds a random tree through the store and checks that every way of listing it (offset pages,
 // infinite scroll) gives depth-first order: binary path collation on every engine.
 func TestTreeOrder(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -381,6 +387,7 @@ func TestTreeOrder(t *testing.T) {
 }
 
 func TestListAndScrollV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -461,6 +468,7 @@ func TestListAndScrollV1(t *testing.T) {
 
 // TestConcurrentReplies fires 50 replies at one parent at once: all must succeed, with distinct paths.
 func TestConcurrentReplies(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -500,6 +508,7 @@ func TestConcurrentReplies(t *testing.T) {
 // TestCountUnderConcurrency creates and deletes comments of both versions from many goroutines at once, and deletes
 // their roots halfway; the article's count must equal the rows left.
 func TestCountUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -575,6 +584,7 @@ func TestCountUnderConcurrency(t *testing.T) {
 // different articles must not meet on any lock (on MariaDB, a locking range read of an empty article locks the gap
 // it shares with its neighbours, and two such articles inserting into it deadlock).
 func TestConcurrentFirstComments(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)

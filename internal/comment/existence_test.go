@@ -125,6 +125,7 @@ func seedArticle(t testing.TB, store *Store, articleID, firstSeedID int64, v1, v
 
 // TestHTTPWriteOnMissingArticle: the article service has no such article, so no write takes place.
 func TestHTTPWriteOnMissingArticle(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const missing = 404
@@ -152,6 +153,7 @@ func TestHTTPWriteOnMissingArticle(t *testing.T) {
 // TestHTTPWriteWhileArticleServiceDown: an unknown article cannot be looked up, so the write is refused as
 // unavailable, with nothing written; an article known here takes comments all the same.
 func TestHTTPWriteWhileArticleServiceDown(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const known, unknown = 7, 8
@@ -173,6 +175,7 @@ func TestHTTPWriteWhileArticleServiceDown(t *testing.T) {
 // TestHTTPWriteOnNewArticle: an article created a moment ago, whose ARTICLE_CREATED has not arrived, is looked up
 // once; every write after that, and every write on an article the events announced, makes no lookup.
 func TestHTTPWriteOnNewArticle(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const article = 7
@@ -216,6 +219,7 @@ func TestHTTPWriteOnNewArticle(t *testing.T) {
 // without a lookup, before the purge, while it runs and after it: a delete of a comment it removed already is
 // COMMENT_NOT_FOUND, as there is nothing left to tell its article by.
 func TestHTTPWriteOnDeletedArticle(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		f := newArticlesFixture(t, db)
@@ -285,6 +289,7 @@ func TestHTTPWriteOnDeletedArticle(t *testing.T) {
 // TestHTTPCreatedAfterDeleted: an ARTICLE_CREATED or ARTICLE_UPDATED that arrives after the article's
 // ARTICLE_DELETED does not let comments in again.
 func TestHTTPCreatedAfterDeleted(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const article = 7
@@ -305,6 +310,7 @@ func TestHTTPCreatedAfterDeleted(t *testing.T) {
 // TestPurgeWhileOtherArticlesWrite purges an article of 100,000 comments while other articles take comments: the
 // purge removes everything of it and nothing else, and the other articles' writes go on between its batches.
 func TestPurgeWhileOtherArticlesWrite(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		f := newArticlesFixture(t, db)
@@ -410,6 +416,7 @@ func TestPurgeWhileOtherArticlesWrite(t *testing.T) {
 // TestPurgeResumesAfterRestart cuts a purge off after a few batches and runs the queue again from a new registry,
 // as a restarted process does: the purge finishes.
 func TestPurgeResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const article = 7
@@ -453,6 +460,7 @@ func TestPurgeResumesAfterRestart(t *testing.T) {
 // is refused as the API says, none succeeds once the delete is recorded, and when the purge has run nothing of the
 // article is left, whichever write committed last.
 func TestHTTPWritesRaceArticleDelete(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newArticlesFixture(t, db)
 		const rounds, clients, createdFirst = 5, 8, 40

@@ -10,6 +10,7 @@ import (
 )
 
 func TestNextSegment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		seg, want string
 		ok        bool
@@ -35,6 +36,7 @@ func TestNextSegment(t *testing.T) {
 }
 
 func TestNextSegmentCountsInBase62(t *testing.T) {
+	t.Parallel()
 	seg := firstSegment
 	for i := 1; i <= 62*62+5; i++ {
 		next, ok := nextSegment(seg)
@@ -53,6 +55,7 @@ func TestNextSegmentCountsInBase62(t *testing.T) {
 }
 
 func TestChildPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		parent, top, want string
 		code              string
@@ -81,6 +84,7 @@ func TestChildPath(t *testing.T) {
 }
 
 func TestValidPath(t *testing.T) {
+	t.Parallel()
 	for p, want := range map[string]bool{
 		"00000": true, "zzzzz": true, "aZ09b": true, strings.Repeat("Ab3dE", 5): true,
 		"": false, "0000": false, "000000": false, strings.Repeat("00000", 6): false,
@@ -93,6 +97,7 @@ func TestValidPath(t *testing.T) {
 }
 
 func TestDescendantBounds(t *testing.T) {
+	t.Parallel()
 	low, high := descendantBounds("00001")
 	in := []string{"0000100000", "00001zzzzz", "00001zzzzzzzzzzzzzzzzzzzz", "000010000000000"}
 	out := []string{"00001", "00000", "00000zzzzz", "00002", "0000200000", "0000"}

@@ -29,6 +29,7 @@ func asWriterOf(h http.Handler, c map[string]any) http.Handler {
 // TestHTTPWhoMayWrite checks SPEC §2.1 on both versions' routes: writes need a principal, a comment is written as
 // it, and only its writer or a moderator deletes it.
 func TestHTTPWhoMayWrite(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		const writer, other, moderator = 9, 10, 11

@@ -197,6 +197,7 @@ func httpPages(t testing.TB, h http.Handler, version string, articleID, pageSize
 }
 
 func TestHTTPCreateGetV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		if !httpiotest.TimeFormat.MatchString(httpCreatedAt) {
@@ -260,6 +261,7 @@ func TestHTTPCreateGetV1(t *testing.T) {
 }
 
 func TestHTTPCreateGetV2(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		id := int64(firstID)
@@ -307,6 +309,7 @@ func TestHTTPCreateGetV2(t *testing.T) {
 }
 
 func TestHTTPRulesV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		root := httpPostV1(t, h, 1, 1, "", "root")
@@ -354,6 +357,7 @@ func TestHTTPRulesV1(t *testing.T) {
 }
 
 func TestHTTPDepthAndPathsV2(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 
@@ -440,6 +444,7 @@ func TestHTTPDepthAndPathsV2(t *testing.T) {
 // TestHTTPSiblingPathsV2 fills a level past its last single digit: paths must order as bytes (so "0000a" is neither
 // "0000A" nor before it) and carry into the next digit.
 func TestHTTPSiblingPathsV2(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		var want []string
@@ -469,6 +474,7 @@ func TestHTTPSiblingPathsV2(t *testing.T) {
 }
 
 func TestHTTPDeleteV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
@@ -542,6 +548,7 @@ func TestHTTPDeleteV1(t *testing.T) {
 }
 
 func TestHTTPDeleteV2(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		del := func(c map[string]any) httpiotest.Reply {
@@ -632,6 +639,7 @@ func TestHTTPDeleteV2(t *testing.T) {
 }
 
 func TestHTTPListV1(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := httpHandler(t, db)
 		// Created out of list order: replies come after later roots.
@@ -714,6 +722,7 @@ func TestHTTPListV1(t *testing.T) {
 }
 
 func TestHTTPListV2(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		// Created out of tree order.
@@ -796,6 +805,7 @@ func TestHTTPListV2(t *testing.T) {
 // TestHTTPListCountCapped checks commentCount against SPEC §3.1's cap, ((page-1)/10 + 1) * pageSize * 10 + 1, worked
 // out by hand for an article of 25 comments.
 func TestHTTPListCountCapped(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		const total = 25
@@ -862,6 +872,7 @@ func TestHTTPListCountCapped(t *testing.T) {
 }
 
 func TestHTTPArticleCount(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		count := func(target, want string) {
@@ -896,6 +907,7 @@ func TestHTTPArticleCount(t *testing.T) {
 // TestHTTPArticleCountETag checks that the count's ETag is the articleCommentCountVersion of the article's latest
 // comment event, through creates, soft deletes and removals of both versions.
 func TestHTTPArticleCountETag(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		// wantVersion checks that the latest event of an article (if any) carries version and that the count answers
@@ -953,6 +965,7 @@ func TestHTTPArticleCountETag(t *testing.T) {
 }
 
 func TestHTTPBadInput(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		v1 := httpPostV1(t, h, 1, 1, "", "v1 root")
@@ -1125,6 +1138,7 @@ func TestHTTPBadInput(t *testing.T) {
 // TestHTTPConcurrentCreates sends replies to one parent, and first comments to new articles, all at once: each must
 // succeed, and v2's must take distinct paths with no gap.
 func TestHTTPConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := httpHandler(t, db)
 		root := httpPostV1(t, h, 1, 1, "", "v1 root")
