@@ -60,6 +60,7 @@ func wantKind(t *testing.T, err error, kind fault.Kind, what string) {
 }
 
 func TestCRUD(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, clock := newTestService(db)
@@ -133,6 +134,7 @@ func TestCRUD(t *testing.T) {
 }
 
 func TestCreateTimesMillisUTC(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		for _, in := range []time.Time{
@@ -159,6 +161,7 @@ func TestCreateTimesMillisUTC(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -217,6 +220,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestCreateIDUnavailable(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := NewService(testStore(db), snowflaketest.FailingIDs{}, time.Now)
 		_, err := svc.Create(context.Background(), "t", "c", 1, 1)
@@ -271,6 +275,7 @@ func boardFixture(t *testing.T, svc *Service) (board1 []int64) {
 }
 
 func TestListPages(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -350,6 +355,7 @@ func TestListPages(t *testing.T) {
 }
 
 func TestListCappedCount(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -400,6 +406,7 @@ func scrollAll(t *testing.T, svc *Service, board, size int64) []int64 {
 }
 
 func TestScroll(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -439,6 +446,7 @@ func TestScroll(t *testing.T) {
 }
 
 func TestBoardCount(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -482,6 +490,7 @@ func TestBoardCount(t *testing.T) {
 }
 
 func TestConcurrentCreateDelete(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)
@@ -555,6 +564,7 @@ func TestConcurrentCreateDelete(t *testing.T) {
 }
 
 func TestSeedChunk(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, store, _ := newTestService(db)
@@ -655,6 +665,7 @@ func outboxRows(t *testing.T, db *sqldb.DB) []event.Envelope {
 // TestEventsWrittenWithChanges checks that every change writes its event in the same transaction, with the board
 // count as of that transaction and versions that order the events.
 func TestEventsWrittenWithChanges(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := newTestService(db)

@@ -26,6 +26,7 @@ func wantUnauthenticated(t *testing.T, what string, r httpiotest.Reply) {
 // TestRoutesWhoMayWrite checks SPEC §2.1 on the article routes: writes need a principal, create writes as it, and
 // only the writer or a moderator update or delete.
 func TestRoutesWhoMayWrite(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db)
 		const writer, other, moderator = 9, 10, 11

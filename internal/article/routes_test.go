@@ -35,6 +35,7 @@ func articleMap(id int64, title, content string, board, writer int64, created, m
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, clock := testHandler(t, db)
 		const created = "2026-01-02T03:04:05.006Z"
@@ -165,6 +166,7 @@ func TestRoutes(t *testing.T) {
 // TestRoutesETag checks that GET of an article and of a board's count carry, as their ETag, the versions that the
 // latest event of that article and that board carried.
 func TestRoutesETag(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		h, _ := testHandler(t, db)
 		get := func(path string) httpiotest.Reply { return httpiotest.Call(h, "GET", path, "") }
@@ -260,6 +262,7 @@ func ids(t *testing.T, v any) []string {
 }
 
 func TestRoutesBadInput(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		anyone, _ := testHandler(t, db)
 		h := httpiotest.As(anyone, 1) // the writer of every article here: bad input is a 400 whoever sends it
