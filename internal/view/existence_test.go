@@ -54,6 +54,7 @@ func wantGone(t *testing.T, e env, svc *Service, articleID int64) {
 }
 
 func TestViewOfAMissingArticle(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{})
 		h := handler(svc)
@@ -74,6 +75,7 @@ func TestViewOfAMissingArticle(t *testing.T) {
 }
 
 func TestViewOfANewArticleLooksItUpOnce(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		// Just created: the article service has it, its ARTICLE_CREATED has not reached the registry yet.
 		svc := e.service(Config{})
@@ -100,6 +102,7 @@ func TestViewOfANewArticleLooksItUpOnce(t *testing.T) {
 }
 
 func TestViewOfADeletedArticle(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{})
 		h := handler(svc)
@@ -117,6 +120,7 @@ func TestViewOfADeletedArticle(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		svc := e.service(Config{})
@@ -204,6 +208,7 @@ func (b *lockedBuffer) String() string {
 // An instance that checked the article live before the delete trusts that answer for a minute; its views and its
 // remembered count arriving after the purge must not bring the count back.
 func TestViewCheckedLiveBeforeThePurge(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		var logs lockedBuffer
@@ -241,6 +246,7 @@ func TestViewCheckedLiveBeforeThePurge(t *testing.T) {
 }
 
 func TestBackupRacingThePurge(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		svc := e.service(Config{})
@@ -273,6 +279,7 @@ func TestBackupRacingThePurge(t *testing.T) {
 }
 
 func TestCreatedAfterDeleted(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{})
 		h := handler(svc)
@@ -289,6 +296,7 @@ func TestCreatedAfterDeleted(t *testing.T) {
 // Views by many users on two instances while one of them applies the delete and purges: afterwards nothing of the
 // count is left, and every request was answered 200 or 404 (404 for every view that started after the purge).
 func TestViewsRacingTheDeleteAndThePurge(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		cfg := Config{BackupEvery: 10} // backups race the purge too

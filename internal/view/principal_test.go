@@ -12,6 +12,7 @@ import (
 // else's, and a signed-out reader's counts nothing; none of the refused views takes a dedupe lock, so the user's own
 // view still counts afterwards.
 func TestRoutesViewAsOneself(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		h := handler(e.service(Config{}))
 		const user, other, moderator = 7, 8, 9

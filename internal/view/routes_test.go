@@ -29,6 +29,7 @@ func wantBody(t *testing.T, r httpiotest.Reply, want string) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		h := handler(e.service(Config{}))
 		views := fmt.Sprintf("/v1/article-views/articles/%d", article)
@@ -53,6 +54,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	b := redisclienttest.Mini(t)
 	origin := existencetest.NewOrigin(t)
 	h := handler(NewService(testStore(sqldbtest.OpenSQLite(t, Migrate), origin), b.Client, Config{KeyPrefix: b.Prefix}))
@@ -91,6 +93,7 @@ func TestBadRequests(t *testing.T) {
 // TestRedisDown checks that the API answers 503 with a clear code when Redis cannot serve, and does not hang when
 // Redis accepts connections but never answers: the client's timeouts end the request.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	origin := existencetest.NewOrigin(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")

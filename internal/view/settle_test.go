@@ -45,6 +45,7 @@ func markOf(t *testing.T, svc *Service, articleID int64) (float64, bool) {
 
 // An instance that dies between backups leaves its counts ahead of SQL in Redis: any other instance backs them up.
 func TestSettleBacksUpTheViewsOfAnInstanceThatDied(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		died := e.service(Config{FlushEvery: time.Hour})
 		viewUsers(t, died, article, 1, 150, 1)   // backed up at 100
@@ -75,6 +76,7 @@ func TestSettleBacksUpTheViewsOfAnInstanceThatDied(t *testing.T) {
 
 // A mark younger than SettleAfter may cover a view still on its way to Redis: it is left alone.
 func TestSettleLeavesRecentMarks(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
 		settler := e.service(Config{}) // settles marks older than 20 s
@@ -93,6 +95,7 @@ func TestSettleLeavesRecentMarks(t *testing.T) {
 // A view marks its article once per FlushEvery per instance, at the server's time; the marked article stays in the
 // index when it is marked again while a settler backs it up, and the next round settles the new mark.
 func TestMarks(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		quiet := e.service(Config{FlushEvery: time.Hour})
@@ -141,6 +144,7 @@ func TestMarks(t *testing.T) {
 
 // A backup that fails keeps its mark, and a later round backs the count up.
 func TestSettleFailureKeepsTheMark(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
@@ -169,6 +173,7 @@ func TestSettleFailureKeepsTheMark(t *testing.T) {
 
 // Run settles as it flushes: what a dead instance counted reaches SQL with no further view.
 func TestRunSettles(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		viewUsers(t, e.service(Config{FlushEvery: time.Hour}), article, 1, 7, 1)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -189,6 +194,7 @@ func TestRunSettles(t *testing.T) {
 // Articles created one after another land in different shards of the unsaved index, so on Redis Cluster the marks
 // spread over the primaries.
 func TestUnsavedIndexShardsSpread(t *testing.T) {
+	t.Parallel()
 	svc := NewService(nil, nil, Config{})
 	ids, err := snowflake.New(1, nil)
 	if err != nil {
@@ -210,6 +216,7 @@ func TestUnsavedIndexShardsSpread(t *testing.T) {
 
 // A member that is no article id (not written by this package) is removed rather than left to stall its batch.
 func TestSettleRemovesAForeignMember(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		settler := e.service(settlerConfig)
@@ -227,6 +234,7 @@ func TestSettleRemovesAForeignMember(t *testing.T) {
 // A count read that restores what only this instance remembers (Redis lost the count, and the backup is behind)
 // marks the article first, so the restored count reaches SQL even if the instance then dies.
 func TestCountRestoringFromMemoryMarks(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		svc := e.service(Config{FlushEvery: time.Hour})
 		viewUsers(t, svc, article, 1, 7, 1) // never backed up: the flushes failed, say
@@ -309,6 +317,7 @@ func BenchmarkFlush(b *testing.B) {
 // BackupMany backs up the live articles of a batch in one transaction and skips the others with their reason; a
 // flush over such a batch backs up the one the registry had not heard of after looking it up, and drops the deleted.
 func TestBackupMany(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		live, deleted, unknown := int64(article), int64(article+1), int64(article+2)

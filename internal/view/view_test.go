@@ -204,6 +204,7 @@ func inParallel(n, workers int, fn func(i int)) {
 }
 
 func TestStoreBackup(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
@@ -259,6 +260,7 @@ func TestStoreBackup(t *testing.T) {
 }
 
 func TestOneUserCountsOnce(t *testing.T) {
+	t.Parallel()
 	runRedis(t, func(t *testing.T, e env) {
 		h := handler(e.service(Config{}))
 		path := fmt.Sprintf("/v1/article-views/articles/%d/users/7", article)
@@ -277,6 +279,7 @@ func TestOneUserCountsOnce(t *testing.T) {
 }
 
 func TestDistinctUsersConcurrently(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		h := handler(e.service(Config{}))
 		var mu sync.Mutex
@@ -345,6 +348,7 @@ func TestLockExpires(t *testing.T) {
 }
 
 func TestRestoreAfterRedisLoss(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		viewUsers(t, e.service(Config{}), article, 1, 150, 1) // backed up at 100
 		e.forget(t)
@@ -376,6 +380,7 @@ func TestRestoreAfterRedisLoss(t *testing.T) {
 // Redis back from a crash with a count older than the last backup (an in-process snapshot a second behind): a new
 // instance never answers less than the backup, for reads and for views.
 func TestCountBehindTheBackupIsRaised(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		svc := e.service(Config{})
@@ -404,6 +409,7 @@ func TestCountBehindTheBackupIsRaised(t *testing.T) {
 }
 
 func TestOneInstanceKeepsItsCountOverRedisLoss(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{})
 		viewUsers(t, svc, article, 1, 150, 1)
@@ -430,6 +436,7 @@ func TestOneInstanceKeepsItsCountOverRedisLoss(t *testing.T) {
 }
 
 func TestInstancesRestoreAtOnce(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		a, b := e.service(Config{}), e.service(Config{})
 		viewUsers(t, a, article, 1, 100, 1) // backed up at 100, nothing left unsaved
@@ -465,6 +472,7 @@ func TestInstancesRestoreAtOnce(t *testing.T) {
 }
 
 func TestBackupRaisesRedis(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		a, b := e.service(Config{}), e.service(Config{})
@@ -490,6 +498,7 @@ func TestBackupRaisesRedis(t *testing.T) {
 }
 
 func TestFlush(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		svc := e.service(Config{})
@@ -510,6 +519,7 @@ func TestFlush(t *testing.T) {
 }
 
 func TestRunFlushesEveryInterval(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{FlushEvery: time.Second}) // also each view's time to reach Redis after its mark
 		ctx, cancel := context.WithCancel(context.Background())
@@ -527,6 +537,7 @@ func TestRunFlushesEveryInterval(t *testing.T) {
 }
 
 func TestRunFlushesWhenStopped(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		svc := e.service(Config{FlushEvery: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -550,6 +561,7 @@ func TestRunFlushesWhenStopped(t *testing.T) {
 }
 
 func TestBackupFailureKeepsTheView(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		svc := e.service(Config{})
@@ -581,6 +593,7 @@ func TestBackupFailureKeepsTheView(t *testing.T) {
 }
 
 func TestRedisErrors(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	for _, tc := range []struct {
 		reply string
