@@ -44,6 +44,7 @@ func wantDeleted(t *testing.T, db *sqldb.DB, articleID, version int64) {
 }
 
 func TestCreatedAndUpdatedRaiseTheVersion(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Created(1, 1))
@@ -60,6 +61,7 @@ func TestCreatedAndUpdatedRaiseTheVersion(t *testing.T) {
 }
 
 func TestDeletedIsFinal(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		reg := existencetest.NewOrigin(t).Registry("test", db)
@@ -86,6 +88,7 @@ func TestDeletedIsFinal(t *testing.T) {
 }
 
 func TestDeletedOfAnArticleNeverSeen(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		existencetest.Apply(t, reg, existencetest.Deleted(7, 2))
@@ -101,6 +104,7 @@ func TestDeletedOfAnArticleNeverSeen(t *testing.T) {
 // A lookup answered 200 after the article's delete was recorded, here or by another instance of the service,
 // vouches for nothing: the article stays deleted, for Require and for Check.
 func TestALookupAfterTheDeleteLeavesItDeleted(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		for _, byAnotherInstance := range []bool{false, true} {
 			ctx := context.Background()
@@ -124,6 +128,7 @@ func TestALookupAfterTheDeleteLeavesItDeleted(t *testing.T) {
 }
 
 func TestAMalformedArticleEventIsRefused(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := existencetest.NewOrigin(t).Registry("test", db)
 		for _, env := range []event.Envelope{existencetest.Created(0, 1), existencetest.Updated(0, 1), existencetest.Deleted(0, 1)} {

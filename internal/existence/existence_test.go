@@ -165,6 +165,7 @@ func within(t *testing.T, what string, call func() error) error {
 }
 
 func TestRequire(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
@@ -186,6 +187,7 @@ func TestRequire(t *testing.T) {
 }
 
 func TestWrite(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
@@ -249,6 +251,7 @@ func TestWrite(t *testing.T) {
 }
 
 func TestWriteGivesUpOnAnOriginThatNeverAnswers(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		reg := newRegistry(db, "http://"+sqldbtest.SilentServer(t), existence.Config{LookupTimeout: 200 * time.Millisecond})
 		var runs atomic.Int64
@@ -260,6 +263,7 @@ func TestWriteGivesUpOnAnOriginThatNeverAnswers(t *testing.T) {
 }
 
 func TestACallerThatLeavesLetsTheSharedLookupGoOn(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling})
@@ -287,6 +291,7 @@ func TestACallerThatLeavesLetsTheSharedLookupGoOn(t *testing.T) {
 }
 
 func TestConcurrentLookupsOfOneArticleAreOne(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling})
@@ -327,6 +332,7 @@ func TestConcurrentLookupsOfOneArticleAreOne(t *testing.T) {
 // A write that read the article as unknown just before a lookup of it recorded it live joins no flight any more;
 // it must not look the article up once more.
 func TestAWriteThatJustMissedALookupMakesNoOther(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := origin.Registry("test", db)
@@ -350,6 +356,7 @@ func TestAWriteThatJustMissedALookupMakesNoOther(t *testing.T) {
 }
 
 func TestLookupsInFlightAreBounded(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := newGatedOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{LookupTimeout: ceiling, MaxLookups: 2})
@@ -376,6 +383,7 @@ func TestLookupsInFlightAreBounded(t *testing.T) {
 }
 
 func TestAMissingArticleIsRemembered(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		now := newClock()
@@ -423,6 +431,7 @@ func TestAMissingArticleIsRemembered(t *testing.T) {
 // An id whose Snowflake time lies beyond the clock skew has not been issued: it is refused without asking, so a
 // flood of made-up ids from the future cannot take the lookup slots from new articles.
 func TestAnIDFromTheFutureIsRefusedWithoutALookup(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		reg := newRegistry(db, origin.URL, existence.Config{})
@@ -438,6 +447,7 @@ func TestAnIDFromTheFutureIsRefusedWithoutALookup(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := existencetest.NewOrigin(t)
@@ -496,6 +506,7 @@ func TestCheck(t *testing.T) {
 
 // A delete recorded while a check's lookup was out wins over the lookup's 200.
 func TestACheckWhoseArticleIsDeletedDuringItsLookup(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		origin := newGatedOrigin(t)
@@ -513,6 +524,7 @@ func TestACheckWhoseArticleIsDeletedDuringItsLookup(t *testing.T) {
 // On MariaDB, Require's shared lock is what keeps a delete from being recorded between a write's check and its
 // commit. (SQLite has one writer at a time: the delete waits for the write transaction regardless.)
 func TestADeleteWaitsForAWriteThatRequiredTheArticle(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		if db.Dialect != sqldb.MySQL {
 			t.Skip("SQLite's single writer serializes the write and the delete")

@@ -65,6 +65,7 @@ func (o *observer) Observe(v float64) {
 }
 
 func TestPurgeQueuedRunsEachPurgeToItsEndOldestFirst(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		now := newClock()
 		reg := newRegistry(db, existencetest.NewOrigin(t).URL, existence.Config{Now: now.Now})
@@ -90,6 +91,7 @@ func TestPurgeQueuedRunsEachPurgeToItsEndOldestFirst(t *testing.T) {
 }
 
 func TestAFailedPurgeStaysQueuedAndResumes(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		now := newClock()
@@ -122,6 +124,7 @@ func TestAFailedPurgeStaysQueuedAndResumes(t *testing.T) {
 }
 
 func TestRunPurgesIsWokenByADelete(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		origin := existencetest.NewOrigin(t)
 		// Only a wake-up can start a round after the first: the next tick is an hour away.
@@ -175,6 +178,7 @@ func TestRunPurgesIsWokenByADelete(t *testing.T) {
 }
 
 func TestPurgeStats(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, existence.Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		var batchSeconds observer

@@ -28,6 +28,7 @@ func articleEnvelope(t *testing.T, typ event.Type, articleID, version int64) eve
 // that read the row live just before the delete then stores "live", and Check answers live for a deleted article
 // for liveTTL.
 func TestALateUpdateDoesNotLetAStaleLiveAnswerHideTheDelete(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		r := New(db, Config{Service: "review", Origin: "http://127.0.0.1:1"}) // never asked: the article is known
