@@ -45,8 +45,10 @@ func checkUnavailable(t *testing.T, what string, err, cause error) {
 // TestOpenMySQLGivesUpOnASilentServer points OpenMySQL at a port that accepts connections and never answers. It
 // must fail, as a database that is unavailable, by the caller's deadline or else by the driver's read timeout.
 func TestOpenMySQLGivesUpOnASilentServer(t *testing.T) {
+	t.Parallel()
 	addr := sqldbtest.SilentServer(t)
 	t.Run("deadline", func(t *testing.T) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		err := returnsWithin(t, time.Minute, func() error {
@@ -56,6 +58,7 @@ func TestOpenMySQLGivesUpOnASilentServer(t *testing.T) {
 		checkUnavailable(t, "open by a deadline", err, context.DeadlineExceeded)
 	})
 	t.Run("read timeout", func(t *testing.T) {
+		t.Parallel()
 		err := returnsWithin(t, time.Minute, func() error {
 			_, err := sqldb.OpenMySQL(context.Background(), "root@tcp("+addr+")/board?readTimeout=500ms", 4)
 			return err
@@ -68,6 +71,7 @@ func TestOpenMySQLGivesUpOnASilentServer(t *testing.T) {
 // in another transaction: writes with a short deadline give up as "unavailable" when it passes, and Transact does
 // not run its function again after it.
 func TestDeadlineEndsAWaitForTheWriter(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		release := holdRow(t, db)
 		defer release()
@@ -121,6 +125,7 @@ func holdRow(t *testing.T, db *sqldb.DB) (release func()) {
 // TestSilentMySQL opens a database through a proxy that then stops forwarding anything, as a server does whose
 // process hangs or whose route is lost while connections stay open.
 func TestSilentMySQL(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
 		t.Skip("needs MariaDB: set " + sqldbtest.MySQLDSNEnv)
 	}
@@ -128,6 +133,7 @@ func TestSilentMySQL(t *testing.T) {
 		return context.WithTimeout(context.Background(), 500*time.Millisecond)
 	}
 	t.Run("calls end at their deadline", func(t *testing.T) {
+		t.Parallel()
 		db, proxy := openBehindProxy(t, "")
 		proxy.Freeze()
 		ctx, cancel := short()
@@ -146,6 +152,7 @@ func TestSilentMySQL(t *testing.T) {
 		checkUnavailable(t, "transaction", err, context.DeadlineExceeded)
 	})
 	t.Run("commit ends at its deadline", func(t *testing.T) {
+		t.Parallel()
 		db, proxy := openBehindProxy(t, "")
 		ctx, cancel := short()
 		defer cancel()
@@ -159,6 +166,7 @@ func TestSilentMySQL(t *testing.T) {
 		checkUnavailable(t, "commit", err, context.DeadlineExceeded)
 	})
 	t.Run("rollback ends at its deadline", func(t *testing.T) {
+		t.Parallel()
 		db, proxy := openBehindProxy(t, "readTimeout=10m") // longer than returnsWithin waits
 		ctx, cancel := short()
 		defer cancel()
@@ -177,6 +185,7 @@ func TestSilentMySQL(t *testing.T) {
 		}
 	})
 	t.Run("calls without a deadline end at the read timeout", func(t *testing.T) {
+		t.Parallel()
 		db, proxy := openBehindProxy(t, "readTimeout=500ms")
 		proxy.Freeze()
 		var n int64

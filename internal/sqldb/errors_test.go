@@ -13,6 +13,7 @@ import (
 )
 
 func TestIsDuplicate(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		if _, err := db.ExecContext(ctx, "CREATE TABLE pair (id BIGINT NOT NULL PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL)"); err != nil {
@@ -52,6 +53,7 @@ func TestIsDuplicate(t *testing.T) {
 // innodb_snapshot_isolation (the default from MariaDB 11.8; settable per session from 10.6.18 and 10.11.8), and
 // checks that Transact retries it like a deadlock.
 func TestIsStaleRead(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(sqldbtest.MySQLDSNEnv) == "" {
 		t.Skip("needs MariaDB: set " + sqldbtest.MySQLDSNEnv)
 	}

@@ -11,6 +11,7 @@ import (
 
 // IDs and In round-trip a list of ids through a query on both engines.
 func TestIDsAndIn(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, func(context.Context, *sqldb.DB) error { return nil }, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		if _, err := db.ExecContext(ctx, "CREATE TABLE ids_test (id BIGINT NOT NULL PRIMARY KEY)"); err != nil {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMySQLTimeoutsDefaultUnlessTheDSNSetsThem(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		dsn                 string
 		dial, read, written time.Duration

@@ -40,6 +40,7 @@ func validSchema() fstest.MapFS {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		// Concurrent runs (as from several instances starting at once) apply each migration once.
@@ -69,6 +70,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 }
 
 func TestMigrateRejectsBadFileNames(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, migrate)
 	if err := sqldb.Migrate(context.Background(), db, "test", schema); err == nil {
 		t.Error("a migration file without a version number was accepted")
@@ -76,6 +78,7 @@ func TestMigrateRejectsBadFileNames(t *testing.T) {
 }
 
 func TestTransactCommitsOrRollsBack(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		boom := errors.New("boom")
@@ -107,6 +110,7 @@ func TestTransactCommitsOrRollsBack(t *testing.T) {
 // TestTransactRetriesDeadlock makes two transactions lock two rows in opposite orders. MySQL kills one of them with
 // a deadlock error; Transact runs it again, so both calls succeed and one function runs twice.
 func TestTransactRetriesDeadlock(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		if db.Dialect != sqldb.MySQL {
 			t.Skip("SQLite transactions take the one write lock at BEGIN and cannot deadlock")
@@ -153,6 +157,7 @@ func TestTransactRetriesDeadlock(t *testing.T) {
 // TestAfterIsARangeScan checks that each dialect's cursor condition is planned as a range over the index's last two
 // columns, not as a scan of everything after the first: what keeps a deep v1 comment scroll O(page).
 func TestAfterIsARangeScan(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		for _, stmt := range []string{"CREATE TABLE pair (id BIGINT NOT NULL PRIMARY KEY, g BIGINT NOT NULL, a BIGINT NOT NULL, b BIGINT NOT NULL)",
@@ -215,6 +220,7 @@ func TestAfterIsARangeScan(t *testing.T) {
 // TestReadsReportAnUnavailableDatabase: a single-row read that cannot finish (here: its deadline passes) is the
 // fault the edge answers with 503, as for every other call, while "no rows" stays itself.
 func TestReadsReportAnUnavailableDatabase(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
