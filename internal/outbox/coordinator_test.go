@@ -15,6 +15,7 @@ import (
 )
 
 func TestAssign(t *testing.T) {
+	t.Parallel()
 	live := []string{"a", "b", "c"}
 	for _, tc := range []struct {
 		shards   int
@@ -51,6 +52,7 @@ func checkPartition(t *testing.T, shards int, cs ...*Coordinator) {
 // TestCoordinatorSplitsAndTakesOver runs on every Redis backend: the heartbeat's MULTI touches one key, which a
 // cluster accepts.
 func TestCoordinatorSplitsAndTakesOver(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
 		rdb, prefix := r.Client, r.Prefix
 		ctx := context.Background()
@@ -154,6 +156,7 @@ func covers(shards int, cs ...*Coordinator) bool {
 
 // A survivor takes over when the dead member's silence passes DeadAfter, not at its own next ping.
 func TestTakeoverAtTheDeadMembersExpiry(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, r redisclienttest.Backend) {
 		cfg := CoordinatorConfig{Ping: time.Hour, DeadAfter: 200 * time.Millisecond}
 		dead := NewCoordinator(r.Client, r.Prefix, "article", 8, cfg, quiet, nil)
@@ -173,6 +176,7 @@ func TestTakeoverAtTheDeadMembersExpiry(t *testing.T) {
 }
 
 func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		r1, r2, r3 := h.killableRelay(testRelay, testCoordinator), h.killableRelay(testRelay, testCoordinator),
 			h.killableRelay(testRelay, testCoordinator)
@@ -200,6 +204,7 @@ func TestKilledRelaysShardsAreTakenOver(t *testing.T) {
 }
 
 func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		// paused pings once, then sleeps through the active relay's dead timeout (its own, an hour, would wake it at
 		// the active one's expiry): it keeps polling the shards it last owned.

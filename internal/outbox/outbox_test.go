@@ -241,6 +241,7 @@ func (h *harness) waitEmpty(within time.Duration) {
 var noPoll = RelayConfig{TopicPrefix: testRelay.TopicPrefix, PollInterval: time.Hour, MinAge: time.Hour}
 
 func TestFastPathPublishesEveryWriteOnce(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		ob, _, _ := h.relay(noPoll, testCoordinator)
 		written := capture(ob)
@@ -255,6 +256,7 @@ func TestFastPathPublishesEveryWriteOnce(t *testing.T) {
 }
 
 func TestRecordShape(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		ob, _, _ := h.relay(noPoll, testCoordinator)
 		written := capture(ob)
@@ -287,6 +289,7 @@ func TestRecordShape(t *testing.T) {
 // TestRecordCarriesCreatedAt: the record of an event says when its row was written (kafka.HeaderCreatedAt, to the
 // millisecond), whichever path publishes it. The rows are a minute old, so that the produce time cannot pass for it.
 func TestRecordCarriesCreatedAt(t *testing.T) {
+	t.Parallel()
 	minuteAgo := func() time.Time { return time.Now().Add(-time.Minute) }
 	emitOne := func(t *testing.T, ob *Outbox) {
 		t.Helper()
@@ -350,6 +353,7 @@ func TestRecordCarriesCreatedAt(t *testing.T) {
 }
 
 func TestBrokerOutageLosesNothing(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		ob, _, _ := h.relay(testRelay, testCoordinator)
 		written := capture(ob)
@@ -366,6 +370,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 }
 
 func TestFullQueueFallsBackToThePoller(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		cfg := testRelay
 		cfg.QueueSize = 1
@@ -379,6 +384,7 @@ func TestFullQueueFallsBackToThePoller(t *testing.T) {
 }
 
 func TestRestartedRelayPublishesWaitingRows(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil) // no relay: as if it crashed after commit
 		written := capture(writer)
@@ -449,6 +455,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) (sum float64,
 // Shutdown must let them finish rather than cancel them: the outbox ends empty, and the relay that starts next
 // publishes nothing a second time.
 func TestShutdownDeletesWhatWasAcknowledged(t *testing.T) {
+	t.Parallel()
 	run(t, func(t *testing.T, h *harness) {
 		const n = 200
 		// Rows a minute old, written with no relay: the first poll round publishes them all, and no fast path runs.
@@ -522,6 +529,7 @@ func firstRecord(t *testing.T, addr, topic string) *kgo.Record {
 // An event id that cannot be issued (the node lease lapsed, say, while the process was stopped) fails the write
 // with 503 ID_UNAVAILABLE, not a 500, and writes nothing.
 func TestEventIDUnavailable(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		lapsed, err := snowflake.New(4, nil)
 		if err != nil {
