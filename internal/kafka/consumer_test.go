@@ -22,6 +22,7 @@ import (
 )
 
 func TestOnFailure(t *testing.T) {
+	t.Parallel()
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for _, tc := range []struct {
 		err  error
@@ -66,6 +67,7 @@ func actionName(a failureAction) string {
 }
 
 func TestDelay(t *testing.T) {
+	t.Parallel()
 	c := &Consumer{backoff: 100 * time.Millisecond}
 	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond,
 		3: 400 * time.Millisecond, 7: maxBackoff, 40: maxBackoff, 1000: maxBackoff} {
@@ -78,6 +80,7 @@ func TestDelay(t *testing.T) {
 }
 
 func TestNewConsumerValidates(t *testing.T) {
+	t.Parallel()
 	h := map[event.Type]Handler{event.ArticleViewed: func(context.Context, event.Envelope) error { return nil }}
 	for name, cfg := range map[string]ConsumerConfig{
 		"no brokers":  {Group: "g", Topics: []string{"t"}, Handlers: h},
@@ -97,6 +100,7 @@ func TestNewConsumerValidates(t *testing.T) {
 // TestRetryThenSuccess: a handler failing twice then succeeding handles the record on the third attempt, the offset
 // is committed (a new member of the group gets nothing old), nothing is dead-lettered, and two retries are counted.
 func TestRetryThenSuccess(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "retry"
@@ -165,6 +169,7 @@ func TestRetryThenSuccess(t *testing.T) {
 // TestAlwaysFailingGoesToDLT: a record whose handler always fails is dead-lettered after MaxAttempts with its
 // headers, and the records after it on the same partition are still handled.
 func TestAlwaysFailingGoesToDLT(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "dlt"
@@ -242,6 +247,7 @@ func TestAlwaysFailingGoesToDLT(t *testing.T) {
 // TestUnhandleableRecordsGoToDLTAtOnce: garbage bytes never reach a handler, and a handler error of kind Invalid or
 // wrapping event.ErrMalformed is not retried; a known type without a handler is skipped and committed.
 func TestUnhandleableRecordsGoToDLTAtOnce(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-article", "atonce"
@@ -326,6 +332,7 @@ func TestUnhandleableRecordsGoToDLTAtOnce(t *testing.T) {
 // TestCommitOnlyAfterHandling: the consumer is stopped while a handler is running; the records before it are
 // committed, that one is not, and a new member of the group gets it again.
 func TestCommitOnlyAfterHandling(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "blocking"
@@ -383,6 +390,7 @@ func TestCommitOnlyAfterHandling(t *testing.T) {
 
 // TestShutdownStopsRetries: a cancel during a retry backoff ends Run at once, without committing the record.
 func TestShutdownStopsRetries(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "shutdown"
@@ -422,6 +430,7 @@ func TestShutdownStopsRetries(t *testing.T) {
 // is called again until it succeeds: the record is handled once, nothing is dead-lettered, the record after it on
 // the partition waits for it, and everything ends committed.
 func TestStallWhileDependencyDown(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group, downCalls = "board-view", "stall", 8
@@ -471,6 +480,7 @@ func TestStallWhileDependencyDown(t *testing.T) {
 // TestShutdownDuringStall: a cancel while a record is stalled on a dependency that is down, past MaxAttempts, ends
 // Run whether the handler or the backoff was running; the record is neither committed nor dead-lettered.
 func TestShutdownDuringStall(t *testing.T) {
+	t.Parallel()
 	const stalledCalls = 5 // more than MaxAttempts
 	for _, tc := range []struct {
 		name    string
@@ -535,6 +545,7 @@ func TestShutdownDuringStall(t *testing.T) {
 // TestDeadLetterProduceRetried: while the dead-letter topic cannot be written, the partition stalls on the record
 // (nothing after it is handled or committed); once it can, the record lands there and consumption goes on.
 func TestDeadLetterProduceRetried(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-like", "dltdown"
@@ -582,6 +593,7 @@ func TestDeadLetterProduceRetried(t *testing.T) {
 // TestRebalanceLosesNothing: two members share a 3-partition topic while 300 records are produced; one joins
 // mid-way, the other leaves mid-way. Every record is handled at least once and all offsets end committed.
 func TestRebalanceLosesNothing(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group, total = "board-comment", "rebalance", 300
@@ -652,6 +664,7 @@ func TestRebalanceLosesNothing(t *testing.T) {
 
 // TestLagGauge: the lag is the fetch's high watermark minus the next offset, and reaches 0.
 func TestLagGauge(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "lag"
@@ -698,6 +711,7 @@ func TestLagGauge(t *testing.T) {
 // consumer's clock minus the event's commit time (its eventCreatedAt header, else the record's timestamp); skipped
 // and dead-lettered records are not.
 func TestEventAgeHistogram(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "age"
@@ -770,6 +784,7 @@ func equalOffsets(a, b map[int32]int64) bool {
 // TestConsumerSurvivesBrokerRestart: the broker goes away and comes back (same address, same data); the consumer
 // carries on, nothing is lost and everything ends committed.
 func TestConsumerSurvivesBrokerRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k, err := embedded.StartKafka("127.0.0.1:0", dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {

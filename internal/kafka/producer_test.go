@@ -14,6 +14,7 @@ import (
 )
 
 func TestEnsureTopics(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	ctx := context.Background()
@@ -62,6 +63,7 @@ func TestEnsureTopics(t *testing.T) {
 }
 
 func TestEventRecord(t *testing.T) {
+	t.Parallel()
 	value := []byte(`{"eventId":"42","type":"ARTICLE_CREATED","payload":{}}`)
 	r := EventRecord("board-article", 7, 42, event.ArticleCreated, value)
 	if r.Topic != "board-article" || string(r.Key) != "7" || string(r.Value) != string(value) {
@@ -86,6 +88,7 @@ func TestEventRecord(t *testing.T) {
 }
 
 func TestCreatedAt(t *testing.T) {
+	t.Parallel()
 	committedAt := time.Date(2026, 3, 1, 12, 0, 0, 123_456_789, time.UTC)
 	producedAt := committedAt.Add(time.Minute)
 	r := EventRecord("board-article", 7, 42, event.ArticleCreated, nil)
@@ -113,6 +116,7 @@ func TestCreatedAt(t *testing.T) {
 // TestProducerFailsWhileBrokerDown checks the bounded delivery timeout: with the broker gone a produce fails after
 // about deliveryTimeout instead of hanging, and the same client produces again once the broker is back.
 func TestProducerFailsWhileBrokerDown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k, err := embedded.StartKafka("127.0.0.1:0", dir, embedded.DefaultKafkaRetention, testLogger(t))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestResetGroupToStartValidates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"no brokers":  func() error { return ResetGroupToStart(ctx, nil, "g", []string{"t"}) },
@@ -40,6 +41,7 @@ func viewsConsumer(brokers []string, group string, seen *handled, topics ...stri
 // TestResetGroupToStart: a group that consumed and committed everything is reset while none of its consumers runs;
 // its next consumer handles every record of the reset topic again, and the group's offsets on another topic stay.
 func TestResetGroupToStart(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, other, group = "board-view", "board-like", "replay"
@@ -92,6 +94,7 @@ func TestResetGroupToStart(t *testing.T) {
 // TestResetGroupToStartRefusesLiveGroup: while a consumer of the group runs, the reset fails naming the group and
 // saying what to do, and the group's offsets stay where its consumer committed them.
 func TestResetGroupToStartRefusesLiveGroup(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "live"
@@ -127,6 +130,7 @@ func TestResetGroupToStartRefusesLiveGroup(t *testing.T) {
 
 // TestResetGroupToStartUnknownTopic: a topic that does not exist is an error, and the group's offsets stay.
 func TestResetGroupToStartUnknownTopic(t *testing.T) {
+	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
 	const topic, group = "board-view", "typo"
