@@ -77,6 +77,7 @@ func poll(t *testing.T, cl *kgo.Client, n int, d time.Duration) []*kgo.Record {
 }
 
 func TestKafkaSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	k := startKafka(t, dir)
@@ -138,6 +139,7 @@ func TestKafkaSurvivesRestart(t *testing.T) {
 }
 
 func TestKafkaRejectsWildcardHost(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0"} {
 		if k, err := StartKafka(addr, t.TempDir(), DefaultKafkaRetention, testLogger(t)); err == nil {
 			k.Close()
@@ -149,6 +151,7 @@ func TestKafkaRejectsWildcardHost(t *testing.T) {
 // The records are stamped in the past rather than waited for: the retention is an hour, and the sweep runs every
 // few milliseconds.
 func TestKafkaDeletesRecordsPastRetention(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k := startKafkaRetaining(t, dir, time.Hour, 10*time.Millisecond)
 	cl := newKafkaClient(t, k, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -198,6 +201,7 @@ func TestKafkaDeletesRecordsPastRetention(t *testing.T) {
 }
 
 func TestKafkaStartDeletesRecordsThatExpiredWhileStopped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k := startKafkaRetaining(t, dir, time.Hour, time.Hour)
 	cl := newKafkaClient(t, k)
@@ -224,6 +228,7 @@ func TestKafkaStartDeletesRecordsThatExpiredWhileStopped(t *testing.T) {
 }
 
 func TestKafkaRejectsRetentionBelowASecond(t *testing.T) {
+	t.Parallel()
 	for _, retention := range []time.Duration{-time.Second, 0, 999 * time.Millisecond} {
 		if k, err := StartKafka("127.0.0.1:0", t.TempDir(), retention, testLogger(t)); err == nil {
 			k.Close()

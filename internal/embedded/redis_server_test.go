@@ -42,6 +42,7 @@ func startRedisServer(t *testing.T, dir, password string) (*RedisServer, *redis.
 }
 
 func TestRedisServerKeepsDataAcrossACleanRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, c := startRedisServer(t, dir, "")
@@ -58,6 +59,7 @@ func TestRedisServerKeepsDataAcrossACleanRestart(t *testing.T) {
 
 // A crash of the server (kill -9) loses nothing it acknowledged: the append-only file is written before the reply.
 func TestRedisServerKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, c := startRedisServer(t, dir, "")
 	writeSample(t, c)
@@ -72,6 +74,7 @@ func TestRedisServerKeepsAcknowledgedWritesAcrossKill(t *testing.T) {
 // A redis-server that outlived its board (here: one never closed) is stopped by the next start on its directory,
 // which then has its data.
 func TestRedisServerStopsOneLeftRunning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stale, c := startRedisServer(t, dir, "")
 	writeSample(t, c)
@@ -85,6 +88,7 @@ func TestRedisServerStopsOneLeftRunning(t *testing.T) {
 }
 
 func TestRedisServerRequiresItsPassword(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, c := startRedisServer(t, t.TempDir(), `pa ss"w\rd`)
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -98,6 +102,7 @@ func TestRedisServerRequiresItsPassword(t *testing.T) {
 }
 
 func TestRedisServerReportsWhyItDidNotStart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -113,6 +118,7 @@ func TestRedisServerReportsWhyItDidNotStart(t *testing.T) {
 }
 
 func TestRedisListenAddr(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr, password string
 		ok             bool
@@ -134,6 +140,7 @@ func TestRedisListenAddr(t *testing.T) {
 }
 
 func TestRedisServerConfQuotesValues(t *testing.T) {
+	t.Parallel()
 	conf, err := redisServerConf("127.0.0.1", 6380, `/data/my "dir"`, `p\w`)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ func startRedis(t *testing.T, path string, every time.Duration) (*Redis, *redis.
 }
 
 func TestRedisSnapshotSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Hour)
@@ -123,6 +124,7 @@ func sameElements(a, b []string) bool {
 }
 
 func TestRedisExpiredWhileStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Hour)
@@ -163,6 +165,7 @@ func TestRedisTTLFollowsWallClock(t *testing.T) {
 }
 
 func TestRedisWritesNothingWhileIdle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	_, c := startRedis(t, filepath.Join(dir, "redis.snapshot"), 20*time.Millisecond)
@@ -221,6 +224,7 @@ func waitForValueAfterCrash(t *testing.T, dir, key, want string) {
 }
 
 func TestRedisCorruptSnapshot(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{"garbage": "not a snapshot", "empty": ""} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "redis.snapshot")
@@ -242,6 +246,7 @@ func TestRedisCorruptSnapshot(t *testing.T) {
 // TestRedisCommandsTheAppUses checks miniredis through go-redis for the
 // commands board relies on.
 func TestRedisCommandsTheAppUses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, c := startRedis(t, filepath.Join(t.TempDir(), "redis.snapshot"), time.Hour)
 	check := func(what string, got, want any) {
@@ -298,6 +303,7 @@ return n`
 }
 
 func TestRedisUnsupportedTypeIsSkipped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Hour)
@@ -318,6 +324,7 @@ func TestRedisUnsupportedTypeIsSkipped(t *testing.T) {
 // TestRedisSnapshotWhileWriting runs snapshots against clients that modify
 // lists, zsets and hashes in place; run it with -race.
 func TestRedisSnapshotWhileWriting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Millisecond)
@@ -346,6 +353,7 @@ func TestRedisSnapshotWhileWriting(t *testing.T) {
 }
 
 func TestRedisRefusesOtherInterfacesWithoutPassword(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		r, err := StartRedis(addr, filepath.Join(t.TempDir(), "redis.snapshot"), time.Hour, "", testLogger(t))
 		if err == nil {
@@ -365,6 +373,7 @@ func TestRedisRefusesOtherInterfacesWithoutPassword(t *testing.T) {
 }
 
 func TestRedisPasswordRequiresAuth(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, err := StartRedis("127.0.0.1:0", filepath.Join(t.TempDir(), "redis.snapshot"), time.Hour, "secret", testLogger(t))
 	if err != nil {
@@ -416,6 +425,7 @@ func TestRedisCommandCostDoesNotGrowWithKeys(t *testing.T) {
 // the restart finds them all equal, the state of one moment, and that no
 // acknowledged script was lost.
 func TestRedisRestartAfterKillIsOnePointInTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const counters = 300 // more than one batch of the old snapshot, which read 100 keys at a time
 	incrAll := redis.NewScript(`for i = 1, tonumber(ARGV[1]) do redis.call('INCR', 'c' .. i) end return 1`)
@@ -468,6 +478,7 @@ func TestRedisRestartAfterKillIsOnePointInTime(t *testing.T) {
 // outgrow minCompactBytes, and goes on changing keys while the compaction
 // copies them in chunks: the restart must find the last state.
 func TestRedisCompactionKeepsChangesMadeDuringIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, 10*time.Millisecond)
@@ -530,6 +541,7 @@ func TestRedisCompactionKeepsChangesMadeDuringIt(t *testing.T) {
 // write leaves it: the restart keeps what came before, and writes on in a
 // new log.
 func TestRedisTornLogTail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Hour)
@@ -560,6 +572,7 @@ func TestRedisTornLogTail(t *testing.T) {
 }
 
 func TestRedisRefusesLogsWithAGap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	for _, k := range []string{"a", "b"} { // one log each
@@ -585,6 +598,7 @@ func TestRedisRefusesLogsWithAGap(t *testing.T) {
 // TestRedisRetriesAFailedWrite makes log writes fail: the change sets must
 // be written once writing works again, not lost.
 func TestRedisRetriesAFailedWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "redis.snapshot")
 	r, c := startRedis(t, path, time.Hour) // the ticker never fires: the test ticks
