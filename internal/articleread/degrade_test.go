@@ -22,6 +22,7 @@ var modelOrigins = []string{svcArticle, svcComment, svcLike}
 // TestOriginsDownModelCached: with the model and the view count cached, a read needs no origin, so one that is
 // down or hanging changes nothing.
 func TestOriginsDownModelCached(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for _, h := range []health{failing, hanging} {
 			e := newEnv(t, b)
@@ -43,6 +44,7 @@ func TestOriginsDownModelCached(t *testing.T) {
 // TestOriginsDownNothingCached: a model that cannot be rebuilt is an Unavailable fault, ORIGIN_UNAVAILABLE (503),
 // whichever origin is down; a hanging one ends at the reader's deadline.
 func TestOriginsDownNothingCached(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for _, svc := range modelOrigins {
 			e := newEnv(t, b)
@@ -73,6 +75,7 @@ func TestOriginsDownNothingCached(t *testing.T) {
 // TestListsWithOriginDown: pages the synced list covers are served while the article service is down; the others,
 // and every page of an unsynced board, are ORIGIN_UNAVAILABLE.
 func TestListsWithOriginDown(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		e := newEnv(t, b)
@@ -117,6 +120,7 @@ func deadRedis(t *testing.T) redis.UniversalClient {
 // TestRedisDown: without Redis nothing is served and no event applied: REDIS_UNAVAILABLE (503), which the consumer
 // retries.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		e := newEnv(t, b)
@@ -151,6 +155,7 @@ func TestRedisDown(t *testing.T) {
 // TestUnknownArticle: an article the origin does not have is ARTICLE_NOT_FOUND (404), and nothing stays cached for
 // it that a later read would serve.
 func TestUnknownArticle(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1) + 1 // never created

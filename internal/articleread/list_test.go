@@ -150,6 +150,7 @@ func (e *env) awaitSynced(t *testing.T, boardID int64) {
 // TestListsMatchOrigin: a board past the first 1000 articles pages and scrolls as the article service does — same
 // articles, same order, same capped count — cold, warm, after deletes, after a flush, and with events out of order.
 func TestListsMatchOrigin(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
 		e := newEnv(t, b)
@@ -221,6 +222,7 @@ func reorder(envs []event.Envelope, order ...int) []event.Envelope {
 // TestListSmallBoard: a board of fewer than ListSize articles is held whole, so every page and scroll step comes
 // from Redis once synced, up to its end.
 func TestListSmallBoard(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		for range 45 {
@@ -242,6 +244,7 @@ func TestListSmallBoard(t *testing.T) {
 
 // TestListEmptyBoard: a board without articles pages as the origin does: no articles, count 0.
 func TestListEmptyBoard(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		e.checkPages(t, 9, false, false)
@@ -256,6 +259,7 @@ func TestListEmptyBoard(t *testing.T) {
 // redelivery, a dead letter sent back) must not put it back in the list: a page from Redis would then lack an
 // article (its model is a tombstone, so the page drops it) — a hole the origin's page does not have.
 func TestListLateCreateOfDeletedArticle(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		for range 40 {
@@ -282,6 +286,7 @@ func TestListLateCreateOfDeletedArticle(t *testing.T) {
 // TestListDeletedArticleStaysOutAfterFlush: after a flush, a redelivered ARTICLE_CREATED of a deleted article must
 // not bring it back into the board's pages.
 func TestListDeletedArticleStaysOutAfterFlush(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		for range 12 {

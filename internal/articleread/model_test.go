@@ -75,6 +75,7 @@ func (e *env) applyConcurrently(t *testing.T, envs []event.Envelope, workers int
 // TestModelFromShuffledEvents: whatever the order and however often each event arrives, every article reads as the
 // origin holds it, and a deleted one is not found.
 func TestModelFromShuffledEvents(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for seed := range uint64(3) {
 			e := newEnv(t, b)
@@ -96,6 +97,7 @@ func TestModelFromShuffledEvents(t *testing.T) {
 
 // TestModelEventsNeedNoOrigin: a model complete from events is read without any origin call but the view count.
 func TestModelEventsNeedNoOrigin(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
@@ -115,6 +117,7 @@ func TestModelEventsNeedNoOrigin(t *testing.T) {
 // events arrive, so the first read of a new article calls no origin but the view count's; one from before the
 // epoch does not (its counts may have been lost), and the read asks the comment and like services.
 func TestNewArticleNeedsNoOrigin(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
@@ -138,6 +141,7 @@ func TestNewArticleNeedsNoOrigin(t *testing.T) {
 // TestModelFlushedMidway: Redis loses everything while events are being applied; reads rebuild from the origins
 // with their versions, so late (older) events do not overwrite what was rebuilt, and later changes apply on top.
 func TestModelFlushedMidway(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		for seed := range uint64(2) {
 			e := newEnv(t, b)
@@ -165,6 +169,7 @@ func TestModelFlushedMidway(t *testing.T) {
 // TestModelRebuiltBeatsStaleEvents: after a flush, a model rebuilt from the origins carries the origins' versions:
 // every older event delivered again afterwards is ignored, and newer ones apply.
 func TestModelRebuiltBeatsStaleEvents(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		rng := rand.New(rand.NewPCG(11, 11))
@@ -206,6 +211,7 @@ func TestModelRebuiltBeatsStaleEvents(t *testing.T) {
 // (flush, failover to an empty replica, eviction of the tombstone), then its ARTICLE_CREATED is delivered again
 // (at least once). The article must stay not found.
 func TestDeletedArticleStaysDeletedAfterFlush(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1)
@@ -244,6 +250,7 @@ func exists(t *testing.T, b redisclienttest.Backend, key string) bool {
 // TestModelTTL: a model lives until a day after its article's creation, whatever events update it; once gone, late
 // events do not bring it back; a model rebuilt for an article older than a day is kept a day from the rebuild.
 func TestModelTTL(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		id := e.truth.create(1) // an hour old
@@ -311,6 +318,7 @@ func TestModelTTL(t *testing.T) {
 // TestModelTTLClockSkew: the expiry of a model does not depend on how the service's clock and Redis's clock agree.
 // Events neither move an expiry earlier (service clock behind Redis's) nor push it later at every event (ahead).
 func TestModelTTLClockSkew(t *testing.T) {
+	t.Parallel()
 	const skew = 2 * time.Second
 	const slack = 20 * time.Millisecond // a real Redis answers a few milliseconds after the service read its clock
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
@@ -354,6 +362,7 @@ func TestModelTTLClockSkew(t *testing.T) {
 // TestApplyRejectsBadEvents: events that can never apply are Invalid or ErrMalformed (the consumer dead-letters
 // them at once) and write nothing.
 func TestApplyRejectsBadEvents(t *testing.T) {
+	t.Parallel()
 	payload := func(v any) json.RawMessage {
 		raw, err := json.Marshal(v)
 		if err != nil {
@@ -409,6 +418,7 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 
 // TestHandlers: the consumer hands article-read the article, comment and like events, and nothing else.
 func TestHandlers(t *testing.T) {
+	t.Parallel()
 	svc := NewService(nil, loadViews{}, Config{})
 	got := svc.Handlers()
 	for _, typ := range []event.Type{event.ArticleCreated, event.ArticleUpdated, event.ArticleDeleted,

@@ -16,6 +16,7 @@ import (
 // TestRoutesAnswers: the three reads answer the article service's Article plus the three counts, ids as strings,
 // times in RFC 3339 UTC with milliseconds, and defaults page 1, pageSize 30.
 func TestRoutesAnswers(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		var ids []int64
@@ -101,6 +102,7 @@ func trimNewline(s string) string {
 // TestRoutesRejectLikeArticleService: bad ids and page parameters are 400s with the very codes the article
 // service answers them with.
 func TestRoutesRejectLikeArticleService(t *testing.T) {
+	t.Parallel()
 	targets := []string{
 		"/v1/articles?boardId=1&pageSize=0",
 		"/v1/articles?boardId=1&pageSize=101",

@@ -77,6 +77,7 @@ func (e *env) wantOneCallEach(t *testing.T) {
 
 // TestGetStampede: however many readers want an article no one cached, the origins are asked once each.
 func TestGetStampede(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		e.svc = e.service(e.stableViewCache())
@@ -88,6 +89,7 @@ func TestGetStampede(t *testing.T) {
 
 // TestGetStampedeTwoInstances: two instances of the service sharing one Redis still ask each origin once.
 func TestGetStampedeTwoInstances(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
 		one, two := e.service(e.stableViewCache()), e.service(e.stableViewCache())
