@@ -23,6 +23,7 @@ import (
 // TestConsumerWaitsOutRedis runs the real consumer loop on the embedded broker and stops Redis halfway through the
 // stream: nothing is dead-lettered or skipped, and once Redis is back the day's list is what every event adds up to.
 func TestConsumerWaitsOutRedis(t *testing.T) {
+	t.Parallel()
 	logger := slog.New(slog.DiscardHandler)
 	broker, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), embedded.DefaultKafkaRetention, logger)
 	if err != nil {

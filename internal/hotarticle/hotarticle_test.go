@@ -176,6 +176,7 @@ func hot(id int64, title string, likes, comments, views int64) HotArticle {
 }
 
 func TestScore(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ likes, comments, views, want int64 }{
 		{0, 0, 0, 0}, {1, 0, 0, 3}, {0, 1, 0, 2}, {0, 0, 1, 1}, {2, 3, 4, 16},
 	} {
@@ -187,6 +188,7 @@ func TestScore(t *testing.T) {
 
 // TestCases applies hand-written event histories step by step and checks the day's list after each step.
 func TestCases(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		events []event.Envelope
 		want   []HotArticle
@@ -329,6 +331,7 @@ func TestCases(t *testing.T) {
 
 // TestHandlers checks that the consumer hands every event type to the service (SPEC §3.5: all four topics).
 func TestHandlers(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, redisclienttest.Mini(t), time.UTC)
 	handlers := f.svc.Handlers()
 	id := snowflake.Compose(f.dayStart(0), 1, 0)
@@ -357,6 +360,7 @@ func TestHandlers(t *testing.T) {
 // TestDayBoundaries checks that an article's day is the calendar day of its id in the configured zone: the last
 // and the first millisecond of a day in Seoul are the same UTC day but two Seoul days.
 func TestDayBoundaries(t *testing.T) {
+	t.Parallel()
 	seoul, err := time.LoadLocation("Asia/Seoul")
 	if err != nil {
 		t.Fatal(err)
@@ -410,6 +414,7 @@ func TestDayBoundaries(t *testing.T) {
 // so): its articles are that day's, and the day can be asked for. time.Date normalises the missing 00:00 of such
 // a day to 23:00 of the day before.
 func TestDayWithoutMidnight(t *testing.T) {
+	t.Parallel()
 	santiago, err := time.LoadLocation("America/Santiago")
 	if err != nil {
 		t.Fatal(err)
@@ -468,6 +473,7 @@ func TestDayWithoutMidnight(t *testing.T) {
 // TestLifetime checks the keys' absolute expiry (the day's end in the zone plus the retention), that an update
 // does not move it, and that events for a day past retention or for an id from the future write nothing.
 func TestLifetime(t *testing.T) {
+	t.Parallel()
 	seoul, err := time.LoadLocation("Asia/Seoul")
 	if err != nil {
 		t.Fatal(err)
@@ -552,6 +558,7 @@ func TestLifetime(t *testing.T) {
 
 // TestRetention checks that Config.Retention sets the expiry.
 func TestRetention(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, time.UTC)
 		f.svc = NewService(b.Client, Config{KeyPrefix: b.Prefix, Location: time.UTC, Now: f.clock.Now, Retention: 2 * time.Hour})
@@ -571,6 +578,7 @@ func TestRetention(t *testing.T) {
 // TestMalformed checks that events that can never be applied are rejected at once as invalid (so the consumer
 // dead-letters them instead of retrying) and write nothing.
 func TestMalformed(t *testing.T) {
+	t.Parallel()
 	b := redisclienttest.Mini(t)
 	f := newFixture(t, b, time.UTC)
 	id := fmt.Sprint(snowflake.Compose(f.dayStart(0), 1, 0))
@@ -675,6 +683,7 @@ func downClients(t *testing.T) map[string]func(t *testing.T) redis.UniversalClie
 // TestRedisDown checks that Apply and Day report a Redis that cannot serve as Unavailable, so the consumer waits
 // and retries instead of dead-lettering, and the API answers 503.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	for name, client := range downClients(t) {
 		t.Run(name, func(t *testing.T) {
 			now := time.Now()
@@ -722,6 +731,7 @@ func dump(t testing.TB, rdb redis.UniversalClient, prefix string) map[string]any
 // TestConcurrentConsumers applies one set of events from two goroutines at once, as two consumers do while a
 // rebalance hands partitions over, and checks that the state is the one a single consumer leaves.
 func TestConcurrentConsumers(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		f := newFixture(t, b, time.UTC)
 		seed := rand.Uint64()

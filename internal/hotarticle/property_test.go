@@ -174,6 +174,7 @@ func (h history) top(day string) []HotArticle {
 // TestProperty applies random histories, duplicated and reordered, and checks each day's list against the top ten
 // computed from the final truth. A failure names its seed; -seed replays it.
 func TestProperty(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		zones := []*time.Location{time.UTC}
 		for _, name := range []string{"Asia/Seoul", "America/New_York"} {

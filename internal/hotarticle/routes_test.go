@@ -29,6 +29,7 @@ func hotMap(id int64, title, createdAt string, score, likes, comments, views int
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	seoul, err := time.LoadLocation("Asia/Seoul")
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestRoutesBadDates(t *testing.T) {
+	t.Parallel()
 	seoul, err := time.LoadLocation("Asia/Seoul")
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +128,7 @@ func TestRoutesBadDates(t *testing.T) {
 }
 
 func TestRoutesRedisDown(t *testing.T) {
+	t.Parallel()
 	for name, client := range downClients(t) {
 		t.Run(name, func(t *testing.T) {
 			now := time.Now()
