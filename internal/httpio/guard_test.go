@@ -90,6 +90,7 @@ func guardRequest(t *testing.T, method, url, authorization string) guardAnswer {
 }
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	limiter := &recordingLimiter{over: map[string]bool{}}
 	base := guardedServer(t, limiter)
 
@@ -147,6 +148,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := []byte(`{"openapi":"3.1.0"}`)
 	srv := testServer(t, func(s *Server) { s.OpenAPI = doc })
 	resp, err := http.Get(srv.URL + "/openapi.json")
@@ -165,6 +167,7 @@ func TestOpenAPIDocument(t *testing.T) {
 
 // The open routes' budgets are per IPv4 address and per IPv6 /64.
 func TestGuardClientAddr(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"203.0.113.7:5000":                 "203.0.113.7",
 		"[::ffff:203.0.113.7]:5000":        "203.0.113.7",

@@ -33,6 +33,7 @@ type decodeTarget struct {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	name, n, id := "a", 2, apijson.ID(3)
 	big := `{"name":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
 	for _, tc := range []struct {
@@ -107,6 +108,7 @@ func TestDecode(t *testing.T) {
 
 // Decode's messages say what is wrong in the client's terms: the field at fault, never Go types.
 func TestDecodeMessages(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		ID apijson.ID `json:"id"`
 	}
@@ -143,6 +145,7 @@ func TestDecodeMessages(t *testing.T) {
 // A body that cannot be read (the client stopped, or the read timed out) is the client's doing, not a 500, and the
 // answer does not echo the connection's error, which names addresses.
 func TestDecodeUnreadableBody(t *testing.T) {
+	t.Parallel()
 	readErr := errors.New("read tcp 10.1.2.3:9000: i/o timeout")
 	body := io.MultiReader(strings.NewReader(`{"name":"a`), iotest.ErrReader(readErr))
 	var got decodeTarget
@@ -157,6 +160,7 @@ func TestDecodeUnreadableBody(t *testing.T) {
 }
 
 func TestQueryInt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query   string
 		want    int64
@@ -198,6 +202,7 @@ func TestQueryInt(t *testing.T) {
 }
 
 func TestQueryIDs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query       string
 		want        int64
@@ -235,6 +240,7 @@ func TestQueryIDs(t *testing.T) {
 }
 
 func TestPathID(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		path    string
 		want    int64
@@ -268,6 +274,7 @@ func TestPathID(t *testing.T) {
 }
 
 func TestRequired(t *testing.T) {
+	t.Parallel()
 	if err := Required(Has("a", true), Has("b", true)); err != nil {
 		t.Errorf("all present: %v", err)
 	}
@@ -279,6 +286,7 @@ func TestRequired(t *testing.T) {
 }
 
 func TestCodeName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"pageSize": "PAGE_SIZE", "boardId": "BOARD_ID", "page": "PAGE",
 		"lastArticleId": "LAST_ARTICLE_ID", "x1": "X1"} {
 		if got := codeName(in); got != want {
@@ -407,6 +415,7 @@ func decodeErr(t *testing.T, a answer) errJSON {
 }
 
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodGet, "/healthz", "")
 	if a.status != http.StatusOK {
@@ -422,6 +431,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	ok := func(context.Context) error { return nil }
 	down := func(context.Context) error { return errors.New("connection refused") }
 	for _, tc := range []struct {
@@ -461,6 +471,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	do(t, srv, http.MethodGet, "/v1/items/5", "")
 	do(t, srv, http.MethodGet, "/v1/items/6", "")
@@ -486,6 +497,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestPanicRecovery(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	for _, path := range []string{"/v1/panic", "/v1/panic", "/v1/unencodable"} {
 		a := do(t, srv, http.MethodGet, path, "")
@@ -511,6 +523,7 @@ func TestPanicRecovery(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodGet, "/v1/items/1", "", "X-Request-Id", "abc-123")
 	if got := a.header.Get("X-Request-Id"); got != "abc-123" {
@@ -538,6 +551,7 @@ func TestRequestID(t *testing.T) {
 }
 
 func TestErrorMapping(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		wantStatus int
@@ -570,6 +584,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	for _, tc := range []struct {
 		method, path string
@@ -598,6 +613,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 }
 
 func TestBodyLimitOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	a := do(t, srv, http.MethodPost, "/v1/echo", `{"a":"`+strings.Repeat("x", MaxBodyBytes)+`"}`)
 	if a.status != http.StatusRequestEntityTooLarge || decodeErr(t, a).Code != "BODY_TOO_LARGE" {

@@ -47,6 +47,7 @@ func captureLogs() (*slog.Logger, *logBuffer) {
 }
 
 func TestClassifyInContext(t *testing.T) {
+	t.Parallel()
 	live := context.Background()
 	gone, cancel := context.WithCancel(live)
 	cancel()
@@ -83,6 +84,7 @@ func TestClassifyInContext(t *testing.T) {
 // A handler that waits on its context is stopped by the request deadline and answered 503 over the real server
 // (whose write timeout leaves room for it).
 func TestRequestDeadline(t *testing.T) {
+	t.Parallel()
 	const timeout = 200 * time.Millisecond
 	api := http.NewServeMux()
 	api.HandleFunc("GET /wait", Handle(discard, func(w http.ResponseWriter, r *http.Request) error {
@@ -106,6 +108,7 @@ func TestRequestDeadline(t *testing.T) {
 
 // A client that hangs up while its request waits is not logged as a server error.
 func TestClientGoneIsNotLoggedAsAnError(t *testing.T) {
+	t.Parallel()
 	logger, logs := captureLogs()
 	entered, done := make(chan struct{}), make(chan struct{})
 	api := http.NewServeMux()
@@ -184,6 +187,7 @@ func TestReadyzChecksIndependently(t *testing.T) {
 }
 
 func TestProbesAllowOnlyGetAndHead(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
@@ -204,6 +208,7 @@ func TestProbesAllowOnlyGetAndHead(t *testing.T) {
 // Paths are served as sent: an unclean one gets a JSON 404, not the redirect (with an HTML body) ServeMux gives.
 // The client here follows redirects, so a redirect would show up as a 200.
 func TestUncleanPathsAreNotFound(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	for _, path := range []string{"//v1/items/1", "/v1//items/1", "/v1/items/../items/1", "/v1/./items/1",
 		"/v1/items/1/.", "//healthz", "/x/../healthz"} {
@@ -238,6 +243,7 @@ func dial(t *testing.T, addr string) net.Conn {
 // A body trickled a byte at a time is cut off by the read timeout instead of holding the connection for as long
 // as the client likes.
 func TestSlowBodyIsCutOff(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, func(s *Server) { s.RequestTimeout = 250 * time.Millisecond })
 	conn := dial(t, srv.Listener.Addr().String())
 	const bodySize = 10000 // 100 s at the trickle's pace
@@ -332,6 +338,7 @@ func sendWhole(t *testing.T, addr, method, path string, body []byte) (a answer, 
 // the server drains the body instead of resetting the connection under the answer. So do other error answers
 // given before the body was read.
 func TestErrorAnswersReachClientsThatSendTheWholeBodyFirst(t *testing.T) {
+	t.Parallel()
 	srv := testServer(t, nil)
 	addr := srv.Listener.Addr().String()
 	const size = 10 << 20
