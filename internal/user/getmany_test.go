@@ -12,6 +12,7 @@ import (
 
 // GET /v1/users?ids= names a page's writers in one call: the users that exist, in the order asked, each once.
 func TestGetMany(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)

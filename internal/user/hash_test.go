@@ -14,6 +14,7 @@ import (
 var cheap = HashParams{Memory: 64, Time: 1, Threads: 1}
 
 func TestHashRoundTrip(t *testing.T) {
+	t.Parallel()
 	enc, err := HashPassword(cheap, "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestHashRoundTrip(t *testing.T) {
 
 // Verification reads the parameters from the stored hash: changing the defaults keeps old hashes working.
 func TestVerifyUsesStoredParameters(t *testing.T) {
+	t.Parallel()
 	old, err := HashPassword(HashParams{Memory: 128, Time: 3, Threads: 2}, "pa55word!")
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +50,7 @@ func TestVerifyUsesStoredParameters(t *testing.T) {
 }
 
 func TestVerifyRejectsBadHashes(t *testing.T) {
+	t.Parallel()
 	good, _ := HashPassword(cheap, "password1")
 	parts := strings.Split(good, "$")
 	for _, bad := range []string{"", "plain", "$argon2i$v=19$m=64,t=1,p=1$" + parts[4] + "$" + parts[5],
@@ -67,6 +70,7 @@ func TestVerifyRejectsBadHashes(t *testing.T) {
 
 // The semaphore bounds hashes at once; a request waiting past its deadline gets a 503, not a hang.
 func TestHashWaitRespectsDeadline(t *testing.T) {
+	t.Parallel()
 	h, err := newHasher(cheap)
 	if err != nil {
 		t.Fatal(err)

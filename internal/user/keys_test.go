@@ -86,6 +86,7 @@ func signing(t *testing.T, svc *Service) auth.Key {
 // phase: the new key is in both instances' JWK Sets before either signs with it; a token the old key signed keeps
 // verifying until it expires; the old key leaves the JWK Sets TokenTTL + 1 minute after it retired.
 func TestKeyRotationAcrossInstances(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		clock := snowflaketest.NewClock(t0)
@@ -198,6 +199,7 @@ func TestKeyRotationAcrossInstances(t *testing.T) {
 // Instances that start together on an empty table agree on the signing key, whether one first key was stored or
 // several.
 func TestFirstKeyRace(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		clock := snowflaketest.NewClock(t0)
@@ -268,6 +270,7 @@ func agree(t *testing.T, rings []*KeyRing, when string) string {
 }
 
 func TestRotateDeletesKeysRetiredADayAgo(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		k1, err := Rotate(ctx, db, t0)
@@ -300,6 +303,7 @@ func TestRotateDeletesKeysRetiredADayAgo(t *testing.T) {
 
 // The signing and publishing rule, on its own.
 func TestSigningRule(t *testing.T) {
+	t.Parallel()
 	const act, ttl = 10 * time.Second, time.Hour
 	keys := []auth.Key{{ID: "k1", Created: t0}, {ID: "k2", Created: t0.Add(time.Minute)}, {ID: "k3", Created: t0.Add(time.Minute + time.Second)}}
 	for _, tc := range []struct {
@@ -331,6 +335,7 @@ func TestSigningRule(t *testing.T) {
 
 // Run reloads: a key rotated in picks up within a few reloads (a generous wait, never a timing assertion).
 func TestRunReloads(t *testing.T) {
+	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -357,6 +362,7 @@ func TestRunReloads(t *testing.T) {
 }
 
 func TestMint(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		clock := snowflaketest.NewClock(t0)

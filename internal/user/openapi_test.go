@@ -7,5 +7,6 @@ import (
 )
 
 func TestOpenAPI(t *testing.T) {
+	t.Parallel()
 	httpiotest.CheckOpenAPI(t, OpenAPI(), Routes(nil, httpiotest.Logger), OpenRoutes)
 }

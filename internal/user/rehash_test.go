@@ -12,6 +12,7 @@ import (
 // After --password-hash changes, a user's next sign-in stores a hash with the new parameters, so that their sign-ins
 // cost what an unknown username's does; the sign-in after that computes one hash again.
 func TestSignInRehashesWithTheCurrentParameters(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		clock := snowflaketest.NewClock(t0)

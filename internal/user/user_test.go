@@ -143,6 +143,7 @@ func (c client) wantError(method, path string, body any, status int, code string
 }
 
 func TestSignUpSignInGet(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
@@ -180,6 +181,7 @@ func TestSignUpSignInGet(t *testing.T) {
 }
 
 func TestClientErrors(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)
@@ -232,6 +234,7 @@ func TestClientErrors(t *testing.T) {
 }
 
 func TestUsernamesAreCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
@@ -260,6 +263,7 @@ func TestUsernamesAreCaseInsensitive(t *testing.T) {
 
 // Many sign-ups of one name at once, in different cases: one wins, the rest get 409, none a 500.
 func TestConcurrentSignUpsOfOneName(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		c := newClient(t, svc, nil)
@@ -290,6 +294,7 @@ func TestConcurrentSignUpsOfOneName(t *testing.T) {
 
 // A token from sign-in verifies with the shared verifier fed by the service's own JWK Set, and names the user.
 func TestTokenVerifiesWithJWKS(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
@@ -327,6 +332,7 @@ func TestTokenVerifiesWithJWKS(t *testing.T) {
 }
 
 func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		clock := snowflaketest.NewClock(t0)
 		svc := newTestService(t, db, clock, nil)
@@ -367,6 +373,7 @@ func TestJWKSHoldsPublicKeysOnly(t *testing.T) {
 // Every sign-in path costs exactly one hash: the unknown user's (against the dummy hash), the wrong password's and
 // the right one's. Counting them tells what timing would, without a clock.
 func TestSignInCostsOneHashEitherWay(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
@@ -448,6 +455,7 @@ func median(ds []time.Duration) time.Duration {
 // Neither a password nor a hash appears in any answer or log line, across sign-up, sign-in (right, wrong, unknown),
 // get, a conflict and a request that fails inside (a cancelled wait for a hash).
 func TestNoSecretsInLogsOrAnswers(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		var logs bytes.Buffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -498,6 +506,7 @@ func TestNoSecretsInLogsOrAnswers(t *testing.T) {
 }
 
 func TestGrant(t *testing.T) {
+	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
 		ctx := context.Background()
@@ -524,6 +533,7 @@ func TestGrant(t *testing.T) {
 }
 
 func TestConfigChecks(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{{TokenTTL: 13 * time.Hour}, {Reload: time.Second, Activation: time.Millisecond},
 		{Hash: HashParams{Memory: 1, Time: 1, Threads: 1}}} {
 		if _, err := NewKeyRing(nil, cfg); err == nil {
