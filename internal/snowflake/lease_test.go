@@ -46,6 +46,7 @@ func nextUntil(g *Generator, wantErr error, timeout time.Duration) error {
 }
 
 func TestAcquireLeaseConcurrent(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		leases := make([]*Lease, n)
@@ -78,6 +79,7 @@ func TestAcquireLeaseConcurrent(t *testing.T) {
 }
 
 func TestReleaseFreesNode(t *testing.T) {
+	t.Parallel()
 	const free = 17
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := t.Context()
@@ -113,6 +115,7 @@ func TestReleaseFreesNode(t *testing.T) {
 }
 
 func TestReleaseKeepsForeignKey(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := t.Context()
 		l, err := AcquireLease(ctx, b.Client, b.Prefix, time.Minute, nil)
@@ -225,6 +228,7 @@ func TestKeepRetriesRedisErrors(t *testing.T) {
 }
 
 func TestAcquireLeaseRejectsShortTTL(t *testing.T) {
+	t.Parallel()
 	b := redisclienttest.Mini(t)
 	if _, err := AcquireLease(t.Context(), b.Client, b.Prefix, time.Millisecond, nil); err == nil {
 		t.Fatal("AcquireLease with 1ms ttl succeeded")

@@ -20,6 +20,7 @@ func mustNext(t *testing.T, g *Generator) int64 {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		node    int64
 		wantErr bool
@@ -40,6 +41,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestNextConcurrentUnique(t *testing.T) {
+	t.Parallel()
 	const workers, perWorker = 10, 100_000
 	g, err := New(42, nil)
 	if err != nil {
@@ -82,6 +84,7 @@ func TestNextConcurrentUnique(t *testing.T) {
 }
 
 func TestNextDecodes(t *testing.T) {
+	t.Parallel()
 	start := Epoch.Add(123*time.Hour + 456789*time.Microsecond)
 	g, err := New(7, snowflaketest.NewClock(start).Now)
 	if err != nil {
@@ -99,6 +102,7 @@ func TestNextDecodes(t *testing.T) {
 }
 
 func TestNextClockOutOfRange(t *testing.T) {
+	t.Parallel()
 	for _, at := range []time.Time{
 		Epoch.Add(-time.Microsecond),
 		Epoch.Add((maxMillis + 1) * time.Millisecond),
@@ -111,6 +115,7 @@ func TestNextClockOutOfRange(t *testing.T) {
 }
 
 func TestClockBackwards(t *testing.T) {
+	t.Parallel()
 	t0 := Epoch.Add(time.Hour)
 	for _, tc := range []struct {
 		name string
@@ -141,6 +146,7 @@ func TestClockBackwards(t *testing.T) {
 }
 
 func TestClockBackwardsSmallSkewRecovers(t *testing.T) {
+	t.Parallel()
 	t0 := Epoch.Add(time.Hour)
 	// The clock reads t0, then 3 ms behind, then (after Next sleeps) t0 again.
 	readings := []time.Time{t0, t0.Add(-3 * time.Millisecond), t0}
@@ -167,6 +173,7 @@ func TestClockBackwardsSmallSkewRecovers(t *testing.T) {
 }
 
 func TestSequenceOverflow(t *testing.T) {
+	t.Parallel()
 	t0 := Epoch.Add(time.Hour)
 	clk := snowflaketest.NewClock(t0)
 	g, _ := New(3, clk.Now)
@@ -195,6 +202,7 @@ func TestSequenceOverflow(t *testing.T) {
 }
 
 func TestComposeRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		at        time.Time
@@ -218,6 +226,7 @@ func TestComposeRoundTrip(t *testing.T) {
 }
 
 func TestBitLayout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		ms        int64
@@ -240,6 +249,7 @@ func TestBitLayout(t *testing.T) {
 }
 
 func TestExtendUntil(t *testing.T) {
+	t.Parallel()
 	t0 := Epoch.Add(time.Hour)
 	clk := snowflaketest.NewClock(t0)
 	g, _ := New(1, clk.Now)
