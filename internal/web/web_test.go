@@ -30,6 +30,7 @@ const (
 // TestUserTextIsEscaped puts markup in every piece of user text a page shows (titles, contents, usernames,
 // comments, the address itself) and checks that none of it reaches a page raw, while the text itself is shown.
 func TestUserTextIsEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	evil := scriptXSS + attrXSS
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "T " + evil, Content: "C " + attrXSS + scriptXSS, Created: t0, Modified: t0})
@@ -91,6 +92,7 @@ func TestUserTextIsEscaped(t *testing.T) {
 // TestCrossOriginFormsRefused: a form sent from another site is a 403 page, and nothing reaches the services; the
 // same form from the site itself goes through.
 func TestCrossOriginFormsRefused(t *testing.T) {
+	t.Parallel()
 	forms := []struct {
 		target  string
 		form    url.Values
@@ -164,6 +166,7 @@ func TestCrossOriginFormsRefused(t *testing.T) {
 // TestServiceDown: a service that cannot answer is a friendly page, never a blank one or its raw error; what a page
 // can do without is left out.
 func TestServiceDown(t *testing.T) {
+	t.Parallel()
 	checkUnavailable := func(t *testing.T, w *httptest.ResponseRecorder) {
 		t.Helper()
 		res, body := w.Result(), w.Body.String()
@@ -265,6 +268,7 @@ func TestServiceDown(t *testing.T) {
 
 // TestCallsPerPage reads the backend calls of a page from its Server-Timing header.
 func TestCallsPerPage(t *testing.T) {
+	t.Parallel()
 	t.Run("board", func(t *testing.T) {
 		f := newFakes(t)
 		h := f.handler(t)
@@ -363,6 +367,7 @@ func TestCallsPerPage(t *testing.T) {
 
 // TestUnknownWritersRemembered: a writer the user service does not know is shown by id, and not asked for again.
 func TestUnknownWritersRemembered(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 3, Board: 1, Writer: 99, Title: "By a gone user", Content: "x", Created: t0, Modified: t0})
 	h := f.handler(t)
@@ -380,6 +385,7 @@ func TestUnknownWritersRemembered(t *testing.T) {
 // TestErrorPageShowsReader: an error page names the signed-in reader from what is already known, and asks no service
 // for it (the service may be what failed).
 func TestErrorPageShowsReader(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	alice := f.token(t, 10, auth.RoleUser)
@@ -429,6 +435,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // TestPager: page numbers in blocks of ten from the capped count.
 func TestPager(t *testing.T) {
+	t.Parallel()
 	type shown struct {
 		Pages      []int64
 		Prev, Next int64
@@ -471,6 +478,7 @@ func TestPager(t *testing.T) {
 
 // TestBoardPager checks the pager on a board page, from the fake's capped count.
 func TestBoardPager(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	for n := int64(3); n <= 45; n++ {
 		f.putArticle(&fakeArticle{ID: n, Board: 1, Writer: 10, Title: fmt.Sprintf("Article %d", n), Content: "x", Created: t0, Modified: t0})
@@ -493,6 +501,7 @@ func TestBoardPager(t *testing.T) {
 
 // TestSignIn: the session cookie, and the sign-in form's answers.
 func TestSignIn(t *testing.T) {
+	t.Parallel()
 	form := func(next string) url.Values {
 		return url.Values{"username": {"alice"}, "password": {"correct horse"}, "next": {next}}
 	}
@@ -625,6 +634,7 @@ func TestSignIn(t *testing.T) {
 // TestBadSession: a cookie whose token does not verify is a signed-out reader, and is cleared; a write the service
 // refuses for its token sends the reader to sign in again.
 func TestBadSession(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	other, err := auth.NewKey(time.Now())
 	if err != nil {
@@ -703,6 +713,7 @@ func TestBadSession(t *testing.T) {
 // TestOwnership: the controls to change an article show to its writer and moderators only, and its edit form is
 // theirs alone.
 func TestOwnership(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	for _, tc := range []struct {
@@ -764,6 +775,7 @@ func TestOwnership(t *testing.T) {
 
 // TestReadYourWrites: after an edit the article page shows it, even while article-read still has the old one.
 func TestReadYourWrites(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	alice := f.token(t, 10, auth.RoleUser)
@@ -812,6 +824,7 @@ func TestReadYourWrites(t *testing.T) {
 
 // TestLikeFragment: a script's like gets the new button and the like service's count back.
 func TestLikeFragment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, path string
 		already    bool // the like service holds bob's like before
@@ -866,6 +879,7 @@ func TestLikeFragment(t *testing.T) {
 
 // TestSecurityHeaders: every answer, page or asset, carries the same policy.
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	home := get(t, h, "/", "").Body.String()
@@ -962,6 +976,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 // TestEveryPageRenders: each page, signed out and signed in, and bad addresses as 4xx pages.
 func TestEveryPageRenders(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	// 25 articles on board 2, so that the scroll has a next chunk.
 	for n := int64(301); n <= 325; n++ {
@@ -1096,6 +1111,7 @@ func TestEveryPageRenders(t *testing.T) {
 
 // TestWriteAndComment: the forms that create, with the service's refusal shown on the form.
 func TestWriteAndComment(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	alice := f.token(t, 10, auth.RoleUser)
@@ -1134,6 +1150,7 @@ func TestWriteAndComment(t *testing.T) {
 
 // TestSignUp: a new account is signed in at once; a name taken or refused is said on the form.
 func TestSignUp(t *testing.T) {
+	t.Parallel()
 	form := url.Values{"username": {"carol"}, "password": {"long enough"}}
 
 	t.Run("signed in at once", func(t *testing.T) {
@@ -1212,6 +1229,7 @@ func TestSignUp(t *testing.T) {
 }
 
 func TestParseBoards(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []Board
@@ -1242,6 +1260,7 @@ func TestParseBoards(t *testing.T) {
 
 // A notice belongs to the moment of its action: the sign-in link of the page that shows it comes back without it.
 func TestSignInLinkDropsTheNotice(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	w := get(t, h, "/boards/1?page=1&notice=deleted", "")
@@ -1256,6 +1275,7 @@ func TestSignInLinkDropsTheNotice(t *testing.T) {
 
 // A delete asks first when script runs: the forms say what to ask.
 func TestDeletesAskFirst(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
 	h := f.handler(t)
@@ -1267,6 +1287,7 @@ func TestDeletesAskFirst(t *testing.T) {
 
 // A form over the size bound is a 413 page, and nothing is sent on.
 func TestFormTooLarge(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	w := post(t, h, "/boards/1/write", url.Values{"title": {"t"}, "content": {strings.Repeat("x", 100<<10)}}, f.token(t, 10, auth.RoleUser))
@@ -1280,6 +1301,7 @@ func TestFormTooLarge(t *testing.T) {
 
 // A user service that fails is not asked again for a while: its failure must not cost every page a wait.
 func TestNamesRestAfterAFailure(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
 	f.override("user", func(w http.ResponseWriter, r *http.Request) {
@@ -1305,6 +1327,7 @@ func TestNamesRestAfterAFailure(t *testing.T) {
 // What a reader typed survives a refusal they can act on: the form comes back with it, and CRLF line breaks, which
 // browsers send and maxlength counts once, reach the service as LF.
 func TestTextKept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		service string
@@ -1349,6 +1372,7 @@ func TestTextKept(t *testing.T) {
 
 // A reply goes back to the comment page it was written on.
 func TestReplyReturnsToItsCommentPage(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "t", Content: "c"})
 	w := post(t, f.handler(t), "/articles/1/comments", url.Values{"content": {"hi"}, "cpage": {"3"}}, f.token(t, 10, auth.RoleUser))
@@ -1359,6 +1383,7 @@ func TestReplyReturnsToItsCommentPage(t *testing.T) {
 
 // Signing up from a page's link comes back to that page, as signing in does.
 func TestSignUpComesBack(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t)
 	if page := get(t, h, "/signup?next=%2Farticles%2F1", "").Body.String(); !strings.Contains(page, `name="next" value="/articles/1"`) {
@@ -1372,6 +1397,7 @@ func TestSignUpComesBack(t *testing.T) {
 
 // A comment page past the end says so and leads back, instead of claiming there are no comments.
 func TestCommentPagePastTheEnd(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 7, Board: 1, Writer: 10, Title: "t", Content: "c"}) // the fakes hold no comments on it
 	body := get(t, f.handler(t), "/articles/7?cpage=5", "").Body.String()
@@ -1382,6 +1408,7 @@ func TestCommentPagePastTheEnd(t *testing.T) {
 
 // Behind a proxy that ends TLS, SecureCookies marks the session cookie Secure although the request came in plain.
 func TestSecureCookiesBehindATLSProxy(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	h := f.handler(t, func(c *Config) { c.SecureCookies = true })
 	w := post(t, h, "/signin", url.Values{"username": {"alice"}, "password": {"correct horse"}}, "")
@@ -1395,6 +1422,7 @@ func TestSecureCookiesBehindATLSProxy(t *testing.T) {
 
 // The web is ready while article-read answers, and not when it does not.
 func TestReady(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	origins := Origins{ArticleRead: f.servers["article-read"].URL}
 	if err := New(Config{Origins: origins}).Ready(context.Background()); err != nil {
