@@ -15,6 +15,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	got, err := Parse("60/1m")
 	if want := (redis_rate.Limit{Rate: 60, Burst: 60, Period: time.Minute}); err != nil || got != want {
 		t.Errorf("Parse(60/1m) = %v, %v; want %v", got, err, want)
@@ -29,6 +30,7 @@ func TestParse(t *testing.T) {
 // Two instances, each with its own client, draw from one budget: the third request over a limit of two is refused
 // whichever instance it reaches, with a Retry-After.
 func TestInstancesShareTheBudget(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		rules := map[string]Rule{"sign-in": {Limit: redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Hour}}}
 		a := New(b.Client, b.Prefix, rules, slog.New(slog.DiscardHandler))
@@ -61,6 +63,7 @@ func TestInstancesShareTheBudget(t *testing.T) {
 
 // A limit refills at its rate: with Redis's clock a minute on, the budget is back.
 func TestBudgetRefills(t *testing.T) {
+	t.Parallel()
 	b := redisclienttest.Mini(t)
 	now := time.Now()
 	b.Mini.SetTime(now)
@@ -80,6 +83,7 @@ func TestBudgetRefills(t *testing.T) {
 
 // Without Redis, a fail-open limit lets requests through and a fail-closed one answers 503, within askTimeout.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer rdb.Close()
 	l := New(rdb, "test:", map[string]Rule{
@@ -97,6 +101,7 @@ func TestRedisDown(t *testing.T) {
 
 // A Redis that accepts connections and never answers costs a request askTimeout, not its whole deadline.
 func TestRedisHangs(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
