@@ -88,6 +88,7 @@ func getAll(t *testing.T, c *Cache[int64], key string, n int, load func(context.
 }
 
 func TestFreshHitAndPhysicalExpiry(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
@@ -124,6 +125,7 @@ func TestFreshHitAndPhysicalExpiry(t *testing.T) {
 // TestLogicalExpiryRefreshesOnce holds the refresher's origin call open until every other caller has returned:
 // they are served the stale value without waiting, and only one of them calls the origin.
 func TestLogicalExpiryRefreshesOnce(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
@@ -171,6 +173,7 @@ func TestLogicalExpiryRefreshesOnce(t *testing.T) {
 }
 
 func TestConcurrentMissesCollapse(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("one process", func(t *testing.T) {
 			c := newCache(b, snowflaketest.NewClock(start), Config{})
@@ -237,6 +240,7 @@ func (h lockRefusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 // TestFillWaitsForLockHolder plays another process that holds the lock of a missing entry.
 func TestFillWaitsForLockHolder(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("holder stores a value", func(t *testing.T) {
 			refusals := lockRefusals{refused: make(chan struct{}, 1)}
@@ -283,6 +287,7 @@ func TestFillWaitsForLockHolder(t *testing.T) {
 // TestLockBelongsToItsOwner lets the lock expire while its holder loads and another caller take it: the holder's
 // release must leave the new owner's lock alone.
 func TestLockBelongsToItsOwner(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		lockKey := c.keysFor("7").lock
@@ -318,6 +323,7 @@ func TestLockBelongsToItsOwner(t *testing.T) {
 }
 
 func TestOriginDown(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		t.Run("stale value served", func(t *testing.T) {
 			clock := snowflaketest.NewClock(start)
@@ -356,6 +362,7 @@ func TestOriginDown(t *testing.T) {
 
 // TestRedisDown: a Redis that cannot serve makes Get call the origin directly.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	refused := func(t *testing.T) redis.UniversalClient {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -401,6 +408,7 @@ func TestRedisDown(t *testing.T) {
 }
 
 func TestBadStoredValue(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		t.Run("undecodable value is replaced", func(t *testing.T) {
@@ -431,6 +439,7 @@ func TestBadStoredValue(t *testing.T) {
 // TestCallerLeavingDoesNotFailOthers cancels the caller whose Get started a shared fill: the fill goes on, and the
 // other callers get its value.
 func TestCallerLeavingDoesNotFailOthers(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		c := newCache(b, snowflaketest.NewClock(start), Config{})
 		var o origin
@@ -472,6 +481,7 @@ func TestCallerLeavingDoesNotFailOthers(t *testing.T) {
 }
 
 func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Error("New accepted LogicalTTL == PhysicalTTL")
@@ -483,6 +493,7 @@ func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
 // TestPeek reads entries in a caller's pipeline: a fresh entry is served, a missing or logically expired one is
 // left to Get.
 func TestPeek(t *testing.T) {
+	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
