@@ -83,17 +83,18 @@ func TestIsStaleRead(t *testing.T) {
 			return err
 		}
 	}
-	always := 2
+	always := sqldb.MaxAttempts
 	if err := db.Transact(ctx, readThenWrite(&always)); !sqldb.IsStaleRead(err) {
-		t.Errorf("write after a concurrent change, twice: %v, want a stale read", err)
+		t.Errorf("write after a concurrent change, on every attempt: %v, want a stale read", err)
 	}
-	once := 1
-	if err := db.Transact(ctx, readThenWrite(&once)); err != nil {
-		t.Errorf("write after one concurrent change: %v, want success on the retry", err)
+	twice := 2
+	if err := db.Transact(ctx, readThenWrite(&twice)); err != nil {
+		t.Errorf("write after a concurrent change, twice: %v, want success on the third attempt", err)
 	}
 	var n int64
-	if err := db.QueryRowContext(ctx, "SELECT n FROM item WHERE id = 1").Scan(&n); err != nil || n != 2+1+10 {
-		t.Errorf("n = %d, %v; want 13 (two changes by the other connection, then the retried write)", n, err)
+	want := int64(sqldb.MaxAttempts + 2 + 10)
+	if err := db.QueryRowContext(ctx, "SELECT n FROM item WHERE id = 1").Scan(&n); err != nil || n != want {
+		t.Errorf("n = %d, %v; want %d (%d + 2 changes by the other connection, then the retried write)", n, err, want, sqldb.MaxAttempts)
 	}
 	for _, err := range []error{nil, errors.New("record has changed"), sql.ErrNoRows} {
 		if sqldb.IsStaleRead(err) {

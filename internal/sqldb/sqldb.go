@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,16 +203,67 @@ func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	return res, db.classify(err)
 }
 
-// Transact runs fn in a transaction and commits it when fn returns nil. A deadlock or lock timeout is retried
-// once, here, so no caller needs its own retry loop; fn must therefore be safe to run twice. ctx bounds every step,
-// the commit included: when it ends first, the call returns a fault.Unavailable error whose transaction may or may
-// not take effect, as with any commit whose answer is lost.
+// Transact runs fn in a transaction and commits it when fn returns nil. A transaction that fails on a conflict with
+// another one (see retryable: a deadlock, a lock wait timeout, a snapshot conflict, SQLSTATE 40001 as Vitess passes
+// them on, a busy or locked SQLite database) is rolled back and fn runs again in a new one, here, so no caller needs
+// its own retry loop: fn must therefore be safe to run again, any number of times, each run starting from what the
+// database holds then (effects of a failed run outside the transaction must be reset or harmless).
+//
+// Before each retry Transact waits a random time below a ceiling that starts at retryBase and doubles up to retryMax
+// ("full jitter": the transactions that collided do not meet again at once, and a crowd spreads out). It makes at
+// most maxAttempts attempts, with or without a deadline, and stops as soon as the next wait would end after ctx's
+// deadline: the conflict is then a fault.Unavailable error (a 503), returned while the request can still answer.
+// ctx bounds every step, the commit included: when it ends first, the call returns a fault.Unavailable error whose
+// transaction may or may not take effect, as with any commit whose answer is lost.
 func (db *DB) Transact(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	err := db.transactOnce(ctx, fn)
-	if retryable(err) && ctx.Err() == nil {
-		err = db.transactOnce(ctx, fn)
+	for attempt := 1; ; attempt++ {
+		err := db.transactOnce(ctx, fn)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return db.classify(err)
+		}
+		if attempt == maxAttempts {
+			return db.classify(fmt.Errorf("transaction retried up to its bound of %d attempts: %w", attempt, err))
+		}
+		wait := retryWait(attempt)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+			return db.classify(fmt.Errorf("transaction not retried after attempt %d: no time for another before the deadline: %w", attempt, err))
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return db.classify(fmt.Errorf("transaction not retried after attempt %d: %w (%w)", attempt, err, serr))
+		}
 	}
-	return db.classify(err)
+}
+
+// Transact's retry policy. A conflict is over as soon as the transaction that won it commits, a few milliseconds on
+// an idle server, so the first wait is short; the ceiling doubles so that many writers colliding on one row spread
+// out, and stops at retryMax so that all the attempts fit well inside a request's deadline (5 s by default): the
+// backoff of a hopeless transaction is about 0.3 s in all (at most 0.64 s). The attempt bound holds with a deadline
+// and without one (migrations, relays); a short deadline, or slow attempts, end the retries sooner.
+const (
+	maxAttempts = 10
+	retryBase   = 4 * time.Millisecond
+	retryMax    = 128 * time.Millisecond
+)
+
+// retryWait returns how long to wait after the given failed attempt (from 1): uniform in [0, ceiling).
+func retryWait(attempt int) time.Duration {
+	ceiling := retryMax
+	if attempt < 16 && retryBase<<(attempt-1) < retryMax {
+		ceiling = retryBase << (attempt - 1)
+	}
+	return rand.N(ceiling)
+}
+
+// sleep waits for d or until ctx ends, whichever comes first, and returns ctx's error in the second case.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (db *DB) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
@@ -249,11 +301,19 @@ func untilDone(ctx context.Context, end func() error) error {
 	}
 }
 
-// retryable reports a conflict between transactions that a second attempt is expected to get past.
+// retryable reports a conflict between transactions that another attempt is expected to get past: MySQL's deadlock
+// (1213) and lock wait timeout (1205), MariaDB's snapshot conflict (1020, see IsStaleRead), any other error of
+// SQLSTATE 40001 (serialization failure), and SQLite's BUSY and LOCKED. Vitess's vtgate passes a shard's deadlock
+// or lock wait timeout on with the MySQL error number and SQLSTATE (it reads them back out of the tablet's
+// "(errno 1213) (sqlstate 40001)"), so the same numbers cover it.
 func retryable(err error) bool {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) {
-		return my.Number == 1213 || my.Number == 1205 || IsStaleRead(err) // deadlock, lock wait timeout, snapshot conflict
+		switch my.Number {
+		case 1213, 1205: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
+			return true
+		}
+		return IsStaleRead(err) || string(my.SQLState[:]) == "40001"
 	}
 	var lite *sqlite.Error
 	if errors.As(err, &lite) {

@@ -108,24 +108,30 @@ func TestTransactCommitsOrRollsBack(t *testing.T) {
 }
 
 // TestTransactRetriesDeadlock makes two transactions lock two rows in opposite orders. MySQL kills one of them with
-// a deadlock error; Transact runs it again, so both calls succeed and one function runs twice.
+// a deadlock error; Transact runs it again, so both calls succeed. Each call's first attempt fails on an injected
+// deadlock before that, so the transaction MySQL kills commits on its third attempt: one retry would not have done.
 func TestTransactRetriesDeadlock(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
 		if db.Dialect != sqldb.MySQL {
 			t.Skip("SQLite transactions take the one write lock at BEGIN and cannot deadlock")
 		}
-		ctx := context.Background()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a request's default deadline
+		defer cancel()
 		var runs atomic.Int32
-		var locked sync.WaitGroup // both first attempts hold their first row
+		var locked sync.WaitGroup // both second attempts hold their first row
 		locked.Add(2)
-		lockBoth := func(first, second int) error {
+		lockBoth := func(first, second int, attempts *int) error {
 			return db.Transact(ctx, func(tx *sql.Tx) error {
-				attempt := runs.Add(1)
+				runs.Add(1)
+				*attempts++
+				if *attempts == 1 {
+					return deadlock
+				}
 				if _, err := tx.ExecContext(ctx, "UPDATE item SET n = n + 1 WHERE id = ?", first); err != nil {
 					return err
 				}
-				if attempt <= 2 {
+				if *attempts == 2 {
 					locked.Done()
 					locked.Wait()
 				}
@@ -133,16 +139,20 @@ func TestTransactRetriesDeadlock(t *testing.T) {
 				return err
 			})
 		}
+		var attempts [2]int
 		errs := make(chan error, 2)
-		go func() { errs <- lockBoth(1, 2) }()
-		go func() { errs <- lockBoth(2, 1) }()
+		go func() { errs <- lockBoth(1, 2, &attempts[0]) }()
+		go func() { errs <- lockBoth(2, 1, &attempts[1]) }()
 		for range 2 {
 			if err := <-errs; err != nil {
 				t.Errorf("Transact = %v, want the deadlock retried", err)
 			}
 		}
-		if got := runs.Load(); got != 3 {
-			t.Errorf("functions ran %d times, want 3 (one retried)", got)
+		if got := runs.Load(); got != 5 {
+			t.Errorf("functions ran %d times, want 5 (2 injected deadlocks, 2 attempts that deadlocked each other, 1 retry)", got)
+		}
+		if most := max(attempts[0], attempts[1]); most != 3 {
+			t.Errorf("attempts %v, want 3 for the transaction MySQL killed", attempts)
 		}
 		var sum int
 		if err := db.QueryRowContext(ctx, "SELECT SUM(n) FROM item").Scan(&sum); err != nil {
