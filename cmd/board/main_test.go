@@ -51,7 +51,8 @@ func testFlags(t *testing.T, dir string) []string {
 				sqldbtest.DatabaseDSN(t, prefix+s.Database) // drops it at the end
 			}
 		}
-		flags = append(flags, "--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix)
+		// Pools of 10, not 50: four boards of five databases run at once against one server.
+		flags = append(flags, "--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix, "--mysql-max-conns", "10")
 	}
 	if addr := os.Getenv(redisAddrEnv); addr != "" {
 		prefix := "test:e2e:" + suffix + ":"

@@ -8,8 +8,11 @@ import (
 	"os"
 	"testing"
 
+	"board/internal/fault"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqldbtest"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestIsDuplicate(t *testing.T) {
@@ -100,5 +103,67 @@ func TestIsStaleRead(t *testing.T) {
 		if sqldb.IsStaleRead(err) {
 			t.Errorf("IsStaleRead(%v) = true", err)
 		}
+	}
+}
+
+// A server that takes no more connections is a database too busy to answer (a 503), not a bug (a 500).
+func TestRefusedConnectionIsUnavailable(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
+	if dsn == "" {
+		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
+	}
+	ctx := context.Background()
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	name := "board_busy_" + sqldbtest.RandomSuffix()
+	dbDSN := sqldbtest.DatabaseDSN(t, name)
+	if _, err := admin.ExecContext(ctx, "CREATE USER '"+name+"'@'%' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP USER '"+name+"'@'%'") })
+	if _, err := admin.ExecContext(ctx, "GRANT ALL ON `"+name+"`.* TO '"+name+"'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := mysql.ParseDSN(dbDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User, cfg.Passwd = name, "pw"
+	db, err := sqldb.OpenMySQL(ctx, cfg.FormatDSN(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The one connection the user may have is held by a transaction; a read needs a second one.
+	held := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Transact(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the transaction ended early: %v", err)
+	}
+	var one int
+	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := fault.As(err); !ok || f.Kind != fault.Unavailable {
+		t.Errorf("a read beyond the user's connections: %v, want an Unavailable fault", err)
 	}
 }

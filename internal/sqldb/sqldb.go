@@ -323,6 +323,13 @@ func retryable(err error) bool {
 	return false
 }
 
+// refusesConnections reports a MySQL server that is up but takes no more connections for now: too many in all
+// (1040), or too many of this user's (1203 in MySQL, 1226 in MariaDB).
+func refusesConnections(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && (my.Number == 1040 || my.Number == 1203 || my.Number == 1226)
+}
+
 // classify turns "the database cannot be reached or is too busy" into a fault the edge answers with 503.
 func (db *DB) classify(err error) error { return classify(db.Dialect, err) }
 
@@ -335,7 +342,7 @@ func classify(dialect Dialect, err error) error {
 	if _, ok := fault.As(err); ok {
 		return err
 	}
-	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) {
+	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) || refusesConnections(err) {
 		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", dialect)
 	}
 	return err
