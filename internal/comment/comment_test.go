@@ -468,7 +468,8 @@ func TestListAndScrollV1(t *testing.T) {
 
 // TestConcurrentReplies fires 50 replies at one parent at once: all must succeed, with distinct paths.
 func TestConcurrentReplies(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: its 50 replies at once fill its MySQL database's pool of 50 connections, and two such tests
+	// beside another package's would pass MariaDB's default max_connections (151).
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)
@@ -584,7 +585,8 @@ func TestCountUnderConcurrency(t *testing.T) {
 // different articles must not meet on any lock (on MariaDB, a locking range read of an empty article locks the gap
 // it shares with its neighbours, and two such articles inserting into it deadlock).
 func TestConcurrentFirstComments(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: its 32 writers at once hold as many MySQL connections; beside another parallel test and
+	// another package's tests, MariaDB's default max_connections (151) would come too close.
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		svc, _, _ := testService(t, db)

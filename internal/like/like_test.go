@@ -301,7 +301,8 @@ func concurrently(n, workers int, fn func(i int) error) []error {
 // event whose count and version are those of its own transaction: with +1 per like, the k-th committed like leaves
 // count k at version k, so the events' (count, version) pairs are exactly 1..3000 when none was lost or seen twice.
 func TestConcurrentLikes(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: its 100 clients fill its MySQL database's pool of 50 connections, and two such tests
+	// beside another package's would pass MariaDB's default max_connections (151).
 	const likes, workers = 3000, 100
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -411,7 +412,8 @@ func TestConcurrentDuplicates(t *testing.T) {
 // TestMixedStrategies likes one article concurrently through all three strategies at once: they share the count
 // row and its lock order, so the count stays exact.
 func TestMixedStrategies(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: its 60 clients fill its MySQL database's pool of 50 connections, and two such tests
+	// beside another package's would pass MariaDB's default max_connections (151).
 	const likes, workers = 600, 60
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
