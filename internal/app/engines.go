@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
@@ -38,7 +37,6 @@ type Engines struct {
 // NewEngines returns no engines yet, logging to logger; commands start what they need.
 func NewEngines(cfg *Config, logger *slog.Logger) *Engines {
 	driverLog.Store(logger)
-	routeDriverLogs()
 	return &Engines{Config: cfg, Logger: logger}
 }
 
@@ -104,25 +102,34 @@ func (e *Engines) setAsideGobSnapshot(dir string) {
 }
 
 // driverLog receives the Redis and MySQL drivers' own log lines, which report connection trouble and would
-// otherwise go straight to stderr: the logger of the newest engines (a process has one; tests make many).
+// otherwise go straight to stderr: the logger of the newest engines (a process has one; tests make many), else the
+// default logger.
 var driverLog atomic.Pointer[slog.Logger]
 
-// routeDriverLogs installs driverLogger in both drivers, once: their setters are process-wide, MySQL's unsynchronised.
-var routeDriverLogs = sync.OnceFunc(func() {
+// init installs driverLogger in both drivers before anything else runs: their setters are process-wide and MySQL's
+// is unsynchronised, so a later call would race with every DSN parsed meanwhile (tests start boards in parallel).
+func init() {
 	redis.SetLogger(driverLogger{})
 	_ = mysql.SetLogger(driverLogger{}) // fails only for nil
-})
+}
 
 type driverLogger struct{}
 
+func (driverLogger) logger() *slog.Logger {
+	if l := driverLog.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
 // Printf is go-redis's logger interface.
-func (driverLogger) Printf(ctx context.Context, format string, v ...any) {
-	driverLog.Load().WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+func (l driverLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger().WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // Print is the MySQL driver's logger interface.
-func (driverLogger) Print(v ...any) {
-	driverLog.Load().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprintln(v...)))
+func (l driverLogger) Print(v ...any) {
+	l.logger().Warn("mysql driver: " + strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
 // StartKafka connects to the configured brokers, or starts the embedded one, and creates the event topics (and
