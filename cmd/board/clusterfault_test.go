@@ -1,7 +1,6 @@
 package main
 
 import (
-	"board/internal/app"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"board/internal/app"
 
 	"github.com/redis/go-redis/v9"
 )

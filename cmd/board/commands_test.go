@@ -1,8 +1,6 @@
 package main
 
 import (
-	"board/internal/app"
-	"board/internal/sqldb/sqldbtest"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"board/internal/app"
+	"board/internal/sqldb/sqldbtest"
 )
 
 func TestHelpForEveryCommand(t *testing.T) {

@@ -103,6 +103,11 @@ func (p *program) shutdown() {
 	if p.app == nil {
 		return
 	}
+	select {
+	case err := <-p.app.Failed():
+		p.t.Errorf("a part of board serve failed on its own: %v\n%s", err, p.logs)
+	default:
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.app.Shutdown(ctx); err != nil {

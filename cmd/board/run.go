@@ -1,8 +1,6 @@
 package main
 
 import (
-	"board/internal/app"
-	"board/internal/bench"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"board/internal/app"
+	"board/internal/bench"
 )
 
 const usage = `board — a bulletin-board backend of six event-driven services.

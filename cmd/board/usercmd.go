@@ -1,7 +1,6 @@
 package main
 
 import (
-	"board/internal/app"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"board/internal/app"
 
 	"board/internal/apijson"
 	"board/internal/auth"
@@ -71,16 +72,27 @@ func newUserFlags(name, usage string, stderr io.Writer) *userFlags {
 	return f
 }
 
-// service opens the user database (migrated when --migrate) and returns the user service over it and the database;
-// the caller closes the engines.
-func (f *userFlags) service(ctx context.Context, stderr io.Writer) (*user.Service, *sqldb.DB, func() error, error) {
+// open opens the user database (migrated when --migrate); the caller closes the engines.
+func (f *userFlags) open(ctx context.Context, stderr io.Writer) (*sqldb.DB, func() error, error) {
 	e := app.NewEngines(&f.cfg, f.cfg.NewLogger(stderr))
-	svc, db, err := app.UserService(ctx, e)
+	db, err := e.OpenService(ctx, "user")
 	if err != nil {
-		e.Close()
-		return nil, nil, nil, err
+		return nil, nil, errors.Join(err, e.Close())
 	}
-	return svc, db, e.Close, nil
+	return db, e.Close, nil
+}
+
+// service opens the user database as open does and returns the user service over it.
+func (f *userFlags) service(ctx context.Context, stderr io.Writer) (*user.Service, func() error, error) {
+	db, closeEngines, err := f.open(ctx, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := app.UserService(ctx, db)
+	if err != nil {
+		return nil, nil, errors.Join(err, closeEngines())
+	}
+	return svc, closeEngines, nil
 }
 
 // printUser writes u as the service's API does.
@@ -116,7 +128,7 @@ stays out of the shell's history and the process list: e.g. printf '%s\n' "$PASS
 	if err != nil {
 		return err
 	}
-	svc, _, closeEngines, err := f.service(ctx, stderr)
+	svc, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -155,7 +167,7 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	if *username == "" || role == "" {
 		return errors.New("--username and --role are required")
 	}
-	svc, _, closeEngines, err := f.service(ctx, stderr)
+	svc, closeEngines, err := f.service(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -189,13 +201,17 @@ this command as you would the database.`, stderr)
 	if *ttl <= 0 || *ttl > user.MaxTokenTTL {
 		return fmt.Errorf("--ttl must be positive and at most %v", user.MaxTokenTTL)
 	}
-	svc, db, closeEngines, err := f.service(ctx, stderr)
+	db, closeEngines, err := f.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
 	p := auth.Principal{UserID: *userID, Role: auth.RoleUser}
 	if *username != "" {
+		svc, err := app.UserService(ctx, db)
+		if err != nil {
+			return err
+		}
 		u, err := svc.ByUsername(ctx, *username)
 		if err != nil {
 			return err
@@ -222,7 +238,7 @@ the tokens it signed have expired, so nobody is signed out. Keys retired over a 
 	if err := app.Parse(f.fs, args, getenv); err != nil {
 		return err
 	}
-	_, db, closeEngines, err := f.service(ctx, stderr)
+	db, closeEngines, err := f.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

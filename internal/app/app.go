@@ -22,11 +22,11 @@ import (
 
 // App is a running board: the engines and the services of its configuration, from Run until Shutdown.
 type App struct {
-	cfg     Config
 	logger  *slog.Logger
 	engines *Engines
 	urls    map[string]string // service name -> base URL of its listener
-	servers []*http.Server    // in order of start; the debug listener last
+	servers []*http.Server    // the services', in order of start
+	debug   *http.Server      // the profiler's, if any
 
 	relays, workers, consumers *background
 	failed                     chan error
@@ -36,12 +36,15 @@ type App struct {
 // had started is stopped again.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err error) {
 	logger.Info("starting", "version", Version(), "config", cfg)
-	a = &App{cfg: cfg, logger: logger, engines: NewEngines(&cfg, logger), urls: map[string]string{},
+	a = &App{logger: logger, engines: NewEngines(&cfg, logger), urls: map[string]string{},
 		relays: &background{}, workers: &background{}, consumers: &background{},
-		failed: make(chan error, 2*len(cfg.Services)+1)}
+		failed: make(chan error, 2*len(cfg.Services)+1)} // a server and a consumer per service, and the profiler
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, a.stop(context.WithoutCancel(ctx)))
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			defer cancel()
+			err = errors.Join(err, a.stop(stopCtx))
+			a = nil
 		}
 	}()
 	e := a.engines
@@ -101,6 +104,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 		}
 		srv := httpio.Server{Service: s.Name, API: api, Guard: guard, OpenAPI: doc, Checks: checks, Gatherer: reg,
 			Metrics: metrics, Logger: logger, RequestTimeout: cfg.RequestTimeout}.HTTPServer()
+		a.servers = append(a.servers, srv)
 		a.serve(s.Name, srv, ln)
 	}
 	if cfg.DebugAddr != "" {
@@ -113,7 +117,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 
 // serve serves srv on ln until Shutdown; a server that fails on its own is reported by Failed.
 func (a *App) serve(name string, srv *http.Server, ln net.Listener) {
-	a.servers = append(a.servers, srv)
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			a.failed <- fmt.Errorf("%s: %w", name, err)
@@ -137,6 +140,7 @@ func (a *App) serveDebug(addr string) error {
 	// No write timeout: a CPU profile or a trace streams for as long as it was asked to (?seconds=).
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	a.urls["debug"] = "http://" + loopbackAddr(ln.Addr().String())
+	a.debug = srv
 	a.serve("debug", srv, ln)
 	return nil
 }
@@ -148,28 +152,26 @@ func (a *App) URL(service string) string { return a.urls[service] }
 // RedisAddrs returns the addresses of the Redis the app uses: the configured ones, or the embedded server's.
 func (a *App) RedisAddrs() []string { return a.engines.redisAddrs }
 
-// KafkaBrokers returns the addresses of the Kafka brokers the app uses: the configured ones, or the embedded one's.
-func (a *App) KafkaBrokers() []string { return a.engines.KafkaBrokers }
-
 // Failed reports a server or consumer that stopped on its own; the app should then be shut down.
 func (a *App) Failed() <-chan error { return a.failed }
 
 // Shutdown stops the app in reverse order of start: the HTTP servers (waiting for requests in flight until ctx
 // ends), then the consumers (they commit what they applied and leave their groups), the services' background work
 // (which may still write events), the relays (which flush what was written and leave their coordinators), and last
-// the engines.
-func (a *App) Shutdown(ctx context.Context) error {
-	err := a.stop(ctx)
-	if err == nil {
-		a.logger.Info("shutdown complete")
-	}
-	return err
-}
+// the engines. The profiler's listener is closed at once: a profile being taken must not hold the others up.
+func (a *App) Shutdown(ctx context.Context) error { return a.stop(ctx) }
 
 func (a *App) stop(ctx context.Context) error {
 	var errs []error
+	if a.debug != nil {
+		errs = append(errs, a.debug.Close())
+		a.debug = nil
+	}
 	for i := len(a.servers) - 1; i >= 0; i-- {
-		errs = append(errs, a.servers[i].Shutdown(ctx))
+		if err := a.servers[i].Shutdown(ctx); err != nil {
+			// Past the deadline: end the requests still in flight before the engines under them close.
+			errs = append(errs, err, a.servers[i].Close())
+		}
 	}
 	a.servers = nil
 	a.consumers.stop()
@@ -192,5 +194,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	return errors.Join(err, a.Shutdown(shutdownCtx))
+	if err = errors.Join(err, a.Shutdown(shutdownCtx)); err == nil {
+		logger.Info("shutdown complete") // else main reports err
+	}
+	return err
 }

@@ -318,8 +318,8 @@ func ParseServe(args []string, getenv func(string) string, w io.Writer) (Config,
 	return cfg, nil
 }
 
-// LogValue is the configuration as logged at start: every field, with the passwords (of Redis, and in the MySQL
-// DSN) masked.
+// LogValue is the configuration as logged at start: every field, with the passwords (of Redis, in the MySQL DSN and
+// in the origins' URLs) masked.
 func (c Config) LogValue() slog.Value {
 	const masked = "***"
 	if c.RedisPassword != "" {
@@ -331,6 +331,13 @@ func (c Config) LogValue() slog.Value {
 	} else if err != nil && c.MySQLDSN != "" {
 		c.MySQLDSN = masked // unparseable: it may hold a password anywhere
 	}
+	origins := make(map[string]string, len(c.Origins))
+	for name, o := range c.Origins {
+		if u, err := url.Parse(o); err == nil {
+			origins[name] = u.Redacted() // a base URL may carry a user and password
+		}
+	}
+	c.Origins = origins
 	v := reflect.ValueOf(c)
 	attrs := make([]slog.Attr, 0, v.NumField())
 	for i := range v.NumField() {

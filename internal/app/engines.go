@@ -51,7 +51,7 @@ func (e *Engines) StartRedis(ctx context.Context) error {
 		e.closers = append(e.closers, srv.Close)
 		addrs = []string{srv.Addr()}
 	}
-	// Calls end at their context's deadline too: a request's, or the one by which the view service needs a count
+	// Calls end at their context's deadline: a request's, or the one by which the view service needs a count
 	// written (internal/view, "A crashed instance").
 	rdb, err := redisclient.Connect(ctx, addrs, e.Config.RedisPassword)
 	if err != nil {

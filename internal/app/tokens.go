@@ -10,19 +10,14 @@ import (
 	"board/internal/user"
 )
 
-// UserService opens the user service over its database on e, for the shell: its ids come from the node reserved
-// for tools. It returns the database too, for the tools that work on the signing keys.
-func UserService(ctx context.Context, e *Engines) (*user.Service, *sqldb.DB, error) {
-	db, err := e.OpenService(ctx, "user")
-	if err != nil {
-		return nil, nil, err
-	}
+// UserService is the user service over its database db, for the shell: its ids come from the node reserved for
+// tools. Building it loads the signing keys, generating the first when there is none.
+func UserService(ctx context.Context, db *sqldb.DB) (*user.Service, error) {
 	ids, err := snowflake.New(snowflake.MaxNode, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	svc, err := user.NewService(ctx, db, ids, user.Config{})
-	return svc, db, err
+	return user.NewService(ctx, db, ids, user.Config{})
 }
 
 // TokenMinter mints access tokens for benchmarks and tests, from the signing keys of the user database it opened

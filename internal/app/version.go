@@ -2,6 +2,7 @@ package app
 
 import (
 	"runtime/debug"
+	"strings"
 )
 
 // Version says which build this is: the module version and the VCS revision the binary was built from, as the Go
@@ -23,7 +24,8 @@ func Version() string {
 			}
 		}
 	}
-	if revision != "" {
+	// A version derived from the VCS (v0.0.0-<time>-<revision>) names the revision already.
+	if revision != "" && !strings.Contains(v, revision[:min(12, len(revision))]) {
 		v += " " + revision + modified
 	}
 	return v

@@ -27,6 +27,7 @@ const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|rea
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
+// Command is `board bench <name> [flags]`: the measurement args name, printing its figures to stdout.
 func Command(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {

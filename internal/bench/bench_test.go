@@ -1,9 +1,10 @@
 package bench
 
 import (
-	"board/internal/app"
 	"bytes"
 	"testing"
+
+	"board/internal/app"
 )
 
 // The list benchmarks' deep cases fit the seeded data unless told otherwise, and refuse to time past its end.

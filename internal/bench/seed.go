@@ -31,6 +31,7 @@ var maxSeedOwner = int64((time.Duration(1<<41)*time.Millisecond - 24*time.Hour) 
 // would run into the next owner's.
 const maxSeedRows = int64(seedSpan/2/time.Millisecond) * (snowflake.MaxSeq + 1)
 
+// Seed is `board seed [articles|comments] [flags]`: a resumable bulk load of generated rows, for experiments.
 func Seed(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "comments" {
 		return seedComments(ctx, args[1:], getenv, stdout, stderr)

@@ -1,12 +1,13 @@
 package bench
 
 import (
-	"board/internal/app"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"board/internal/app"
 )
 
 // benchWriter is the user a bench's articles are written by.
@@ -17,6 +18,7 @@ const benchWriter = 1
 func boardUserDBFlags(fs *flag.FlagSet) (open func(ctx context.Context, logger *slog.Logger) (*app.TokenMinter, func(), error)) {
 	cfg := app.Default()
 	cfg.MySQLMaxConns = 4
+	cfg.Migrate = false // the board's database is the board's to migrate: a wrong --data-dir must fail, not make one
 	fs.StringVar(&cfg.DataDir, "data-dir", "./board-data", "the board's --data-dir: its user database signs the tokens of the users the bench writes as")
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "the board's --mysql-dsn (empty: its SQLite files in --data-dir)")
 	fs.StringVar(&cfg.MySQLDBPrefix, "mysql-db-prefix", "", "the board's --mysql-db-prefix")
