@@ -14,7 +14,7 @@ import (
 	"board/internal/bench"
 )
 
-const usage = `board — a bulletin-board backend of six event-driven services.
+const usage = `board — a bulletin-board site: event-driven services and their web pages.
 
 Usage:
   board serve [service...]   run services (default: all of them)

@@ -169,7 +169,7 @@ const (
 func (c *Config) EngineFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the embedded engines' files (SQLite, Redis snapshot, Kafka log)")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
-	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (article, comment, article_like, article_view)")
+	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (user, article, comment, article_like, article_view)")
 	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", c.MySQLMaxConns, "maximum open MySQL connections per service")
 	fs.DurationVar(&c.MySQLTimeouts.Dial, "mysql-dial-timeout", c.MySQLTimeouts.Dial, "how long connecting to MySQL may take")
 	fs.DurationVar(&c.MySQLTimeouts.Read, "mysql-read-timeout", c.MySQLTimeouts.Read, "how long MySQL may stay silent on a connection, even for work no request waits for; longer than the longest statement (migrations)")
