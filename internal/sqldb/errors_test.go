@@ -121,6 +121,9 @@ func TestRefusedConnectionIsUnavailable(t *testing.T) {
 	defer admin.Close()
 	name := "board_busy_" + sqldbtest.RandomSuffix()
 	dbDSN := sqldbtest.DatabaseDSN(t, name)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"`"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.ExecContext(ctx, "CREATE USER '"+name+"'@'%' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -133,37 +136,28 @@ func TestRefusedConnectionIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.User, cfg.Passwd = name, "pw"
-	db, err := sqldb.OpenMySQL(ctx, cfg.FormatDSN(), 4)
+	// The one connection the user may have is taken first; whatever needs a second one is refused, be it the open
+	// (its ping) or a query after it.
+	raw, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	// The one connection the user may have is held by a transaction; a read needs a second one.
-	held := make(chan struct{})
-	release := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- db.Transact(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	select {
-	case <-held:
-	case err := <-done:
-		t.Fatalf("the transaction ended early: %v", err)
-	}
-	var one int
-	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
-	close(release)
-	if err := <-done; err != nil {
+	defer raw.Close()
+	held, err := raw.Conn(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
+	if _, err := held.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.OpenMySQL(ctx, cfg.FormatDSN(), 4)
+	if err == nil {
+		defer db.Close()
+		var one int
+		err = db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	}
 	if f, ok := fault.As(err); !ok || f.Kind != fault.Unavailable {
-		t.Errorf("a read beyond the user's connections: %v, want an Unavailable fault", err)
+		t.Errorf("a connection beyond the user's limit: %v, want an Unavailable fault", err)
 	}
 }
