@@ -11,12 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"board/internal/apijson"
+	"board/internal/backoff"
 	"board/internal/fault"
 	"board/internal/snowflake"
 )
@@ -79,27 +79,10 @@ type retryPolicy struct {
 	sleep     func(ctx context.Context, d time.Duration) error
 }
 
-var defaultRetry = retryPolicy{attempts: 100, base: time.Millisecond, max: time.Second, sleep: sleep}
+var defaultRetry = retryPolicy{attempts: 100, base: time.Millisecond, max: time.Second, sleep: backoff.Sleep}
 
 // wait returns how long to wait after the given failed attempt (from 1): uniform in [0, ceiling).
-func (p retryPolicy) wait(attempt int) time.Duration {
-	ceiling := p.max
-	if attempt < 32 && p.base<<(attempt-1) < p.max {
-		ceiling = p.base << (attempt - 1)
-	}
-	return rand.N(ceiling)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p retryPolicy) wait(attempt int) time.Duration { return backoff.Jitter(attempt, p.base, p.max) }
 
 // Stats counts a strategy's work since the service started.
 type Stats struct {

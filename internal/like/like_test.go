@@ -524,7 +524,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := defaultRetry.sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("sleep with a cancelled context: %v", err)
 	}
 	svc := newTestService(t, sqldbtest.OpenSQLite(t, Migrate), "")

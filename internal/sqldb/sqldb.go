@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"board/internal/backoff"
 	"board/internal/fault"
 )
 
@@ -224,11 +224,11 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if attempt == maxAttempts {
 			return db.classify(fmt.Errorf("transaction retried up to its bound of %d attempts: %w", attempt, err))
 		}
-		wait := retryWait(attempt)
+		wait := backoff.Jitter(attempt, retryBase, retryMax)
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
 			return db.classify(fmt.Errorf("transaction not retried after attempt %d: no time for another before the deadline: %w", attempt, err))
 		}
-		if serr := sleep(ctx, wait); serr != nil {
+		if serr := backoff.Sleep(ctx, wait); serr != nil {
 			return db.classify(fmt.Errorf("transaction not retried after attempt %d: %w (%w)", attempt, err, serr))
 		}
 	}
@@ -244,27 +244,6 @@ const (
 	retryBase   = 4 * time.Millisecond
 	retryMax    = 128 * time.Millisecond
 )
-
-// retryWait returns how long to wait after the given failed attempt (from 1): uniform in [0, ceiling).
-func retryWait(attempt int) time.Duration {
-	ceiling := retryMax
-	if attempt < 16 && retryBase<<(attempt-1) < retryMax {
-		ceiling = retryBase << (attempt - 1)
-	}
-	return rand.N(ceiling)
-}
-
-// sleep waits for d or until ctx ends, whichever comes first, and returns ctx's error in the second case.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 func (db *DB) transactOnce(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	tx, err := db.write.BeginTx(ctx, nil)
