@@ -21,6 +21,9 @@ func Jitter(attempt int, base, max time.Duration) time.Duration {
 
 // Sleep waits for d or until ctx ends, whichever comes first, and returns ctx's error in the second case.
 func Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil { // an ended context wins even over a wait already over
+		return err
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

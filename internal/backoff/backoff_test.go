@@ -33,8 +33,10 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("Sleep under a cancelled context: %v, want context.Canceled", err)
+	for _, d := range []time.Duration{time.Hour, 0} {
+		if err := Sleep(ctx, d); !errors.Is(err, context.Canceled) {
+			t.Errorf("Sleep(%v) under a cancelled context: %v, want context.Canceled", d, err)
+		}
 	}
 	if err := Sleep(context.Background(), time.Millisecond); err != nil {
 		t.Errorf("Sleep: %v", err)
