@@ -3,9 +3,12 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +18,9 @@ import (
 // Migrate applies, in version order, the migrations in fsys's migrations/<dialect>/ of component (a service, or a shared part
 // such as the outbox that lives in several services' databases) not yet recorded in schema_migrations.
 // Files are named NNN_description.sql. It is idempotent and safe to run from several instances at once: on MySQL
-// a named lock serializes them, on SQLite the single write connection does.
+// a named lock serializes them, on SQLite the single write connection does. Behind Vitess it runs
+// migrations/vitess/ too, recorded as the component "<component>/vitess", and then applies the component's VSchema
+// (migrations/vitess/vschema.json).
 func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	files, err := migrationFiles(fsys, path.Join("migrations", string(db.Dialect)))
 	if err != nil {
@@ -32,7 +37,7 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 		}
 		defer func() {
 			// It fails only with the connection, and the session's end releases the lock too.
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.migrate'))")
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", migrationLock(db.Name))
 		}()
 	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -43,6 +48,40 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
+	if db.vitess {
+		var own vschema
+		if err := json.Unmarshal([]byte(migrationsVSchema), &own); err != nil {
+			return err
+		}
+		if err := applyVSchema(ctx, conn, db.Name, own); err != nil {
+			return err
+		}
+	}
+	if err := migrateFiles(ctx, db, conn, component, fsys, files); err != nil {
+		return err
+	}
+	if !db.vitess {
+		return nil
+	}
+	// The tables first, their VSchema after: vtgate shows a table's VSchema only once it knows the table.
+	if files, err = migrationFiles(fsys, "migrations/vitess"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := migrateFiles(ctx, db, conn, component+"/vitess", fsys, files); err != nil {
+		return err
+	}
+	vs, ok, err := readVSchema(fsys)
+	if err != nil || !ok {
+		return err
+	}
+	if err := applyVSchema(ctx, conn, db.Name, vs); err != nil {
+		return fmt.Errorf("%s vschema on %s: %w", component, db.Name, err)
+	}
+	return nil
+}
+
+// migrateFiles applies the migrations of files that schema_migrations does not record for component.
+func migrateFiles(ctx context.Context, db *DB, conn *sql.Conn, component string, fsys fs.FS, files []migration) error {
 	applied := map[int64]bool{}
 	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations WHERE component = ?", component)
 	if err != nil {
@@ -81,6 +120,7 @@ func migrationFiles(fsys fs.FS, dir string) ([]migration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == "vschema.json" })
 	var out []migration
 	for _, e := range entries {
 		name := e.Name()
@@ -141,23 +181,31 @@ func statements(body string) []string {
 	return out
 }
 
+// migrationLock names the lock of database name's migrations.
+func migrationLock(name string) string { return name + ".migrate" }
+
 // migrationLockWait is how long an instance waits for another's migrations to finish.
 const migrationLockWait = 60 * time.Second
 
 // takeMigrationLock takes the MySQL named lock that serializes migrations, asking in waits of a few seconds: one
 // long GET_LOCK would outlast the driver's read timeout and read as a dead connection.
 func takeMigrationLock(ctx context.Context, conn *sql.Conn, name string) error {
+	return takeLock(ctx, conn, migrationLock(name), "the migration lock on "+name)
+}
+
+// takeLock takes the MySQL named lock lock (what says what it guards, for errors), asking in waits of a few seconds.
+func takeLock(ctx context.Context, conn *sql.Conn, lock, what string) error {
 	deadline := time.Now().Add(migrationLockWait)
 	for {
 		var got sql.NullInt64
-		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(DATABASE(), '.migrate'), 5)").Scan(&got); err != nil {
-			return fmt.Errorf("take the migration lock on %s: %w", name, err)
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 5)", lock).Scan(&got); err != nil {
+			return fmt.Errorf("take %s: %w", what, err)
 		}
 		if got.Int64 == 1 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("take the migration lock on %s: another instance has held it for over %v", name, migrationLockWait)
+			return fmt.Errorf("take %s: another instance has held it for over %v", what, migrationLockWait)
 		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 type DB struct {
 	Dialect Dialect
 	Name    string // database name (MySQL) or file path (SQLite), for logs
+	vitess  bool   // the MySQL server is Vitess's vtgate, and the database a keyspace
 	read    *sql.DB
 	write   *sql.DB
 }
@@ -80,15 +81,17 @@ const (
 	DefaultMySQLWriteTimeout = 30 * time.Second
 )
 
-// OpenMySQL connects to the database named in dsn, creating it first when it does not exist. A server that cannot
-// be reached or does not answer is a fault.Unavailable error, within the DSN's timeouts (see DefaultMySQLReadTimeout)
-// when ctx has no earlier deadline.
+// OpenMySQL connects to the database named in dsn, creating it first when it does not exist. Behind Vitess's vtgate
+// the database is a keyspace, which Vitess makes (scripts/vitess does). A server that cannot be reached or does not
+// answer is a fault.Unavailable error, within the DSN's timeouts (see DefaultMySQLReadTimeout) when ctx has no
+// earlier deadline.
 func OpenMySQL(ctx context.Context, dsn string, maxConns int) (*DB, error) {
 	cfg, err := mysqlConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if err := createDatabase(ctx, *cfg); err != nil {
+	vitess, err := createDatabase(ctx, *cfg)
+	if err != nil {
 		return nil, classify(MySQL, err)
 	}
 	conn, err := mysql.NewConnector(cfg)
@@ -101,9 +104,12 @@ func OpenMySQL(ctx context.Context, dsn string, maxConns int) (*DB, error) {
 	pool.SetConnMaxLifetime(5 * time.Minute)
 	if err := pool.PingContext(ctx); err != nil {
 		pool.Close()
+		if vitess {
+			err = fmt.Errorf("%w (behind vtgate, a database is a keyspace that Vitess must have)", err)
+		}
 		return nil, classify(MySQL, fmt.Errorf("connect to mysql database %s: %w", cfg.DBName, err))
 	}
-	return &DB{Dialect: MySQL, Name: cfg.DBName, read: pool, write: pool}, nil
+	return &DB{Dialect: MySQL, Name: cfg.DBName, vitess: vitess, read: pool, write: pool}, nil
 }
 
 // mysqlConfig parses dsn and sets what every connection needs: UTC times, one round trip per query, matched-row
@@ -136,21 +142,29 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-func createDatabase(ctx context.Context, cfg mysql.Config) error {
+// createDatabase creates cfg's database unless the server is a vtgate, which it reports: there, CREATE DATABASE
+// would make an unsharded keyspace.
+func createDatabase(ctx context.Context, cfg mysql.Config) (vitess bool, err error) {
 	name := cfg.DBName
 	cfg.DBName = ""
 	conn, err := mysql.NewConnector(&cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	server := sql.OpenDB(conn)
 	defer server.Close()
+	if vitess, err = isVitess(ctx, server); err != nil || vitess {
+		return vitess, err
+	}
 	_, err = server.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+QuoteIdent(name)+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
 	if err != nil {
-		return fmt.Errorf("create mysql database %s: %w", name, err)
+		return false, fmt.Errorf("create mysql database %s: %w", name, err)
 	}
-	return nil
+	return false, nil
 }
+
+// Vitess reports whether the database is a keyspace behind Vitess's vtgate.
+func (db *DB) Vitess() bool { return db.vitess }
 
 // QuoteIdent quotes a MySQL identifier.
 func QuoteIdent(name string) string {

@@ -1,0 +1,224 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// A service's database behind Vitess's vtgate is a keyspace, usually sharded. Each table of a sharded keyspace needs
+// a primary vindex in the keyspace's VSchema, which tells vtgate the shard a row lives on; a component declares those
+// of its tables in migrations/vitess/vschema.json, in Vitess's own VSchema format, and Migrate applies it through
+// vtgate with ALTER VSCHEMA (vtgate must allow it: --vschema-ddl-authorized-users). Tables only Vitess needs (the
+// lookup tables of lookup vindexes) are created by migrations/vitess/NNN_*.sql.
+
+// isVitess reports whether the server conn talks to is Vitess's vtgate, which reports a version ending in "-Vitess".
+func isVitess(ctx context.Context, conn interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (bool, error) {
+	var version string
+	if err := conn.QueryRowContext(ctx, "SELECT @@version").Scan(&version); err != nil {
+		return false, fmt.Errorf("read the server's version: %w", err)
+	}
+	return strings.Contains(version, "Vitess"), nil
+}
+
+// vschemaLock names the lock that serializes VSchema changes.
+const vschemaLock = "board.vschema"
+
+// vschema is the part of a Vitess keyspace VSchema (vschema.proto's Keyspace, as JSON) that a component declares.
+type vschema struct {
+	Vindexes map[string]vindex `json:"vindexes"`
+	Tables   map[string]struct {
+		ColumnVindexes []columnVindex `json:"column_vindexes"`
+	} `json:"tables"`
+}
+
+type vindex struct {
+	Type   string            `json:"type"`
+	Params map[string]string `json:"params"`
+	Owner  string            `json:"owner"`
+}
+
+type columnVindex struct {
+	Column string `json:"column"`
+	Name   string `json:"name"`
+}
+
+// migrationsVSchema is the VSchema of schema_migrations itself: hashed by version, so that each shard holds some of
+// the records (DDL runs on every shard; a record only says it ran).
+const migrationsVSchema = `{
+	"vindexes": {"hash": {"type": "hash"}},
+	"tables": {"schema_migrations": {"column_vindexes": [{"column": "version", "name": "hash"}]}}
+}`
+
+// readVSchema reads a component's migrations/vitess/vschema.json; ok is false when it has none.
+func readVSchema(fsys fs.FS) (vs vschema, ok bool, err error) {
+	body, err := fs.ReadFile(fsys, "migrations/vitess/vschema.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return vschema{}, false, nil
+	}
+	if err != nil {
+		return vschema{}, false, err
+	}
+	if err := json.Unmarshal(body, &vs); err != nil {
+		return vschema{}, false, fmt.Errorf("migrations/vitess/vschema.json: %w", err)
+	}
+	return vs, true, nil
+}
+
+// applyVSchema adds to the keyspace's VSchema the column vindexes of vs it lacks, in each table's order (the first is
+// its primary vindex), and waits until vtgate routes by them. A table whose primary vindex differs is an error: moving
+// rows to other shards is Vitess's work (a MoveTables or Reshard workflow), not a migration's.
+//
+// Changes to every keyspace's VSchema are serialized by one named lock (vtgate takes named locks on one shard for
+// all keyspaces): each change rebuilds the VSchema vtgates serve from all keyspaces', and two rebuilds at once can
+// lose one of the changes.
+func applyVSchema(ctx context.Context, conn *sql.Conn, keyspace string, vs vschema) error {
+	if err := takeLock(ctx, conn, vschemaLock, "the VSchema lock"); err != nil {
+		return err
+	}
+	defer func() {
+		// It fails only with the connection, and the session's end releases the lock too.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", vschemaLock)
+	}()
+	tables := make([]string, 0, len(vs.Tables))
+	for t := range vs.Tables {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, table := range tables {
+		want := vs.Tables[table].ColumnVindexes
+		have, err := columnVindexes(ctx, conn, table)
+		if err != nil {
+			return err
+		}
+		if len(have) > 0 && len(want) > 0 && have[0] != want[0].Name {
+			return fmt.Errorf("vschema of %s.%s: its primary vindex is %s, board shards it by %s(%s)",
+				keyspace, table, have[0], want[0].Name, want[0].Column)
+		}
+		added := false
+		for _, cv := range want {
+			if slices.Contains(have, cv.Name) {
+				continue
+			}
+			v, ok := vs.Vindexes[cv.Name]
+			if !ok {
+				return fmt.Errorf("vschema of %s: table %s names vindex %s, which it does not define", keyspace, table, cv.Name)
+			}
+			stmt := "ALTER VSCHEMA ON " + QuoteIdent(table) + " ADD VINDEX " + QuoteIdent(cv.Name) + "(" +
+				QuoteIdent(cv.Column) + ") USING " + v.Type + vindexParams(keyspace, v)
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("%w in: %s (vtgate must let this user change VSchemas: --vschema-ddl-authorized-users)", err, stmt)
+			}
+			added = true
+		}
+		if added {
+			if err := awaitVindexes(ctx, conn, table, len(want)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// vindexParams is the WITH clause of a vindex's parameters and owner, each written as an identifier (a quoted
+// string would keep its quotes in the VSchema). A lookup table named without its keyspace is this keyspace's: vtgate
+// needs it qualified.
+func vindexParams(keyspace string, v vindex) string {
+	keys := make([]string, 0, len(v.Params))
+	for k := range v.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var params []string
+	for _, k := range keys {
+		val := QuoteIdent(v.Params[k])
+		if k == "table" {
+			ks, table, ok := strings.Cut(v.Params[k], ".")
+			if !ok {
+				ks, table = keyspace, v.Params[k]
+			}
+			val = QuoteIdent(ks) + "." + QuoteIdent(table)
+		}
+		params = append(params, k+"="+val)
+	}
+	if v.Owner != "" {
+		params = append(params, "owner="+QuoteIdent(v.Owner))
+	}
+	if len(params) == 0 {
+		return ""
+	}
+	return " WITH " + strings.Join(params, ", ")
+}
+
+// columnVindexes returns the names of table's column vindexes in the VSchema vtgate serves, primary first; none for
+// a table it does not declare (vtgate answers VT05005, "table does not exist", for a table of a sharded keyspace that
+// its VSchema leaves out, even one that exists).
+func columnVindexes(ctx context.Context, conn *sql.Conn, table string) ([]string, error) {
+	// Columns: Columns, Name, Type, Params, Owner.
+	names, err := stringColumn(ctx, conn, "SHOW VSCHEMA VINDEXES ON "+QuoteIdent(table), 1)
+	if err != nil && strings.Contains(err.Error(), "VT05005") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the VSchema of %s: %w", table, err)
+	}
+	return names, nil
+}
+
+// awaitVindexes waits until vtgate's VSchema, which follows the topology asynchronously, shows n column vindexes on
+// table.
+func awaitVindexes(ctx context.Context, conn *sql.Conn, table string, n int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		have, err := columnVindexes(ctx, conn, table)
+		if err != nil {
+			return err
+		}
+		if len(have) >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("vtgate did not show the VSchema of %s within 30s", table)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stringColumn returns column i of every row of query.
+func stringColumn(ctx context.Context, conn *sql.Conn, query string, i int) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for j := range vals {
+			ptrs[j] = &vals[j]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, vals[i].String)
+	}
+	return out, rows.Err()
+}
