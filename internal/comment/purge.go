@@ -42,8 +42,9 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 				return err
 			}
 			if len(ids) > 0 {
+				// article_id, the shard key, routes the delete to this transaction's shard behind Vitess directly.
 				in, args := sqldb.In("comment_id", ids)
-				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+in, args...)
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE article_id = ? AND "+in, append([]any{articleID}, args...)...)
 				if err != nil {
 					return err
 				}

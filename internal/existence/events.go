@@ -54,9 +54,10 @@ func (r *Registry) applyDeleted(ctx context.Context, env event.Envelope) error {
 	err = r.db.Transact(ctx, func(tx *sql.Tx) error {
 		queued = false
 		// The row is created first, so that the locking read below locks a row and not a gap (two such gap locks
-		// would deadlock each other's inserts on MySQL).
+		// would deadlock each other's inserts on MySQL). An upsert that changes nothing sets a column other than the
+		// key to itself: Vitess refuses any update of a shard key column (VT12001).
 		if _, err := tx.ExecContext(ctx, "INSERT INTO article_existence (article_id, deleted, article_version) VALUES (?, FALSE, 0)"+
-			r.db.OnConflictUpdate("article_id", "article_id = article_id"), id); err != nil {
+			r.db.OnConflictUpdate("article_id", "deleted = deleted"), id); err != nil {
 			return err
 		}
 		var deleted bool
@@ -69,7 +70,7 @@ func (r *Registry) applyDeleted(ctx context.Context, env event.Envelope) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO article_purge (article_id, queued_at) VALUES (?, ?)"+
-			r.db.OnConflictUpdate("article_id", "article_id = article_id"), id, r.cfg.Now().UTC().Truncate(time.Millisecond)); err != nil {
+			r.db.OnConflictUpdate("article_id", "queued_at = queued_at"), id, r.cfg.Now().UTC().Truncate(time.Millisecond)); err != nil {
 			return err
 		}
 		queued = true

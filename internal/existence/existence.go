@@ -295,7 +295,7 @@ func (r *Registry) fetch(ctx context.Context, articleID int64) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LookupTimeout)
 	defer cancel()
 	if _, err = r.db.ExecContext(ctx, "INSERT INTO article_existence (article_id, deleted, article_version) VALUES (?, FALSE, ?)"+
-		r.db.OnConflictUpdate("article_id", "article_id = article_id"), articleID, version); err != nil {
+		r.db.OnConflictUpdate("article_id", "deleted = deleted"), articleID, version); err != nil {
 		return err
 	}
 	r.memo.put(articleID, stateRecorded, r.cfg.Now().Add(liveTTL))

@@ -137,7 +137,8 @@ func (s *Store) Unlike(ctx context.Context, strategy Strategy, articleID, userID
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE article_like_id = ?", l.ID); err != nil {
+		// article_id, the shard key, keeps the statement on this transaction's shard behind Vitess.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE article_id = ? AND article_like_id = ?", articleID, l.ID); err != nil {
 			return err
 		}
 		return emit(event.ArticleUnliked, articleID, payload(l, count))

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"board/internal/apijson"
@@ -145,16 +144,29 @@ func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from
 	return out, rows.Err()
 }
 
-// remove deletes published rows of db's outbox.
-func remove(ctx context.Context, db *sqldb.DB, ids []int64) error {
-	if len(ids) == 0 {
+// published is an outbox row the broker has acknowledged: its id and its record key, the outbox's shard key.
+type published struct{ id, key int64 }
+
+// remove deletes published rows of db's outbox. Behind Vitess the record keys route the delete to the shards that
+// hold the rows, and the MULTI_SHARD_AUTOCOMMIT directive lets it commit on each shard by itself (the rows are
+// independent: a delete that fails on one shard leaves its rows to be published again); other engines read the
+// directive as a comment.
+func remove(ctx context.Context, db *sqldb.DB, rows []published) error {
+	if len(rows) == 0 {
 		return nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+	ids, keys, seen := make([]int64, len(rows)), make([]int64, 0, len(rows)), map[int64]bool{}
+	for i, r := range rows {
+		ids[i] = r.id
+		if !seen[r.key] {
+			seen[r.key] = true
+			keys = append(keys, r.key)
+		}
 	}
-	_, err := db.ExecContext(ctx, "DELETE FROM outbox WHERE outbox_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	inKeys, keyArgs := sqldb.In("record_key", keys)
+	inIDs, idArgs := sqldb.In("outbox_id", ids)
+	_, err := db.ExecContext(ctx, "DELETE /*vt+ MULTI_SHARD_AUTOCOMMIT=1 */ FROM outbox WHERE "+inKeys+" AND "+inIDs,
+		append(keyArgs, idArgs...)...)
 	return err
 }
 

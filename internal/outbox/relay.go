@@ -73,7 +73,7 @@ type Relay struct {
 	queue   chan Message
 
 	mu      sync.Mutex
-	acked   []int64       // published by the fast path, waiting to be deleted
+	acked   []published   // published by the fast path, waiting to be deleted
 	ackedCh chan struct{} // signals that acked grew
 }
 
@@ -175,7 +175,7 @@ func (r *Relay) send(m Message, path string, done func(error)) {
 		}
 		r.metrics.publishedBy(path, 1)
 		r.mu.Lock()
-		r.acked = append(r.acked, m.ID)
+		r.acked = append(r.acked, published{id: m.ID, key: m.Key})
 		r.mu.Unlock()
 		select {
 		case r.ackedCh <- struct{}{}:
@@ -217,17 +217,17 @@ func (r *Relay) deleteAcked(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DeleteTimeout)
 	defer cancel()
 	r.mu.Lock()
-	ids := r.acked
+	rows := r.acked
 	r.acked = nil
 	r.mu.Unlock()
-	for len(ids) > 0 {
-		n := min(len(ids), deleteBatch)
-		if err := remove(ctx, r.db, ids[:n]); err != nil {
+	for len(rows) > 0 {
+		n := min(len(rows), deleteBatch)
+		if err := remove(ctx, r.db, rows[:n]); err != nil {
 			// The rows stay; the poller publishes them again, which consumers tolerate.
-			r.logger.Warn("relay: cannot delete published rows", "rows", len(ids), "err", err)
+			r.logger.Warn("relay: cannot delete published rows", "rows", len(rows), "err", err)
 			return
 		}
-		ids = ids[n:]
+		rows = rows[n:]
 	}
 }
 
