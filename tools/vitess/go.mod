@@ -1,6 +1,7 @@
 // Vitess for a local sharded SQL tier (scripts/vitess), pinned here so that board's own go.mod does not carry it.
-// From this directory, `go build -trimpath -o DIR/ tool` builds vttestserver and the two binaries it runs from
-// $VTROOT/bin, vtcombo and mysqlctl (about 240 MB). `go install vitess.io/vitess/go/cmd/vttestserver@v0.24.4` is
+// From this directory, `go build -trimpath -o DIR/ tool ./vttestserver` builds vttestserver (upstream's, with
+// query servers sized for board, see vttestserver/main.go) and the two binaries it runs from $VTROOT/bin, vtcombo
+// and mysqlctl (about 240 MB). `go install vitess.io/vitess/go/cmd/vttestserver@v0.24.4` is
 // refused because Vitess's go.mod has an exclude directive; as a dependency of this module it builds as it is.
 // v0.24 is kept: Vitess drops MariaDB, which scripts/vitess runs it on, in v26.
 module board/tools/vitess
@@ -10,8 +11,9 @@ go 1.26.8
 tool (
 	vitess.io/vitess/go/cmd/mysqlctl
 	vitess.io/vitess/go/cmd/vtcombo
-	vitess.io/vitess/go/cmd/vttestserver
 )
+
+require vitess.io/vitess v0.24.4
 
 require (
 	github.com/AdaLogics/go-fuzz-headers v0.0.0-20240806141605-e8a1dd7889d6 // indirect
@@ -186,5 +188,4 @@ require (
 	gopkg.in/ini.v1 v1.67.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-	vitess.io/vitess v0.24.4 // indirect
 )
