@@ -68,7 +68,7 @@ type incarnation struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	suffix := sqldbtest.RandomSuffix()
-	dbPrefix := "board_cluster_" + suffix + "_"
+	dbPrefix := sqldbtest.Databases(t, "board_cluster_", testDatabases()...) // dropped at the end
 	redisPrefix := "test:cluster:" + suffix + ":"
 	c := &cluster{topicPrefix: "cluster-" + suffix + "-", dbs: map[string]*sql.DB{}}
 
@@ -84,15 +84,14 @@ func startCluster(t *testing.T) *cluster {
 		if s.Database == "" {
 			continue
 		}
-		dsn := sqldbtest.DatabaseDSN(t, dbPrefix+s.Database) // dropped at the end
 		if !s.Publishes {
 			continue // the checks read the producers' databases only
 		}
-		db, err := sql.Open("mysql", dsn)
+		db, err := sql.Open("mysql", sqldbtest.DSN(t, dbPrefix+s.Database))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { db.Close() }) // before DatabaseDSN's drop, registered earlier
+		t.Cleanup(func() { db.Close() }) // before the databases' drop, registered earlier
 		c.dbs[s.Database] = db
 	}
 

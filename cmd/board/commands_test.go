@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"board/internal/app"
-	"board/internal/sqldb/sqldbtest"
 )
 
 func TestHelpForEveryCommand(t *testing.T) {
@@ -117,9 +115,6 @@ func TestBenchLikesCountsExactly(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	args := append([]string{"bench", "likes", "--likes", "60", "--workers", "6"}, testFlags(t, t.TempDir())...)
-	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
-		sqldbtest.DatabaseDSN(t, flagValue(args, "--mysql-db-prefix")+"like_bench")
-	}
 	if err := run(context.Background(), args, noEnv, &out, &bytes.Buffer{}); err != nil {
 		t.Fatalf("bench likes: %v\n%s", err, out.String())
 	}

@@ -45,12 +45,7 @@ func testFlags(t *testing.T, dir string) []string {
 		"--log-format", "json"}
 	suffix := sqldbtest.RandomSuffix()
 	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
-		prefix := "board_e2e_" + suffix + "_"
-		for _, s := range app.Services() {
-			if s.Database != "" {
-				sqldbtest.DatabaseDSN(t, prefix+s.Database) // drops it at the end
-			}
-		}
+		prefix := sqldbtest.Databases(t, "board_e2e_", testDatabases()...) // dropped at the end
 		// Pools of 10, not 50: four boards of five databases run at once against one server.
 		flags = append(flags, "--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix, "--mysql-max-conns", "10")
 	}
@@ -65,6 +60,17 @@ func testFlags(t *testing.T, dir string) []string {
 		flags = append(flags, "--redis-addr", addr, "--redis-prefix", prefix)
 	}
 	return flags
+}
+
+// testDatabases lists the databases a test's board may use: the services' and the benches'.
+func testDatabases() []string {
+	names := []string{"like_bench", "relay_bench"}
+	for _, s := range app.Services() {
+		if s.Database != "" {
+			names = append(names, s.Database)
+		}
+	}
+	return names
 }
 
 // redisClient returns a client of the Redis at addr, a Redis Cluster when it lists several seed nodes.

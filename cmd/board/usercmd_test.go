@@ -8,7 +8,6 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"board/internal/app"
 	"board/internal/auth"
 	"board/internal/snowflake"
-	"board/internal/sqldb/sqldbtest"
 	"board/internal/user"
 )
 
@@ -30,10 +28,6 @@ type userFixture struct {
 
 func newUserFixture(t *testing.T) userFixture {
 	flags := testFlags(t, t.TempDir())
-	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
-		i := slices.Index(flags, "--mysql-db-prefix")
-		sqldbtest.DatabaseDSN(t, flags[i+1]+"user") // dropped at the end, whether or not serve knows the user service
-	}
 	return userFixture{t: t, flags: flags}
 }
 

@@ -1,6 +1,10 @@
 // Package sqldbtest runs one test suite on every SQL backend: an SQLite file always, and MariaDB/MySQL as well when
 // BOARD_TEST_MYSQL_DSN is set (e.g. "root@tcp(127.0.0.1:3306)/"). Each test gets a database of its own, dropped
 // when the test ends.
+//
+// BOARD_TEST_MYSQL_DSN may name Vitess's vtgate instead (scripts/vitess start --prefixes ...), whose keyspaces are
+// made by Vitess, not by CREATE DATABASE: BOARD_TEST_VITESS_PREFIXES then lists the prefixes of its keyspace sets,
+// and each test holds one set (all its databases) at a time, across processes, emptied before the test.
 package sqldbtest
 
 import (
@@ -21,6 +25,10 @@ import (
 
 // MySQLDSNEnv names the environment variable that turns the MySQL backend on.
 const MySQLDSNEnv = "BOARD_TEST_MYSQL_DSN"
+
+// VitessPrefixesEnv names the environment variable that says MySQLDSNEnv is a vtgate, and lists the database prefixes
+// of its keyspace sets, separated by commas.
+const VitessPrefixesEnv = "BOARD_TEST_VITESS_PREFIXES"
 
 // Run calls fn in a subtest per backend with a fresh database that migrate has prepared.
 func Run(t *testing.T, migrate func(context.Context, *sqldb.DB) error, fn func(t *testing.T, db *sqldb.DB)) {
@@ -52,10 +60,15 @@ func OpenSQLite(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *s
 }
 
 // OpenMySQL returns a migrated database of its own on the server BOARD_TEST_MYSQL_DSN names; it is dropped at the
-// end of the test.
+// end of the test (behind Vitess: a keyspace of a set the test holds).
 func OpenMySQL(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *sqldb.DB {
 	t.Helper()
-	dsn := DatabaseDSN(t, "board_test_"+RandomSuffix())
+	var dsn string
+	if os.Getenv(VitessPrefixesEnv) != "" {
+		dsn = DSN(t, Databases(t, "", "article")+"article")
+	} else {
+		dsn = DatabaseDSN(t, "board_test_"+RandomSuffix())
+	}
 	db, err := sqldb.OpenMySQL(context.Background(), dsn, 50)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +80,38 @@ func OpenMySQL(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *sq
 	return db
 }
 
+// Databases returns a database prefix of the test's own under which it may use the databases names (prefix + name):
+// on MySQL, base followed by a random suffix, whose databases are dropped when the test ends; behind Vitess, the
+// prefix of a keyspace set that the test holds until it ends, emptied first.
+func Databases(t testing.TB, base string, names ...string) string {
+	t.Helper()
+	if os.Getenv(VitessPrefixesEnv) != "" {
+		return holdKeyspaceSet(t, names)
+	}
+	prefix := base + RandomSuffix() + "_"
+	for _, name := range names {
+		DatabaseDSN(t, prefix+name)
+	}
+	return prefix
+}
+
+// serverDSN returns BOARD_TEST_MYSQL_DSN pointed at database name.
+func DSN(t testing.TB, name string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(os.Getenv(MySQLDSNEnv))
+	if err != nil {
+		t.Fatalf("%s: %v", MySQLDSNEnv, err)
+	}
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
 // DatabaseDSN returns BOARD_TEST_MYSQL_DSN pointed at database name, and drops that database when the test ends.
+// Behind Vitess, name must be a keyspace of a set the test holds (see Databases), and stays.
 func DatabaseDSN(t testing.TB, name string) string {
+	if os.Getenv(VitessPrefixesEnv) != "" {
+		return DSN(t, name)
+	}
 	t.Helper()
 	cfg, err := mysql.ParseDSN(os.Getenv(MySQLDSNEnv))
 	if err != nil {
