@@ -161,3 +161,20 @@ func TestRefusedConnectionIsUnavailable(t *testing.T) {
 		t.Errorf("a connection beyond the user's limit: %v, want an Unavailable fault", err)
 	}
 }
+
+func TestVitessUnavailableErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  *mysql.MySQLError
+		want bool
+	}{
+		{&mysql.MySQLError{Number: 1105, Message: "target: article.-80.primary: no healthy tablet available: vttablet: rpc error: code = Unavailable desc = ..."}, true},
+		{&mysql.MySQLError{Number: 1317, Message: "vttablet: rpc error: code = Aborted desc = transaction 17 ended at 2026-11-25 (exceeded timeout: 30s)"}, true},
+		{&mysql.MySQLError{Number: 1203, Message: "vttablet: rpc error: code = ResourceExhausted desc = transaction pool connection limit exceeded"}, true},
+		{&mysql.MySQLError{Number: 1317, Message: "multi-db transaction attempted: [target:{keyspace:\"article\" shard:\"-80\"} code = Aborted]"}, false},
+		{&mysql.MySQLError{Number: 1105, Message: "syntax error at position 12"}, false},
+	} {
+		if got := fault.KindOf(sqldb.Classify(sqldb.MySQL, c.err)) == fault.Unavailable; got != c.want {
+			t.Errorf("%d %q: unavailable = %v, want %v", c.err.Number, c.err.Message, got, c.want)
+		}
+	}
+}

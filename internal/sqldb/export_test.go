@@ -4,4 +4,5 @@ package sqldb
 var (
 	Retryable   = retryable
 	MaxAttempts = maxAttempts
+	Classify    = classify
 )

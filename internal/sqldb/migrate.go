@@ -20,7 +20,8 @@ import (
 // Files are named NNN_description.sql. It is idempotent and safe to run from several instances at once: on MySQL
 // a named lock serializes them, on SQLite the single write connection does. Behind Vitess it runs
 // migrations/vitess/ too, recorded as the component "<component>/vitess", and then applies the component's VSchema
-// (migrations/vitess/vschema.json).
+// (migrations/vitess/vschema.json). There no lock serializes the migrations (see vschemaLock), which are all
+// re-runnable DDL anyway: instances that run one at once both run it, and the second record of it is ignored.
 func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	files, err := migrationFiles(fsys, path.Join("migrations", string(db.Dialect)))
 	if err != nil {
@@ -31,7 +32,7 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 		return db.classify(err)
 	}
 	defer conn.Close()
-	if db.Dialect == MySQL {
+	if db.Dialect == MySQL && !db.vitess {
 		if err := takeMigrationLock(ctx, conn, db.Name); err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func migrateFiles(ctx context.Context, db *DB, conn *sql.Conn, component string,
 		if applied[m.version] {
 			continue
 		}
-		if err := apply(ctx, conn, fsys, component, m); err != nil {
+		if err := apply(ctx, db, conn, fsys, component, m); err != nil {
 			return fmt.Errorf("%s migration %s on %s: %w", component, m.name, db.Name, err)
 		}
 	}
@@ -137,7 +138,7 @@ func migrationFiles(fsys fs.FS, dir string) ([]migration, error) {
 
 // apply runs one migration file and records it. On SQLite the whole file is one transaction; MySQL commits DDL
 // statement by statement, so its migrations are written to be re-runnable (IF NOT EXISTS).
-func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, component string, m migration) error {
+func apply(ctx context.Context, db *DB, conn *sql.Conn, fsys fs.FS, component string, m migration) error {
 	body, err := fs.ReadFile(fsys, m.path)
 	if err != nil {
 		return err
@@ -152,7 +153,11 @@ func apply(ctx context.Context, conn *sql.Conn, fsys fs.FS, component string, m 
 			return fmt.Errorf("%w in: %s", err, stmt)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (component, version, name) VALUES (?, ?, ?)",
+	insert := "INSERT INTO"
+	if db.vitess {
+		insert = "INSERT IGNORE INTO" // another instance may have run it at the same time (see Migrate)
+	}
+	if _, err := tx.ExecContext(ctx, insert+" schema_migrations (component, version, name) VALUES (?, ?, ?)",
 		component, m.version, m.name); err != nil {
 		return err
 	}

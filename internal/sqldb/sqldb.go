@@ -323,6 +323,23 @@ func refusesConnections(err error) bool {
 	return errors.As(err, &my) && (my.Number == 1040 || my.Number == 1203 || my.Number == 1226)
 }
 
+// vitessUnavailable reports an error of vtgate's own that means a shard cannot be reached or is too busy for now: it
+// passes a tablet's gRPC status on as error 1105 (UNAVAILABLE: no healthy tablet, a tablet restarting) or 1317
+// (ABORTED, DEADLINE_EXCEEDED: a transaction its tablet ended, a timeout), naming the status in the message. A
+// transaction refused for spanning shards is 1317 too, and stays a bug.
+func vitessUnavailable(err error) bool {
+	var my *mysql.MySQLError
+	if !errors.As(err, &my) || (my.Number != 1105 && my.Number != 1317) || strings.Contains(my.Message, "multi-db transaction") {
+		return false
+	}
+	for _, status := range []string{"code = Unavailable", "code = Aborted", "code = DeadlineExceeded", "code = ResourceExhausted"} {
+		if strings.Contains(my.Message, status) {
+			return true
+		}
+	}
+	return false
+}
+
 // classify turns "the database cannot be reached or is too busy" into a fault the edge answers with 503.
 func (db *DB) classify(err error) error { return classify(db.Dialect, err) }
 
@@ -335,7 +352,8 @@ func classify(dialect Dialect, err error) error {
 	if _, ok := fault.As(err); ok {
 		return err
 	}
-	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) || refusesConnections(err) {
+	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) || refusesConnections(err) ||
+		vitessUnavailable(err) {
 		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", dialect)
 	}
 	return err

@@ -30,7 +30,10 @@ func isVitess(ctx context.Context, conn interface {
 	return strings.Contains(version, "Vitess"), nil
 }
 
-// vschemaLock names the lock that serializes VSchema changes.
+// vschemaLock names the lock that serializes VSchema changes. It is the only named lock board takes through vtgate,
+// and only for as long as the changes take: vtgate (v0.24) renews a session's named locks with a heartbeat every 5 s
+// and crashes (a nil pointer) when a heartbeat meets a lock session that has just ended, so no lock is held around
+// whole migrations, which can take longer.
 const vschemaLock = "board.vschema"
 
 // vschema is the part of a Vitess keyspace VSchema (vschema.proto's Keyspace, as JSON) that a component declares.
@@ -80,7 +83,7 @@ func readVSchema(fsys fs.FS) (vs vschema, ok bool, err error) {
 //
 // Changes to every keyspace's VSchema are serialized by one named lock (vtgate takes named locks on one shard for
 // all keyspaces): each change rebuilds the VSchema vtgates serve from all keyspaces', and two rebuilds at once can
-// lose one of the changes.
+// lose one of the changes (see vschemaLock).
 func applyVSchema(ctx context.Context, conn *sql.Conn, keyspace string, vs vschema) error {
 	if err := takeLock(ctx, conn, vschemaLock, "the VSchema lock"); err != nil {
 		return err

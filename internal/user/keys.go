@@ -257,11 +257,7 @@ func insertKey(ctx context.Context, tx *sql.Tx, k auth.Key) error {
 	return err
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func readKeys(ctx context.Context, db querier) ([]auth.Key, error) {
+func readKeys(ctx context.Context, db *sqldb.DB) ([]auth.Key, error) {
 	rows, err := db.QueryContext(ctx, "SELECT key_id, private_key, created_at FROM signing_key")
 	if err != nil {
 		return nil, fmt.Errorf("read signing keys: %w", err)
@@ -294,27 +290,23 @@ func Rotate(ctx context.Context, db *sqldb.DB, now time.Time) (auth.Key, error) 
 	if err != nil {
 		return auth.Key{}, err
 	}
-	err = db.Transact(ctx, func(tx *sql.Tx) error {
-		if err := insertKey(ctx, tx, k); err != nil {
-			return err
-		}
-		keys, err := readKeys(ctx, tx)
-		if err != nil {
-			return err
-		}
-		// Activation is each instance's setting, unknown here; retirements are dated with the default, which a day
-		// dwarfs.
-		for i, old := range keys {
-			if retired, ok := retiredAt(keys, i, 2*DefaultReload); ok && now.Sub(retired) > retiredKept {
-				if _, err := tx.ExecContext(ctx, "DELETE FROM signing_key WHERE key_id = ?", old.ID); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	// The insert, the read and the deletes are apart: behind Vitess the keys are spread over shards, and a
+	// transaction must stay on one. Nothing needs them together: a delete only drops a key long retired.
+	if err := db.Transact(ctx, func(tx *sql.Tx) error { return insertKey(ctx, tx, k) }); err != nil {
+		return auth.Key{}, fmt.Errorf("rotate the signing key: %w", err)
+	}
+	keys, err := readKeys(ctx, db)
 	if err != nil {
 		return auth.Key{}, fmt.Errorf("rotate the signing key: %w", err)
+	}
+	// Activation is each instance's setting, unknown here; retirements are dated with the default, which a day
+	// dwarfs.
+	for i, old := range keys {
+		if retired, ok := retiredAt(keys, i, 2*DefaultReload); ok && now.Sub(retired) > retiredKept {
+			if _, err := db.ExecContext(ctx, "DELETE FROM signing_key WHERE key_id = ?", old.ID); err != nil {
+				return auth.Key{}, fmt.Errorf("rotate the signing key: delete a retired key: %w", err)
+			}
+		}
 	}
 	return k, nil
 }

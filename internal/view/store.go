@@ -66,8 +66,28 @@ func (s *Store) Backup(ctx context.Context, articleID, count int64) error {
 // (so that two of them take their locks in the same order). An article it cannot back up here is skipped and
 // returned with its reason: existence.NotFound for a deleted one, existence.ErrUnknown for one the registry has not
 // heard of (Backup looks it up). Any other error fails them all, and nothing is written.
+//
+// Behind Vitess the articles' rows live on different shards, and a transaction must stay on one: there each
+// article gets a transaction of its own, and an error may come after some of them committed (backing up again is
+// harmless: a backup never lowers a count).
 func (s *Store) BackupMany(ctx context.Context, counts map[int64]int64) (skipped map[int64]error, err error) {
 	ids := slices.Sorted(maps.Keys(counts))
+	if !s.db.Vitess() {
+		return s.backupMany(ctx, ids, counts)
+	}
+	skipped = map[int64]error{}
+	for _, id := range ids {
+		one, err := s.backupMany(ctx, []int64{id}, counts)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(skipped, one)
+	}
+	return skipped, nil
+}
+
+// backupMany backs up the counts of ids, in that order, in one transaction (see BackupMany).
+func (s *Store) backupMany(ctx context.Context, ids []int64, counts map[int64]int64) (skipped map[int64]error, err error) {
 	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		skipped = map[int64]error{} // Transact may run this again after a deadlock
 		for _, id := range ids {

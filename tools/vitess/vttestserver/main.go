@@ -1,8 +1,9 @@
-// Command vttestserver is Vitess's vttestserver with query servers sized for board's tests. Upstream gives each
-// tablet 4 transactions at once (vttest.QueryServerArgs) and lets a transaction wait 300 s for one: a vtgate that
-// writes a consistent lookup vindex holds a transaction on the row's shard while it opens another, on the lookup
-// row's shard, so 4 concurrent inserts on one shard took all 4 and waited for each other until the transaction
-// timeout. These sizes are closer to a production tablet's (transaction cap 20, pool timeout 1 s).
+// Command vttestserver is Vitess's vttestserver with query servers sized for board. Upstream gives each tablet 4
+// transactions at once (vttest.QueryServerArgs) and lets a transaction wait 300 s for one. A vtgate that writes a
+// consistent lookup vindex holds a transaction on the row's shard while it opens another, on the lookup row's shard:
+// 4 concurrent inserts on one shard took all 4 and waited for each other until the transaction timeout. A tablet
+// needs twice as many transactions as the writers that can reach its shard at once (board's --mysql-max-conns per
+// instance): 100 here, for the tests' pools of 50, and a wait of 5 s at most.
 package main
 
 import (
@@ -21,7 +22,7 @@ func main() {
 		"--queryserver-config-query-timeout", "300s",
 		"--queryserver-config-schema-reload-time", "60s",
 		"--queryserver-config-stream-pool-size", "4",
-		"--queryserver-config-transaction-cap", "32",
+		"--queryserver-config-transaction-cap", "100",
 		"--queryserver-config-txpool-timeout", "5s",
 	}
 	cmd := cli.New()
