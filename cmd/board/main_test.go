@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/app"
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/sqldb/sqldbtest"
 )
@@ -348,6 +349,39 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 	if want := map[string]string{"database": "unavailable", "redis": "ok", "kafka": "ok"}; !maps.Equal(ready, want) {
 		t.Errorf("readyz = %v, want %v", ready, want)
 	}
+}
+
+// A database that goes down (for Vitess: vtgate) makes requests fail with 503 within their deadline, and once it is
+// back the same program serves again, without a restart.
+func TestDatabaseDownAndBack(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
+	if dsn == "" {
+		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := sqldbtest.NewSwitchProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--mysql-dsn", cfg.FormatDSN(), "--request-timeout", "1s"))
+	api := p.urls["article"]
+	article := map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1}
+	call(t, "POST", api+"/v1/articles", article, http.StatusCreated, nil)
+
+	proxy.Down()
+	var fail struct{ Code, Message string }
+	call(t, "POST", api+"/v1/articles", article, http.StatusServiceUnavailable, &fail)
+	if fail.Code != "DATABASE_UNAVAILABLE" {
+		t.Errorf("503 with code %q, want DATABASE_UNAVAILABLE", fail.Code)
+	}
+
+	proxy.Up(t)
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
+		status, body := sendJSON(t, "POST", api+"/v1/articles", article)
+		return status == http.StatusCreated, fmt.Sprintf("create after the database came back: %d %s", status, body)
+	})
 }
 
 // A --redis-addr that names one node of a Redis Cluster gets a cluster client: views of articles whose keys live

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -307,4 +308,71 @@ func HoldLock(t testing.TB, db *sqldb.DB, lockQuery string) (release func()) {
 			}
 		})
 	}
+}
+
+// SwitchProxy forwards TCP connections to a server while it is up. Down makes it a server that is down: its listener
+// and every connection close, and connecting is refused; Up listens again on the same address.
+type SwitchProxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+	running      sync.WaitGroup // the accept loop and the forwarding
+}
+
+// NewSwitchProxy starts a proxy to target, up; it is brought down when the test ends.
+func NewSwitchProxy(t testing.TB, target string) *SwitchProxy {
+	t.Helper()
+	p := &SwitchProxy{addr: "127.0.0.1:0", target: target}
+	p.Up(t)
+	t.Cleanup(p.Down)
+	return p
+}
+
+// Addr is where clients connect.
+func (p *SwitchProxy) Addr() string { return p.addr }
+
+// Up listens on the proxy's address again (a new one the first time).
+func (p *SwitchProxy) Up(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	p.running.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return // Down closed it
+			}
+			server, err := net.Dial("tcp", p.target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			p.running.Go(func() { _, _ = io.Copy(server, client); server.Close() })
+			p.running.Go(func() { _, _ = io.Copy(client, server); client.Close() })
+		}
+	})
+}
+
+// Down closes the listener and every connection, and waits for the forwarding to stop.
+func (p *SwitchProxy) Down() {
+	p.mu.Lock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.running.Wait()
 }
