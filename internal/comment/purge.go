@@ -42,9 +42,9 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 				return err
 			}
 			if len(ids) > 0 {
-				// article_id, the shard key, routes the delete to this transaction's shard behind Vitess directly.
+				route, routeArgs := s.db.RouteBy("article_id", articleID)
 				in, args := sqldb.In("comment_id", ids)
-				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE article_id = ? AND "+in, append([]any{articleID}, args...)...)
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+route+in, append(routeArgs, args...)...)
 				if err != nil {
 					return err
 				}

@@ -35,10 +35,10 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 		}
 		var removed int64
 		if len(ids) > 0 {
-			// By primary key: the delete locks these rows and no gap, whatever the planner thinks of the index;
-			// article_id, the shard key, keeps it on this transaction's shard behind Vitess.
+			// By primary key: the delete locks these rows and no gap, whatever the planner thinks of the index.
+			route, routeArgs := s.db.RouteBy("article_id", articleID)
 			in, args := sqldb.In("article_like_id", ids)
-			res, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE article_id = ? AND "+in, append([]any{articleID}, args...)...)
+			res, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE "+route+in, append(routeArgs, args...)...)
 			if err != nil {
 				return err
 			}

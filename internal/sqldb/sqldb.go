@@ -386,6 +386,17 @@ func (db *DB) ForShare() string {
 	return ""
 }
 
+// RouteBy is the condition "column = value AND " that routes a statement to the shard of value behind Vitess, with
+// its argument, for a statement whose other conditions do not name the shard key; elsewhere it is empty, because
+// on MariaDB the extra condition can steer the planner off the primary key (a delete by a list of ids would walk
+// the shard key's index over all of its rows instead).
+func (db *DB) RouteBy(column string, value any) (string, []any) {
+	if db.vitess {
+		return column + " = ? AND ", []any{value}
+	}
+	return "", nil
+}
+
 // ForceIndex is the dialect's hint that a query must walk the named index. MariaDB otherwise plans
 // "board_id = ? AND article_id < ? ORDER BY article_id DESC LIMIT n" as a ref on board_id alone and reads every
 // entry newer than the cursor (docs/paging.md); SQLite's planner picks the range scan by itself.
