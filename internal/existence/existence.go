@@ -203,7 +203,11 @@ func (r *Registry) Check(ctx context.Context, articleID int64) error {
 		// The lookup records the article only where it has no row: a delete recorded while it was out stays, and
 		// its 200 vouches for nothing.
 		if isDeleted, err = r.isDeleted(ctx, articleID); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("article %d: recorded live by its lookup but without a row after it", articleID)
+			// Seen once, through Vitess under the cluster suite's faults, and not explained: the caller may try
+			// again, which looks the article up afresh.
+			r.memo.put(articleID, stateUnknown, time.Time{})
+			return fault.Unavailablef(fmt.Errorf("article %d: recorded live by its lookup but without a row after it", articleID),
+				"DATABASE_UNAVAILABLE", "the %s database did not keep article %d's record; try again", r.db.Dialect, articleID)
 		}
 	}
 	switch {
