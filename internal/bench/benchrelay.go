@@ -78,13 +78,15 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 	return nil
 }
 
-// fillOutbox writes n article events through the outbox, as a producer's transactions do, 500 per transaction.
+// fillOutbox writes n article events through the outbox, as a producer's transactions do, 500 per transaction. A
+// transaction's events are of one board, as a producer's are of one row's shard key: behind Vitess a transaction
+// must stay on one shard.
 func fillOutbox(ctx context.Context, ob *outbox.Outbox, n int) error {
 	const perTransaction = 500
 	for first := 0; first < n; first += perTransaction {
+		board := int64(first / perTransaction % 100)
 		err := ob.Transact(ctx, func(_ *sql.Tx, emit outbox.Emit) error {
 			for i := first; i < min(first+perTransaction, n); i++ {
-				board := int64(i % 100)
 				payload := map[string]any{"articleId": strconv.Itoa(i), "title": "benchmark", "boardId": strconv.FormatInt(board, 10)}
 				if err := emit(event.ArticleCreated, board, payload); err != nil {
 					return err
