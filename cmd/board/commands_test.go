@@ -125,6 +125,19 @@ func TestBenchLikesCountsExactly(t *testing.T) {
 	}
 }
 
+// The relay bench fills an outbox as producers do (behind Vitess: one shard per transaction) and drains all of it.
+func TestBenchRelayDrains(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	args := append([]string{"bench", "relay", "--events", "1200"}, testFlags(t, t.TempDir())...)
+	if err := run(context.Background(), args, noEnv, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("bench relay: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "relayed 1200 events") {
+		t.Errorf("bench relay did not relay all 1200 events:\n%s", out.String())
+	}
+}
+
 // flagValue returns the value after flag in args, "" if absent.
 func flagValue(args []string, flag string) string {
 	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
