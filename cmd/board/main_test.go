@@ -315,10 +315,10 @@ func ids(as []articleOut) string {
 	return strings.Join(out, ",")
 }
 
-// A database that stops answering (the connections stay open, nothing comes back) makes requests fail with 503
-// at the request deadline instead of hanging, and readiness says so.
-func TestHungDatabaseAnswers503(t *testing.T) {
-	t.Parallel()
+// testMySQLConfig is BOARD_TEST_MYSQL_DSN parsed, for a test that puts a proxy before the server; it skips the
+// test without one.
+func testMySQLConfig(t *testing.T) *mysql.Config {
+	t.Helper()
 	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
 	if dsn == "" {
 		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
@@ -327,6 +327,14 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// A database that stops answering (the connections stay open, nothing comes back) makes requests fail with 503
+// at the request deadline instead of hanging, and readiness says so.
+func TestHungDatabaseAnswers503(t *testing.T) {
+	t.Parallel()
+	cfg := testMySQLConfig(t)
 	proxy := sqldbtest.NewFreezingProxy(t, cfg.Addr)
 	defer proxy.Close() // before the program's shutdown (a cleanup), which then finds its connections closed
 	cfg.Addr = proxy.Addr()
@@ -355,14 +363,7 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 // back the same program serves again, without a restart.
 func TestDatabaseDownAndBack(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv(sqldbtest.MySQLDSNEnv)
-	if dsn == "" {
-		t.Skip("needs MySQL: set " + sqldbtest.MySQLDSNEnv)
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testMySQLConfig(t)
 	proxy := sqldbtest.NewSwitchProxy(t, cfg.Addr)
 	cfg.Addr = proxy.Addr()
 	p := startProgram(t, append(testFlags(t, t.TempDir()), "--mysql-dsn", cfg.FormatDSN(), "--request-timeout", "1s"))

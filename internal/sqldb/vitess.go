@@ -20,9 +20,7 @@ import (
 // lookup tables of lookup vindexes) are created by migrations/vitess/NNN_*.sql.
 
 // isVitess reports whether the server conn talks to is Vitess's vtgate, which reports a version ending in "-Vitess".
-func isVitess(ctx context.Context, conn interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}) (bool, error) {
+func isVitess(ctx context.Context, conn *sql.DB) (bool, error) {
 	var version string
 	if err := conn.QueryRowContext(ctx, "SELECT @@version").Scan(&version); err != nil {
 		return false, fmt.Errorf("read the server's version: %w", err)
