@@ -17,29 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the per-route request counters and latency histograms shared by every service port.
-type Metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-}
-
-// NewMetrics registers the HTTP metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "board_http_requests_total",
-			Help: "HTTP requests answered, by service, route pattern and status code.",
-		}, []string{"service", "route", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "board_http_request_duration_seconds",
-			Help:    "HTTP request latency, by service and route pattern.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"service", "route"}),
-	}
-	reg.MustRegister(m.requests, m.latency)
-	return m
-}
-
 // Check is one readiness probe: a dependency the service needs.
 type Check struct {
 	Name string
@@ -180,6 +157,7 @@ func RequestID(ctx context.Context) string {
 // instrument adds a request id, the request deadline, panic recovery, JSON answers for unknown routes, and
 // per-route metrics.
 func (s Server) instrument(api *http.ServeMux) http.Handler {
+	routes := &routeTable{metrics: s.Metrics, service: s.Service}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if id == "" {
@@ -190,7 +168,7 @@ func (s Server) instrument(api *http.ServeMux) http.Handler {
 		defer cancel()
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		s.serve(sw, r, api)
+		s.serve(sw, r, api, routes)
 		if sw.status >= 400 && r.ContentLength != 0 {
 			discardBody(w, r) // once the answer is out and measured
 		}
@@ -198,7 +176,7 @@ func (s Server) instrument(api *http.ServeMux) http.Handler {
 }
 
 // serve routes r, recovering from a panic, and counts the answer in the metrics.
-func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux) {
+func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux, routes *routeTable) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -215,8 +193,7 @@ func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux) {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.Metrics.requests.WithLabelValues(s.Service, route, strconv.Itoa(sw.status)).Inc()
-		s.Metrics.latency.WithLabelValues(s.Service, route).Observe(time.Since(start).Seconds())
+		routes.route(route).count(sw.status, time.Since(start))
 	}()
 
 	// Paths are not cleaned: a resource has one address, and the mux would answer the alias with a redirect.

@@ -359,3 +359,30 @@ func TestErrorAnswersReachClientsThatSendTheWholeBodyFirst(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent first requests of a route resolve its handles once, and every one of them gets those.
+func TestCowMapCreatesOncePerKey(t *testing.T) {
+	t.Parallel()
+	var m cowMap[int, *int]
+	var created atomic.Int64
+	got := make([][]*int, 8)
+	var wg sync.WaitGroup
+	for g := range got {
+		wg.Go(func() {
+			for k := range 50 {
+				got[g] = append(got[g], m.get(k, func() *int { created.Add(1); return new(k) }))
+			}
+		})
+	}
+	wg.Wait()
+	if n := created.Load(); n != 50 {
+		t.Errorf("created %d values for 50 keys", n)
+	}
+	for g := range got {
+		for k, v := range got[g] {
+			if v != got[0][k] || *v != k {
+				t.Fatalf("goroutine %d, key %d: got %p (%d), want %p", g, k, v, *v, got[0][k])
+			}
+		}
+	}
+}
