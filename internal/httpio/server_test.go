@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"board/internal/fault"
 )
@@ -384,5 +387,42 @@ func TestCowMapCreatesOncePerKey(t *testing.T) {
 				t.Fatalf("goroutine %d, key %d: got %p (%d), want %p", g, k, v, *v, got[0][k])
 			}
 		}
+	}
+}
+
+// Generated request ids are 16 hex digits, unique however many requests arrive at once, and the ones handlers see.
+func TestGeneratedRequestIDsAreUnique(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h := Server{Service: "test", API: testAPI(discard), Gatherer: reg, Metrics: NewMetrics(reg), Logger: discard}.Handler()
+	ids := make([][]string, 8)
+	var wg sync.WaitGroup
+	for g := range ids {
+		wg.Go(func() {
+			for range 500 {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/items/1", nil))
+				var body struct{ RequestID string }
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+					t.Error(err)
+					return
+				}
+				if id := rec.Header().Get("X-Request-Id"); id != body.RequestID {
+					t.Errorf("X-Request-Id %q, RequestID(ctx) %q", id, body.RequestID)
+				}
+				ids[g] = append(ids[g], body.RequestID)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, id := range slices.Concat(ids...) {
+		if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Errorf("request id %q, want 16 hex digits", id)
+		}
+		if seen[id] {
+			t.Errorf("request id %q repeated", id)
+		}
+		seen[id] = true
 	}
 }
