@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"board/internal/apijson"
 	"board/internal/fault"
 )
@@ -43,7 +45,7 @@ func (s *Service) signInForm(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("expired") != "" {
 		data.Notice = "Your session has ended. Please sign in again."
 	}
-	return s.render(w, r, http.StatusOK, "signin.html", data)
+	return s.render(w, r, http.StatusOK, signInView(data))
 }
 
 // signIn asks the user service for a token and keeps it in the session cookie until it expires. The browser's
@@ -57,7 +59,7 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 	tok, err := s.api.signIn(r.Context(), data.Username, r.PostFormValue("password"), s.cfg.ClientAddr(r))
 	if status, msg := formFailure(err, "Wrong username or password."); msg != "" {
 		data.Error = msg
-		return s.render(w, r, status, "signin.html", data)
+		return s.render(w, r, status, signInView(data))
 	}
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func (s *Service) signUpForm(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	return s.render(w, r, http.StatusOK, "signup.html", accountPage{layout: s.layout(r, "Sign up"), Next: next})
+	return s.render(w, r, http.StatusOK, signUpView(accountPage{layout: s.layout(r, "Sign up"), Next: next}))
 }
 
 // signUp creates the account and signs in with it.
@@ -108,7 +110,7 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 			msg = "That username is taken. Please choose another."
 		}
 		data.Error = msg
-		return s.render(w, r, status, "signup.html", data)
+		return s.render(w, r, status, signUpView(data))
 	}
 	if err != nil {
 		return err
@@ -150,10 +152,10 @@ func formText(r *http.Request, name string) string {
 	return strings.ReplaceAll(r.PostFormValue(name), "\r\n", "\n")
 }
 
-// keepText shows the form of page again, with the reader's text in it, when err is something the reader can act on:
+// keepText shows the form of page (made once st is filled in) again, with the reader's text in it, when err is something the reader can act on:
 // input the service refused, too many tries, a service not answering, or a session that ended (err nil: there was
 // no session). Any other error is returned, for an error page.
-func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page string, data any, st *formState, err error) error {
+func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page func() templ.Component, st *formState, err error) error {
 	status := statusOf(err)
 	switch {
 	case err == nil || status == http.StatusUnauthorized:
@@ -166,7 +168,7 @@ func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page string, 
 			return err
 		}
 	}
-	return s.render(w, r, status, page, data)
+	return s.render(w, r, status, page())
 }
 
 // textForm reads a form that carries the reader's text, and who sends it: nil when no session does, which keepText
@@ -199,7 +201,7 @@ func (s *Service) writeForm(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return err
 	}
-	return s.render(w, r, http.StatusOK, "write.html", writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b})
+	return s.render(w, r, http.StatusOK, writeView(writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b}))
 }
 
 func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
@@ -213,11 +215,11 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := writePage{layout: s.pageLayout(r, v, "Write in "+b.Name), Board: b, Title: formText(r, "title"), Content: formText(r, "content")}
 	if v == nil {
-		return s.keepText(w, r, "write.html", &data, &data.formState, nil)
+		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, nil)
 	}
 	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)})
 	if err != nil {
-		return s.keepText(w, r, "write.html", &data, &data.formState, err)
+		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, err)
 	}
 	http.Redirect(w, r, "/articles/"+a.ArticleID.String(), http.StatusSeeOther)
 	return nil
@@ -265,8 +267,8 @@ func (s *Service) editForm(w http.ResponseWriter, r *http.Request) error {
 	if !v.Owns(int64(a.WriterID)) {
 		return fault.Forbiddenf("Only its writer or a moderator may edit this article.")
 	}
-	return s.render(w, r, http.StatusOK, "write.html", writePage{layout: s.pageLayout(r, v, "Edit "+a.Title),
-		Board: s.boardNamed(int64(a.BoardID)), ArticleID: articleID, Title: a.Title, Content: a.Content})
+	return s.render(w, r, http.StatusOK, writeView(writePage{layout: s.pageLayout(r, v, "Edit "+a.Title),
+		Board: s.boardNamed(int64(a.BoardID)), ArticleID: articleID, Title: a.Title, Content: a.Content}))
 }
 
 func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
@@ -280,11 +282,11 @@ func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := writePage{layout: s.pageLayout(r, v, "Edit"), ArticleID: articleID, Title: formText(r, "title"), Content: formText(r, "content")}
 	if v == nil {
-		return s.keepText(w, r, "write.html", &data, &data.formState, nil)
+		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, nil)
 	}
 	a, err := s.api.updateArticle(r.Context(), v, articleID, articleInput{Title: data.Title, Content: data.Content})
 	if err != nil {
-		return s.keepText(w, r, "write.html", &data, &data.formState, err)
+		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, err)
 	}
 	// The page names the edit's time, so that it shows the edit even before the read model has it.
 	http.Redirect(w, r, "/articles/"+id(articleID)+"?since="+strconv.FormatInt(time.Time(a.ModifiedAt).UnixMilli(), 10), http.StatusSeeOther)
@@ -336,11 +338,11 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 		data.CPage = id(cpage)
 	}
 	if v == nil {
-		return s.keepText(w, r, "comment.html", &data, &data.formState, nil)
+		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, nil)
 	}
 	c, err := s.api.createComment(r.Context(), v, articleID, data.ParentPath, data.Content)
 	if err != nil {
-		return s.keepText(w, r, "comment.html", &data, &data.formState, err)
+		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, err)
 	}
 	to := "/articles/" + id(articleID)
 	if data.CPage != "" {
@@ -385,6 +387,6 @@ func (s *Service) like(like bool) func(w http.ResponseWriter, r *http.Request) e
 		if err != nil {
 			return err
 		}
-		return s.renderFragment(w, r, "article.html", "like", likeBox{ArticleID: articleID, SignedIn: true, Liked: like, Count: n})
+		return s.renderFragment(w, r, likeView(likeBox{ArticleID: articleID, SignedIn: true, Liked: like, Count: n}))
 	}
 }

@@ -87,8 +87,8 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		s.cfg.Logger.WarnContext(r.Context(), "hot articles unavailable on the home page", "err", err)
 	}
-	return s.render(w, r, http.StatusOK, "home.html", homePage{layout: s.pageLayout(r, v, "Boards"), Boards: s.cfg.Boards,
-		Hot: hot, HotUnavailable: err != nil})
+	return s.render(w, r, http.StatusOK, homeView(homePage{layout: s.pageLayout(r, v, "Boards"), Boards: s.cfg.Boards,
+		Hot: hot, HotUnavailable: err != nil}))
 }
 
 // boardOf returns the board named by the path's {boardId}.
@@ -144,9 +144,9 @@ func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 	if page > 1 {
 		title += " · page " + strconv.FormatInt(page, 10)
 	}
-	return s.render(w, r, http.StatusOK, "board.html", boardPage{layout: s.pageLayout(r, v, title), Board: b,
+	return s.render(w, r, http.StatusOK, boardView(boardPage{layout: s.pageLayout(r, v, title), Board: b,
 		Articles: s.items(r.Context(), p.Articles),
-		Pager:    newPager("pages", "Pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)})
+		Pager:    newPager("pages", "Pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)}))
 }
 
 type scrollPage struct {
@@ -177,9 +177,9 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(int64(as[len(as)-1].ArticleID))
 	}
 	if r.Header.Get("X-Fragment") != "" {
-		return s.renderFragment(w, r, "scroll.html", "chunk", data)
+		return s.renderFragment(w, r, scrollChunk(data))
 	}
-	return s.render(w, r, http.StatusOK, "scroll.html", data)
+	return s.render(w, r, http.StatusOK, scrollView(data))
 }
 
 // articleView is an article as its page shows it.
@@ -305,7 +305,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
 		s.countView(v, articleID)
 	}
-	return s.render(w, r, http.StatusOK, "article.html", data)
+	return s.render(w, r, http.StatusOK, articlePageView(data))
 }
 
 // countView counts the visit behind the page: a slow view service must not slow the page, and a failed count is
@@ -370,5 +370,5 @@ func (s *Service) hot(w http.ResponseWriter, r *http.Request) error {
 	if day.Before(today) {
 		data.Next = day.AddDate(0, 0, 1).Format(dayLayout)
 	}
-	return s.render(w, r, http.StatusOK, "hot.html", data)
+	return s.render(w, r, http.StatusOK, hotView(data))
 }

@@ -1,20 +1,20 @@
 package web
 
+// The pages are templ templates (*.templ), compiled to Go (*_templ.go, committed) by the templ of go.mod's tools.
+//go:generate go tool templ generate
+
 import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"html/template"
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"time"
 )
-
-//go:embed templates/*.html
-var templateFiles embed.FS
 
 //go:embed static
 var staticFiles embed.FS
@@ -76,29 +76,59 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-var templateFuncs = template.FuncMap{
-	"asset": assetURL,
-	// iso is a time as a <time datetime>: the script shows it in the reader's locale and time zone.
-	"iso": func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") },
-	// utc is the text of a <time> before the script runs, or without it.
-	"utc":      func(t time.Time) string { return t.UTC().Format("2 Jan 2006 15:04 UTC") },
-	"day":      func(t time.Time) string { return t.Format("Monday, 2 January 2006") },
-	"dateOnly": func(t time.Time) string { return t.Format(time.DateOnly) },
-	"plural": func(n int64, one, many string) string {
-		if n == 1 {
-			return one
-		}
-		return many
-	},
+// The addresses of the embedded script, style sheet and icon, which every page names.
+var (
+	scriptURL = assetURL("app.js")
+	styleURL  = assetURL("style.css")
+	iconURL   = assetURL("icon.svg")
+)
+
+// iso is a time as a <time datetime>: the script shows it in the reader's locale and time zone.
+func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// utc is the text of a <time> before the script runs, or without it.
+func utc(t time.Time) string { return t.UTC().Format("2 Jan 2006 15:04 UTC") }
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
-// pageTemplates are the pages by file name, each parsed with the layout and the shared parts.
-var pageTemplates = func() map[string]*template.Template {
-	out := map[string]*template.Template{}
-	for _, page := range []string{"home.html", "board.html", "scroll.html", "article.html", "write.html", "hot.html",
-		"signin.html", "signup.html", "comment.html", "error.html"} {
-		out[page] = template.Must(template.New(page).Funcs(templateFuncs).ParseFS(templateFiles,
-			"templates/layout.html", "templates/parts.html", "templates/"+page))
+// nextQuery is the query of a sign-in link that comes back to here ("" for no page).
+func nextQuery(here string) string {
+	if here == "" {
+		return ""
 	}
-	return out
-}()
+	return "?next=" + url.QueryEscape(here)
+}
+
+func likeAction(liked bool) string {
+	if liked {
+		return "/unlike"
+	}
+	return "/like"
+}
+
+func writeAction(p writePage) string {
+	if p.ArticleID != 0 {
+		return "/articles/" + id(p.ArticleID) + "/edit"
+	}
+	return "/boards/" + id(p.Board.ID) + "/write"
+}
+
+func writeCancel(p writePage) string {
+	if p.ArticleID != 0 {
+		return "/articles/" + id(p.ArticleID)
+	}
+	return "/boards/" + id(p.Board.ID)
+}
+
+// commentBack is the article page a comment's form came from.
+func commentBack(p commentFormPage) string {
+	if p.CPage != "" {
+		return "/articles/" + id(p.ArticleID) + "?cpage=" + p.CPage
+	}
+	return "/articles/" + id(p.ArticleID)
+}

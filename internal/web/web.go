@@ -17,7 +17,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"board/internal/auth"
 	"board/internal/fault"
@@ -302,26 +305,36 @@ func returnPath(r *http.Request) string {
 	return url.QueryEscape(p)
 }
 
-// render writes the named page, rendered whole before anything is sent so that a failing template is an error
-// page, not half a page.
-func (s *Service) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) error {
-	var buf bytes.Buffer
-	if err := pageTemplates[name].ExecuteTemplate(&buf, "layout", data); err != nil {
-		return fmt.Errorf("render %s: %w", name, err)
+// render writes a page, rendered whole before anything is sent so that a failing page is an error page, not half
+// a page.
+func (s *Service) render(w http.ResponseWriter, r *http.Request, status int, page templ.Component) error {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	// Rendering waits on nothing: a request whose deadline has passed still gets its page (often the error page
+	// that says so), which templ would otherwise refuse to start.
+	if err := page.Render(context.WithoutCancel(r.Context()), buf); err != nil {
+		return fmt.Errorf("render %s: %w", r.URL.Path, err)
 	}
 	writeHTML(w, r, status, buf.Bytes())
 	return nil
 }
 
-// renderFragment writes one template of a page, the part a script swaps in.
-func (s *Service) renderFragment(w http.ResponseWriter, r *http.Request, page, fragment string, data any) error {
-	var buf bytes.Buffer
-	if err := pageTemplates[page].ExecuteTemplate(&buf, fragment, data); err != nil {
-		return fmt.Errorf("render %s of %s: %w", fragment, page, err)
-	}
+// renderFragment writes a part of a page, the part a script swaps in.
+func (s *Service) renderFragment(w http.ResponseWriter, r *http.Request, fragment templ.Component) error {
 	w.Header().Set("X-Fragment", "1")
-	writeHTML(w, r, http.StatusOK, buf.Bytes())
-	return nil
+	return s.render(w, r, http.StatusOK, fragment)
+}
+
+// renderBuffers are the buffers pages are rendered into: a page is tens of kilobytes, not worth growing anew each time.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putRenderBuffer returns buf to the pool, unless one very long page made it too large to keep.
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		return
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
 }
 
 func writeHTML(w http.ResponseWriter, r *http.Request, status int, body []byte) {
@@ -352,7 +365,7 @@ func (s *Service) renderError(w http.ResponseWriter, r *http.Request, status int
 	data := errorPage{layout: s.layout(r, heading), Status: status, Heading: heading, Message: message}
 	data.MainID = "error"
 	data.Viewer = s.knownViewer(r)
-	if err := s.render(w, r, status, "error.html", data); err != nil {
+	if err := s.render(w, r, status, errorView(data)); err != nil {
 		s.cfg.Logger.ErrorContext(r.Context(), "error page failed", "err", err)
 		http.Error(w, heading+": "+message, status)
 	}

@@ -61,6 +61,8 @@ func TestUserTextIsEscaped(t *testing.T) {
 		{"/hot", alice},
 		{"/articles/1/edit", alice},
 		{"/boards/1/write", alice},
+		{"/signin?next=" + url.QueryEscape("/"+evil), ""},
+		{"/signup?next=" + url.QueryEscape("/"+evil), ""},
 	} {
 		name := tc.target
 		if tc.token != "" {
@@ -1268,7 +1270,7 @@ func TestSignInLinkDropsTheNotice(t *testing.T) {
 	if !strings.Contains(body, `id="notice"`) {
 		t.Fatalf("no notice shown:\n%s", body)
 	}
-	if want := `href="/signin?next=%2fboards%2f1%3fpage%3d1"`; !strings.Contains(body, want) {
+	if want := `href="/signin?next=%2Fboards%2F1%3Fpage%3D1"`; !strings.Contains(body, want) {
 		t.Errorf("sign-in link: want %s in\n%s", want, body)
 	}
 }
