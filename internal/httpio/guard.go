@@ -37,12 +37,14 @@ type Limiter interface {
 // WriteLimit is the name of the per-user limit on writes.
 const WriteLimit = "write"
 
-// admit returns r with the principal of its token when it may go on to the route named by pattern.
+// guards reports whether r must pass the port's guard: a write, on a port that has one.
+func (s Server) guards(r *http.Request) bool {
+	return s.Guard != nil && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
+}
+
+// admit returns the write r with the principal of its token when it may go on to the route named by pattern.
 func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 	g := s.Guard
-	if g == nil || r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
-		return r, nil
-	}
 	ctx := r.Context()
 	if limit, open := g.Open[pattern]; open {
 		if g.Limiter == nil {

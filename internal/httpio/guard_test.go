@@ -116,6 +116,9 @@ func TestGuard(t *testing.T) {
 	if a := guardRequest(t, "POST", base+"/v1/nothing", ""); a.status != 404 {
 		t.Errorf("POST to no route: %d %v", a.status, a.body)
 	}
+	if a := guardRequest(t, "PUT", base+"/v1/things", ""); a.status != 405 || a.header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("PUT to a route without it: %d %v Allow %q", a.status, a.body, a.header.Get("Allow"))
+	}
 
 	a := guardRequest(t, "POST", base+"/v1/things", "Bearer token-7")
 	if a.status != 200 || a.body["user"] != 7.0 || a.body["role"] != "user" {

@@ -477,6 +477,8 @@ func TestMetrics(t *testing.T) {
 	do(t, srv, http.MethodGet, "/v1/items/6", "")
 	do(t, srv, http.MethodGet, "/v1/items/x", "")
 	do(t, srv, http.MethodGet, "/nowhere", "")
+	do(t, srv, http.MethodGet, "//v1/items/5", "")
+	do(t, srv, http.MethodPost, "/v1/items/5", "")
 	a := do(t, srv, http.MethodGet, "/metrics", "")
 	if a.status != http.StatusOK {
 		t.Fatalf("status = %d", a.status)
@@ -484,8 +486,10 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`board_http_requests_total{code="200",route="GET /v1/items/{itemId}",service="test"} 2`,
 		`board_http_requests_total{code="400",route="GET /v1/items/{itemId}",service="test"} 1`,
-		`board_http_requests_total{code="404",route="unmatched",service="test"} 1`,
+		`board_http_requests_total{code="404",route="unmatched",service="test"} 2`,
+		`board_http_requests_total{code="405",route="unmatched",service="test"} 1`,
 		`board_http_request_duration_seconds_count{route="GET /v1/items/{itemId}",service="test"} 3`,
+		`board_http_request_duration_seconds_count{route="unmatched",service="test"} 3`,
 	} {
 		if !strings.Contains(a.body, want) {
 			t.Errorf("/metrics lacks %s", want)

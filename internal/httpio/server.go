@@ -152,33 +152,55 @@ type ctxKey struct{}
 
 // RequestID returns the id of the request being served, for logs.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
+	if x, ok := ctx.Value(ctxKey{}).(*exchange); ok {
+		return x.id
+	}
+	return ""
+}
+
+// exchange is the edge's state for one API request, in one allocation: the request's context, which carries its
+// deadline and its id, and the writers its answer goes through.
+type exchange struct {
+	context.Context // the request's, with its deadline
+	id              string
+	idHeader        [1]string // the X-Request-Id header's value, without a slice allocated for it
+	sw              statusWriter
+	mw              muxWriter
+}
+
+// Value makes the exchange the value of ctxKey, for RequestID.
+func (x *exchange) Value(key any) any {
+	if key == (ctxKey{}) {
+		return x
+	}
+	return x.Context.Value(key)
 }
 
 // instrument adds a request id, the request deadline, panic recovery, JSON answers for unknown routes, and
 // per-route metrics.
 func (s Server) instrument(api *http.ServeMux) http.Handler {
 	routes := &routeTable{metrics: s.Metrics, service: s.Service}
+	timeout := s.requestTimeout()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if id == "" {
-			id = newRequestID()
+		x := &exchange{id: r.Header.Get("X-Request-Id"), sw: statusWriter{ResponseWriter: w, status: http.StatusOK}}
+		if x.id == "" {
+			x.id = newRequestID()
 		}
-		w.Header().Set("X-Request-Id", id)
-		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), ctxKey{}, id), s.requestTimeout())
+		x.idHeader[0] = x.id
+		w.Header()["X-Request-Id"] = x.idHeader[:] // the key is canonical: what Set would do, but for the slice
+		var cancel context.CancelFunc
+		x.Context, cancel = context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		s.serve(sw, r, api, routes)
-		if sw.status >= 400 && r.ContentLength != 0 {
+		r = r.WithContext(x)
+		s.serve(x, r, api, routes)
+		if x.sw.status >= 400 && r.ContentLength != 0 {
 			discardBody(w, r) // once the answer is out and measured
 		}
 	})
 }
 
 // serve routes r, recovering from a panic, and counts the answer in the metrics.
-func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux, routes *routeTable) {
+func (s Server) serve(x *exchange, r *http.Request, api *http.ServeMux, routes *routeTable) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -187,33 +209,38 @@ func (s Server) serve(sw *statusWriter, r *http.Request, api *http.ServeMux, rou
 			}
 			s.Logger.ErrorContext(r.Context(), "handler panicked", "service", s.Service, "request_id", RequestID(r.Context()),
 				"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
-			if !sw.wrote {
-				Write(sw, http.StatusInternalServerError, errorBody{"INTERNAL", "internal error"})
+			if !x.sw.wrote {
+				Write(&x.sw, http.StatusInternalServerError, errorBody{"INTERNAL", "internal error"})
 			}
 		}
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"
 		}
-		routes.route(route).count(sw.status, time.Since(start))
+		routes.route(route).count(x.sw.status, time.Since(start))
 	}()
 
 	// Paths are not cleaned: a resource has one address, and the mux would answer the alias with a redirect.
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
-		notFound(sw, r)
+		notFound(&x.sw, r)
 		return
 	}
-	_, pattern := api.Handler(r)
-	if pattern == "" {
-		noRoute(sw, r, api)
-		return
+	// The guard must know a write's route before its handler runs, which takes a match of its own. A write no route
+	// matches goes on to be answered as such, not asked for a token.
+	if s.guards(r) {
+		if _, pattern := api.Handler(r); pattern != "" {
+			var err error
+			if r, err = s.admit(r, pattern); err != nil {
+				Error(&x.sw, r, s.Logger, err)
+				return
+			}
+		}
 	}
-	r, err := s.admit(r, pattern)
-	if err != nil {
-		Error(sw, r, s.Logger, err)
-		return
+	x.mw = muxWriter{answer: &x.sw, r: r}
+	api.ServeHTTP(&x.mw, r)
+	if r.Pattern == "" {
+		noRoute(&x.sw, r, &x.mw.unrouted)
 	}
-	api.ServeHTTP(sw, r)
 }
 
 // What is left of the body of a request answered with an error (a 413 above all) is read and thrown away, up to
@@ -245,16 +272,14 @@ func cleanPath(p string) string {
 	return clean
 }
 
-// noRoute answers a request no route matches with the mux's own status (404 or 405) but a JSON body.
-func noRoute(w http.ResponseWriter, r *http.Request, api *http.ServeMux) {
-	probe := &headerOnly{header: http.Header{}}
-	api.ServeHTTP(probe, r)
-	if probe.status != http.StatusMethodNotAllowed {
+// noRoute answers a request no route matches with the status the mux gave it (404 or 405) but a JSON body.
+func noRoute(w http.ResponseWriter, r *http.Request, mux *headerOnly) {
+	if mux.status != http.StatusMethodNotAllowed {
 		notFound(w, r)
 		return
 	}
-	w.Header().Set("Allow", probe.header.Get("Allow"))
-	Write(w, probe.status, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})
+	w.Header().Set("Allow", mux.header.Get("Allow"))
+	Write(w, mux.status, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {
@@ -269,6 +294,29 @@ type headerOnly struct {
 func (h *headerOnly) Header() http.Header         { return h.header }
 func (h *headerOnly) Write(b []byte) (int, error) { return len(b), nil }
 func (h *headerOnly) WriteHeader(status int)      { h.status = status }
+
+// muxWriter is what the mux answers to. The answer of a route's handler goes out (the mux sets r.Pattern before it
+// runs the handler); the mux's own answer to a request no route matches, a text 404 or 405, is kept in unrouted for
+// noRoute to give in JSON instead. So the mux matches the request once.
+type muxWriter struct {
+	answer   *statusWriter
+	r        *http.Request
+	unrouted headerOnly
+}
+
+func (m *muxWriter) to() http.ResponseWriter {
+	if m.r.Pattern != "" {
+		return m.answer
+	}
+	if m.unrouted.header == nil {
+		m.unrouted.header = http.Header{}
+	}
+	return &m.unrouted
+}
+
+func (m *muxWriter) Header() http.Header         { return m.to().Header() }
+func (m *muxWriter) Write(b []byte) (int, error) { return m.to().Write(b) }
+func (m *muxWriter) WriteHeader(status int)      { m.to().WriteHeader(status) }
 
 type statusWriter struct {
 	http.ResponseWriter
@@ -290,7 +338,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Ids of requests that come without one are a count from a random start, scrambled so that they do not show how
 // many requests a process serves: unique within a process, and across processes unless their random starts fall
-// within as many requests of each other (a chance in billions of billions). They cost no system call.
+// within as many requests of each other (for two that serve a billion each, a chance in ten billion). They cost no
+// system call.
 var (
 	requestIDStart = rand.Uint64() // math/rand/v2's generator is seeded from the OS in each process
 	requestIDCount atomic.Uint64

@@ -91,8 +91,10 @@ func TestRequestDeadline(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	api := http.NewServeMux()
 	api.HandleFunc("GET /wait", Handle(discard, func(w http.ResponseWriter, r *http.Request) error {
-		<-r.Context().Done()
-		return fmt.Errorf("query: %w", r.Context().Err())
+		ctx, cancel := context.WithCancel(r.Context()) // as a dependency's client derives one
+		defer cancel()
+		<-ctx.Done()
+		return fmt.Errorf("query: %w", ctx.Err())
 	}))
 	api.HandleFunc("GET /deadline", func(w http.ResponseWriter, r *http.Request) {
 		deadline, ok := r.Context().Deadline()
