@@ -414,6 +414,21 @@ func decodeErr(t *testing.T, a answer) errJSON {
 	return e
 }
 
+// WriteRaw sends the caller's bytes as they are, with the headers of Write's answers.
+func TestWriteRaw(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"articleId":"1"}` + "\n")
+	raw, encoded := httptest.NewRecorder(), httptest.NewRecorder()
+	WriteRaw(raw, http.StatusCreated, body)
+	Write(encoded, http.StatusCreated, map[string]string{"articleId": "1"})
+	for _, rec := range []*httptest.ResponseRecorder{raw, encoded} {
+		got := []string{strconv.Itoa(rec.Code), rec.Header().Get("Content-Type"), rec.Header().Get("Content-Length"), rec.Body.String()}
+		if diff := cmp.Diff([]string{"201", "application/json", strconv.Itoa(len(body)), string(body)}, got); diff != "" {
+			t.Errorf("status, Content-Type, Content-Length, body (-want +got):\n%s", diff)
+		}
+	}
+}
+
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 	srv := testServer(t, nil)
