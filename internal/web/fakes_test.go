@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,8 +25,26 @@ import (
 // strings, times RFC 3339 UTC with milliseconds). The JSON is written here by hand, not with the package's own
 // types, so that a wrong tag in backend.go is caught rather than mirrored.
 
-// today is the fixed "now" of the pages: hot-article's calendar is UTC in these tests.
+// today is the "now" of the pages when a test starts: hot-article's calendar is UTC in these tests.
 var today = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// clock is the pages' clock: it stands still unless a test moves it.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 // t0 is when the fixture's articles were written.
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
@@ -79,6 +98,7 @@ var services = []string{"article-read", "hot-article", "article", "comment", "li
 //	article 1's comments: 100 by bob ("Nice post"), its reply 101 by alice ("Thanks")
 //	hot: today article 1, 2026-11-01 article 2
 type fakes struct {
+	clock    *clock // the pages' "now"
 	key      auth.Key
 	verifier *auth.Verifier // the token check of the fake producers
 
@@ -108,7 +128,8 @@ func newFakes(t *testing.T) *fakes {
 		t.Fatal(err)
 	}
 	f := &fakes{
-		key: key,
+		clock: &clock{t: today},
+		key:   key,
 		verifier: auth.NewVerifier(func(context.Context) (map[string]ed25519.PublicKey, error) {
 			return map[string]ed25519.PublicKey{key.ID: key.Private.Public().(ed25519.PublicKey)}, nil
 		}, auth.VerifierConfig{}),
@@ -179,6 +200,21 @@ func (f *fakes) recorded(service string, h http.Handler) http.Handler {
 	})
 }
 
+// inMemory answers r from the fake service of its origin in this goroutine, with no connection.
+func (f *fakes) inMemory(r *http.Request) (*http.Response, error) {
+	for _, srv := range f.servers {
+		if srv.URL == "http://"+r.URL.Host {
+			if r.Body == nil {
+				r.Body = http.NoBody
+			}
+			w := httptest.NewRecorder()
+			srv.Config.Handler.ServeHTTP(w, r)
+			return w.Result(), nil
+		}
+	}
+	return nil, fmt.Errorf("no fake service at %s", r.URL.Host)
+}
+
 // requests returns what service has received so far.
 func (f *fakes) requests(service string) []seen {
 	f.mu.Lock()
@@ -219,7 +255,7 @@ func (f *fakes) handler(t *testing.T, changes ...func(*Config)) http.Handler {
 		Tokens:   auth.NewVerifier(auth.JWKS(f.servers["user"].Client(), f.servers["user"].URL+"/.well-known/jwks.json"), auth.VerifierConfig{}),
 		Location: time.UTC,
 		Client:   &http.Client{Transport: transport},
-		Now:      func() time.Time { return today },
+		Now:      f.clock.now,
 	}
 	for _, change := range changes {
 		change(&cfg)

@@ -88,6 +88,7 @@ type Service struct {
 	cfg    Config
 	api    *backend
 	names  *names
+	cache  *pageCache
 	boards map[int64]Board
 	// viewsInFlight holds a token for each view being counted behind its page.
 	viewsInFlight chan struct{}
@@ -117,7 +118,7 @@ func New(cfg Config) *Service {
 		cfg.ClientAddr = httpio.RemoteHost
 	}
 	api := &backend{origins: cfg.Origins, client: cfg.Client}
-	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), boards: map[int64]Board{},
+	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), cache: newPageCache(cfg.Now), boards: map[int64]Board{},
 		viewsInFlight: make(chan struct{}, maxViewsInFlight)}
 	for _, b := range cfg.Boards {
 		s.boards[b.ID] = b
@@ -138,12 +139,16 @@ func (s *Service) Routes() *http.ServeMux {
 	handle := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
 		pages.Handle(pattern, s.page(h))
 	}
+	// The pages most read, signed out alike for everyone, are shared for a moment (see pageCache).
+	shared := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+		pages.Handle(pattern, s.cache.shared(s.page(h)))
+	}
 	handle("GET /{$}", s.home)
-	handle("GET /boards/{boardId}", s.board)
+	shared("GET /boards/{boardId}", s.board)
 	handle("GET /boards/{boardId}/scroll", s.scroll)
 	handle("GET /boards/{boardId}/write", s.writeForm)
 	handle("POST /boards/{boardId}/write", s.write)
-	handle("GET /articles/{articleId}", s.article)
+	shared("GET /articles/{articleId}", s.article)
 	handle("GET /articles/{articleId}/edit", s.editForm)
 	handle("POST /articles/{articleId}/edit", s.edit)
 	handle("POST /articles/{articleId}/delete", s.deleteArticle)
