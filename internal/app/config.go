@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -69,6 +70,7 @@ type Config struct {
 	Replay             []string
 
 	ArticleReadAddr string
+	NearCacheMB     int               // memory of article-read's near cache per Redis node, in MiB; 0: off
 	Origins         map[string]string // service name -> base URL that other services call it at; "" for the default
 
 	UserAddr       string
@@ -122,6 +124,7 @@ func Default() Config {
 		HotArticleAddr:      ":9004",
 		HotArticleTimeZone:  time.Local,
 		ArticleReadAddr:     ":9005",
+		NearCacheMB:         256,
 		Origins:             map[string]string{},
 		UserAddr:            ":9006",
 		TokenTTL:            time.Hour,
@@ -233,6 +236,15 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", c.ArticleReadAddr, "listen address of the article-read service")
+	fs.Func("near-cache-mb", fmt.Sprintf("memory in MiB, per Redis node, of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; 0: off (default %d, about 100,000 articles)", c.NearCacheMB),
+		func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 1<<20 {
+				return fmt.Errorf("want MiB from 0 to %d, not %q", 1<<20, v)
+			}
+			c.NearCacheMB = n
+			return nil
+		})
 	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, and the web pages sign in at",
 		"article":      "article-read rebuilds its model from, comment, like and view look unknown articles up at, and the web pages write to",
 		"comment":      "article-read rebuilds its model from and the web pages read threads from and write to",

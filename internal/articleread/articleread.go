@@ -51,9 +51,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 	"golang.org/x/sync/singleflight"
 
-	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
@@ -86,6 +86,9 @@ const (
 	backfillTimeout = 30 * time.Second
 	// backfillRetry is how long after a failed backfill of a board the next may start.
 	backfillRetry = 5 * time.Second
+	// nearTTL is the longest the near cache holds a key without reading it again: Redis reports every change, so
+	// this only bounds what a lost report could cost.
+	nearTTL = 10 * time.Minute
 	// backfillSkew is how much older than a backfill's read an id must be for the read to rule it out.
 	backfillSkew = 5 * time.Second
 )
@@ -93,8 +96,10 @@ const (
 // ViewCounts is the cache view counts are read through (a *logicalttl.Cache[int64] in production).
 type ViewCounts interface {
 	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
-	// Peek queues the read of a cached count on pipe; after it ran, the function gives the count if it is fresh.
-	Peek(ctx context.Context, pipe redis.Pipeliner, key string) func() (int64, bool)
+	// EntryKey is the Redis key of key's cached count, which reads take in the round trip of the model.
+	EntryKey(key string) string
+	// Fresh decodes what EntryKey's key holds; ok is false when the count must go through Get.
+	Fresh(raw string) (count int64, ok bool)
 }
 
 // Config configures a Service.
@@ -102,13 +107,17 @@ type Config struct {
 	KeyPrefix string       // goes in front of every Redis key
 	Origins   Origins      // the services models and pages are rebuilt from
 	Client    *http.Client // for the origins (default: pooled, per-attempt timeouts)
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Near, when not nil, is a client of the same Redis whose cached reads (RESP3 client tracking) answer warm
+	// reads from process memory; nil: every read goes to Redis.
+	Near   rueidis.Client
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Service is the article-read service.
 type Service struct {
 	rdb       redis.UniversalClient
+	near      rueidis.Client
 	cfg       Config
 	origins   *origins
 	views     ViewCounts
@@ -127,15 +136,28 @@ func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Servic
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{rdb: rdb, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
+	return &Service{rdb: rdb, near: cfg.Near, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
 }
 
 // ArticleRead is an article with its counts.
 type ArticleRead struct {
-	Article
+	Article      articleJSON
 	CommentCount int64
 	LikeCount    int64
 	ViewCount    int64
+}
+
+// appendJSON appends a's wire form: the article's object with the three counts added to it, as encoding/json
+// writes it, without decoding the article.
+func (a ArticleRead) appendJSON(dst []byte) []byte {
+	dst = append(dst, a.Article[:len(a.Article)-1]...)
+	dst = append(dst, `,"articleCommentCount":`...)
+	dst = strconv.AppendInt(dst, a.CommentCount, 10)
+	dst = append(dst, `,"articleLikeCount":`...)
+	dst = strconv.AppendInt(dst, a.LikeCount, 10)
+	dst = append(dst, `,"articleViewCount":`...)
+	dst = strconv.AppendInt(dst, a.ViewCount, 10)
+	return append(dst, '}')
 }
 
 func (s *Service) modelKey(articleID int64) string {
@@ -158,29 +180,19 @@ func memberScoreAt(t time.Time) int64 { return t.UnixMilli() }
 // keepUntil is when the model of an article built from events expires: a day after its creation.
 func keepUntil(articleID int64) time.Time { return snowflake.Timestamp(articleID).Add(ModelTTL) }
 
-// storedArticle is an article as its model stores it: numbers where the wire has strings, so that the warm read,
-// which decodes it, parses no times and no quoted ids. The id is the key's.
-type storedArticle struct {
-	Title    string `json:"t"`
-	Content  string `json:"c"`
-	BoardID  int64  `json:"b"`
-	WriterID int64  `json:"w"`
-	Created  int64  `json:"ca"` // Unix ms
-	Modified int64  `json:"ma"`
+// articleJSON is an article in its wire form, the article service's JSON object, as the model stores it: a warm
+// read splices it into its answer, neither decoding the article nor encoding it again.
+type articleJSON string
+
+func encodeArticle(a Article) (articleJSON, error) {
+	raw, err := json.Marshal(a)
+	return articleJSON(raw), err
 }
 
-func encodeArticle(a Article) ([]byte, error) {
-	return json.Marshal(storedArticle{a.Title, a.Content, int64(a.BoardID), int64(a.WriterID),
-		time.Time(a.CreatedAt).UnixMilli(), time.Time(a.ModifiedAt).UnixMilli()})
-}
-
-func decodeArticle(id int64, raw string) (Article, error) {
-	var st storedArticle
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return Article{}, err
-	}
-	return Article{apijson.ID(id), st.Title, st.Content, apijson.ID(st.BoardID), apijson.ID(st.WriterID),
-		apijson.Time(time.UnixMilli(st.Created).UTC()), apijson.Time(time.UnixMilli(st.Modified).UTC())}, nil
+// isArticleJSON tells an article stored in wire form from one stored by an earlier version (another format),
+// which reads then fetch again from the origin.
+func isArticleJSON(raw string) bool {
+	return strings.HasPrefix(raw, `{"articleId":`) && strings.HasSuffix(raw, "}")
 }
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the
@@ -367,12 +379,12 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, trusted, "deleted",
 			p.ArticleVersion).Int64()
 	} else {
-		var article []byte
+		var article articleJSON
 		article, err = encodeArticle(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
 		if err != nil {
 			return err
 		}
-		args := []any{keep, now, trusted, "article", "av", p.ArticleVersion, article}
+		args := []any{keep, now, trusted, "article", "av", p.ArticleVersion, string(article)}
 		if env.Type == event.ArticleCreated && trusted == "1" {
 			// An article created since the epoch has its whole history after it, none of it lost: the counts it
 			// was created with (none, version 0) stand until its count events arrive. Reads of a new article

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"board/internal/boardpage"
 )
@@ -29,9 +30,10 @@ type boardState struct {
 	ids        []int64 // up to n ids from that rank
 }
 
-// covers reports whether the list can answer the ranks [from, from+n).
+// covers reports whether the list can answer the ranks [from, from+n): it holds them all, or it holds the whole
+// board and so every article there is.
 func (b boardState) covers(n int64) bool {
-	return b.found && b.synced && b.countKnown && (b.from+n <= b.size || b.wholeBoard)
+	return b.found && b.synced && b.countKnown && (int64(len(b.ids)) == n || b.wholeBoard)
 }
 
 // listReadScript reads a board's list state and a run of its ids at once, so that the ids and the size and floor
@@ -53,6 +55,9 @@ return {size, m[1] or '', m[2] or '', m[3] or '', found, from, ids}`)
 
 // readBoard runs listReadScript: n ids from rank from, or after lastID when it is not 0.
 func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64) (boardState, error) {
+	if s.near != nil && lastID == 0 {
+		return s.readBoardNear(ctx, boardID, from, n)
+	}
 	after := ""
 	if lastID != 0 {
 		after = member(lastID)
@@ -71,6 +76,43 @@ func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64)
 	members, _ := vals[6].([]any)
 	for _, m := range members {
 		if id, err := strconv.ParseInt(str(m), 10, 64); err == nil {
+			b.ids = append(b.ids, id)
+		}
+	}
+	return b, nil
+}
+
+// readBoardNear reads n ids of a board's list from rank from through the near cache, with the size and meta that
+// say whether they answer. The three are separate keys read when the cache lacks them, not one snapshot as the
+// script's: a change to the board drops all three from the cache at once (one script writes them), so a read mixes
+// states only across that change's invalidation, and the next read sees it whole. covers asks of the ids alone
+// whether they fill the page, never of the size.
+func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (boardState, error) {
+	keys := s.boardKeys(boardID)
+	res := s.near.DoMultiCache(ctx,
+		rueidis.CT(s.near.B().Zcard().Key(keys[0]).Cache(), nearTTL),
+		rueidis.CT(s.near.B().Hmget().Key(keys[1]).Field("synced", "floor", "count").Cache(), nearTTL),
+		rueidis.CT(s.near.B().Zrange().Key(keys[0]).Min(strconv.FormatInt(from, 10)).
+			Max(strconv.FormatInt(from+n-1, 10)).Rev().Cache(), nearTTL))
+	size, err := res[0].AsInt64()
+	if err != nil {
+		return boardState{}, redisFault(err)
+	}
+	meta, err := res[1].ToArray()
+	if err != nil {
+		return boardState{}, redisFault(err)
+	}
+	members, err := res[2].AsStrSlice()
+	if err != nil {
+		return boardState{}, redisFault(err)
+	}
+	str := func(i int) string { v, _ := meta[i].ToString(); return v }
+	b := boardState{size: size, synced: str(0) == "1", wholeBoard: str(1) == "", found: true, from: from}
+	if c, err := strconv.ParseInt(str(2), 10, 64); err == nil {
+		b.count, b.countKnown = c, true
+	}
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
 			b.ids = append(b.ids, id)
 		}
 	}
@@ -166,7 +208,11 @@ func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64)
 	if err != nil {
 		return Page{}, err
 	}
-	articles, _, err := s.withCounts(ctx, articleIDs(p.Articles), p.Articles)
+	known, err := encodeArticles(p.Articles)
+	if err != nil {
+		return Page{}, err
+	}
+	articles, _, err := s.withCounts(ctx, articleIDs(p.Articles), known)
 	return Page{Articles: articles, Count: p.ArticleCount}, err
 }
 
@@ -175,8 +221,23 @@ func (s *Service) originScroll(ctx context.Context, boardID, pageSize, lastID in
 	if err != nil {
 		return nil, err
 	}
-	articles, _, err := s.withCounts(ctx, articleIDs(as), as)
+	known, err := encodeArticles(as)
+	if err != nil {
+		return nil, err
+	}
+	articles, _, err := s.withCounts(ctx, articleIDs(as), known)
 	return articles, err
+}
+
+func encodeArticles(as []Article) ([]articleJSON, error) {
+	out := make([]articleJSON, len(as))
+	for i, a := range as {
+		var err error
+		if out[i], err = encodeArticle(a); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func articleIDs(as []Article) []int64 {

@@ -74,7 +74,7 @@ func (e *env) checkPages(t *testing.T, boardID int64, warm, sampled bool) {
 			if len(got) == 0 {
 				break
 			}
-			lastID, from = int64(got[len(got)-1].ArticleID), from+int64(len(got))
+			lastID, from = int64(decoded(t, got[len(got)-1]).ArticleID), from+int64(len(got))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"board/internal/redislock"
 	"board/internal/snowflake"
@@ -16,7 +17,7 @@ import (
 
 // model is what Redis holds of an article's query model; a nil part is not held.
 type model struct {
-	article  *versioned[Article]
+	article  *versioned[articleJSON]
 	comments *versioned[int64]
 	likes    *versioned[int64]
 	deleted  bool
@@ -28,37 +29,34 @@ func (m model) complete() bool {
 
 var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted", "article?", "comments?", "likes?"}
 
-// parseModel reads the values of modelFields of article id. A group marked unverified, or one that does not
-// decode (written by another version), counts as not held.
-func parseModel(id int64, vals []any) (model, error) {
+// parseModel reads the values of modelFields, field(i) giving the i-th if the hash holds it. A group marked
+// unverified, or an article stored in another version's format, counts as not held.
+func parseModel(field func(i int) (string, bool)) (model, error) {
 	var m model
-	str := func(i int) (string, bool) { v, ok := vals[i].(string); return v, ok }
-	if _, ok := str(6); ok {
+	if _, ok := field(6); ok {
 		return model{deleted: true}, nil
 	}
 	num := func(i int) (int64, bool, error) {
-		v, ok := str(i)
+		v, ok := field(i)
 		if !ok {
 			return 0, false, nil
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		return n, true, err
 	}
-	_, unverifiedArticle := str(7)
-	if raw, ok := str(0); ok && !unverifiedArticle {
+	_, unverifiedArticle := field(7)
+	if raw, ok := field(0); ok && !unverifiedArticle && isArticleJSON(raw) {
 		av, _, err := num(1)
 		if err != nil {
 			return m, err
 		}
-		if a, err := decodeArticle(id, raw); err == nil {
-			m.article = &versioned[Article]{a, av}
-		}
+		m.article = &versioned[articleJSON]{articleJSON(raw), av}
 	}
 	for _, part := range []struct {
 		value, version, unverified int
 		dst                        **versioned[int64]
 	}{{2, 3, 8, &m.comments}, {4, 5, 9, &m.likes}} {
-		if _, ok := str(part.unverified); ok {
+		if _, ok := field(part.unverified); ok {
 			continue
 		}
 		n, ok, err := num(part.value)
@@ -77,27 +75,70 @@ func parseModel(id int64, vals []any) (model, error) {
 	return m, nil
 }
 
-// readModels reads the models of ids, and peeks at their cached view counts, in one pipeline (split per node on a
-// cluster): a warm read is one round trip.
-func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []func() (int64, bool), error) {
+// cachedView is an article's view count as the view cache holds it; fresh is false when it must go through Get.
+type cachedView struct {
+	count int64
+	fresh bool
+}
+
+// readModels reads the models of ids and their cached view counts in one round trip: from the near cache when
+// there is one (no round trip at all for what it holds), else in one pipeline (split per node on a cluster).
+func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []cachedView, error) {
+	if s.near != nil {
+		return s.readModelsNear(ctx, ids)
+	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
-	views := make([]func() (int64, bool), len(ids))
+	viewCmds := make([]*redis.StringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, s.modelKey(id), modelFields...)
-		views[i] = s.views.Peek(ctx, pipe, viewKey(id))
+		viewCmds[i] = pipe.Get(ctx, s.views.EntryKey(viewKey(id)))
 	}
 	_, _ = pipe.Exec(ctx) // each command's own error is read below; a view count not cached is no error
 	models := make([]model, len(ids))
+	views := make([]cachedView, len(ids))
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			return nil, nil, redisFault(err)
 		}
-		m, err := parseModel(ids[i], cmd.Val())
+		vals := cmd.Val()
+		m, err := parseModel(func(j int) (string, bool) { v, ok := vals[j].(string); return v, ok })
 		if err != nil {
 			return nil, nil, fmt.Errorf("model of article %d: %w", ids[i], err)
 		}
 		models[i] = m
+		if raw, err := viewCmds[i].Result(); err == nil {
+			views[i].count, views[i].fresh = s.views.Fresh(raw)
+		}
+	}
+	return models, views, nil
+}
+
+// readModelsNear is readModels through the near cache: what it holds is answered from memory, the rest is read in
+// one round trip per node and held from then on, until Redis reports a change to it.
+func (s *Service) readModelsNear(ctx context.Context, ids []int64) ([]model, []cachedView, error) {
+	cmds := make([]rueidis.CacheableTTL, 0, 2*len(ids))
+	for _, id := range ids {
+		cmds = append(cmds,
+			rueidis.CT(s.near.B().Hmget().Key(s.modelKey(id)).Field(modelFields...).Cache(), nearTTL),
+			rueidis.CT(s.near.B().Get().Key(s.views.EntryKey(viewKey(id))).Cache(), nearTTL))
+	}
+	results := s.near.DoMultiCache(ctx, cmds...)
+	models := make([]model, len(ids))
+	views := make([]cachedView, len(ids))
+	for i, id := range ids {
+		vals, err := results[2*i].ToArray()
+		if err != nil {
+			return nil, nil, redisFault(err)
+		}
+		m, err := parseModel(func(j int) (string, bool) { v, err := vals[j].ToString(); return v, err == nil })
+		if err != nil {
+			return nil, nil, fmt.Errorf("model of article %d: %w", id, err)
+		}
+		models[i] = m
+		if raw, err := results[2*i+1].ToString(); err == nil {
+			views[i].count, views[i].fresh = s.views.Fresh(raw)
+		}
 	}
 	return models, views, nil
 }
@@ -126,7 +167,7 @@ func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
 // concurrent rebuilds of one article: into one in this process (singleflight), and across processes behind a short
 // Redis lock whose holder the others wait for. known, when not nil, is the article as a page of the article service
 // gave it, which spares the article call.
-func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model, error) {
+func (s *Service) rebuild(ctx context.Context, id int64, known *articleJSON) (model, error) {
 	ch := s.rebuilds.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
 		// Shared by every caller, so not ended by the first one leaving: bounded on its own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
@@ -144,7 +185,7 @@ func (s *Service) rebuild(ctx context.Context, id int64, known *Article) (model,
 	}
 }
 
-func (s *Service) rebuildOnce(ctx context.Context, id int64, known *Article) (model, error) {
+func (s *Service) rebuildOnce(ctx context.Context, id int64, known *articleJSON) (model, error) {
 	lock := s.modelKey(id) + "::rebuild"
 	held, err := redislock.TryAcquire(ctx, s.rdb, lock, rebuildLockTTL)
 	if err != nil {
@@ -202,7 +243,7 @@ func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (mode
 // fetchMissing fills the parts m lacks from their origins, concurrently, and returns what it fetched as
 // modelScript's field groups. A page's article (known) fills the answer but is not written back: it carries no
 // version, and a version is what keeps a late event from overwriting it.
-func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *Article) ([]any, error) {
+func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *articleJSON) ([]any, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -221,19 +262,19 @@ func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *A
 	}
 	switch {
 	case m.article == nil && known != nil:
-		m.article = &versioned[Article]{Value: *known}
+		m.article = &versioned[articleJSON]{Value: *known}
 	case m.article == nil:
 		// First, alone: an article the origin does not have needs no counts.
 		a, err := s.origins.article(ctx, id)
 		if err != nil {
 			return nil, asNotFound(err)
 		}
-		m.article = &a
 		raw, err := encodeArticle(a.Value)
 		if err != nil {
 			return nil, err
 		}
-		groups = append(groups, "article", "av", max(a.Version, 0), raw)
+		m.article = &versioned[articleJSON]{raw, a.Version}
+		groups = append(groups, "article", "av", max(a.Version, 0), string(raw))
 	}
 	if m.comments == nil {
 		fetch(func() ([]any, error) {
@@ -290,7 +331,7 @@ func (s *Service) writeRebuilt(ctx context.Context, id int64, groups []any) erro
 // withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
 // missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. An article that turns out
 // deleted (since the list was read, or listed by a late event) is left out of the answer and returned in gone.
-func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) (list []ArticleRead, gone []int64, err error) {
+func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJSON) (list []ArticleRead, gone []int64, err error) {
 	models, views, err := s.readModels(ctx, ids)
 	if err != nil {
 		return nil, nil, err
@@ -300,17 +341,17 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []Article) 
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		m := models[i]
-		if count, ok := views[i](); ok && m.complete() && !m.deleted {
+		if views[i].fresh && m.complete() && !m.deleted {
 			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
-				ViewCount: count}
+				ViewCount: views[i].count}
 			continue
 		}
 		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {
-			m.article = &versioned[Article]{Value: known[i]} // the page gave what the model lacks
+			m.article = &versioned[articleJSON]{Value: known[i]} // the page gave what the model lacks
 		}
 		wg.Go(func() {
 			if !m.complete() {
-				var k *Article
+				var k *articleJSON
 				if known != nil {
 					k = &known[i]
 				}

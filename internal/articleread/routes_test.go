@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"board/internal/apijson"
 	"board/internal/article"
 	"board/internal/httpio/httpiotest"
 	"board/internal/redisclient/redisclienttest"
@@ -26,7 +28,8 @@ func TestRoutesAnswers(t *testing.T) {
 		e.applyNew(t, 0)
 		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
 		newest := ids[len(ids)-1]
-		want, _ := e.truth.want(newest)
+		wantRead, _ := e.truth.want(newest)
+		want := decoded(t, wantRead)
 
 		r := httpiotest.Call(api, http.MethodGet, "/v1/articles/"+strconv.FormatInt(newest, 10), "")
 		httpiotest.WantStatus(t, r, http.StatusOK)
@@ -142,4 +145,28 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 			t.Errorf("bad requests reached the origins: %v", calls)
 		}
 	})
+}
+
+// TestSplicedAnswers checks that an answer spliced from the stored wire form reads byte for byte as encoding/json
+// writes the same article and counts, escapes included.
+func TestSplicedAnswers(t *testing.T) {
+	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01", BoardID: 2, WriterID: 3,
+		CreatedAt: apijson.Time(time.UnixMilli(1_700_000_000_123)), ModifiedAt: apijson.Time(time.UnixMilli(1_700_000_000_456))}
+	stored, err := encodeArticle(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := ArticleRead{Article: stored, CommentCount: 4, LikeCount: 5, ViewCount: 6}
+	want, err := json.Marshal(struct {
+		Article
+		ArticleCommentCount int64 `json:"articleCommentCount"`
+		ArticleLikeCount    int64 `json:"articleLikeCount"`
+		ArticleViewCount    int64 `json:"articleViewCount"`
+	}{a, 4, 5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read.appendJSON(nil); string(got) != string(want) {
+		t.Errorf("spliced %s\nwant    %s", got, want)
+	}
 }

@@ -135,21 +135,18 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 	return v, nil
 }
 
-// Peek queues the read of key's entry on pipe, so that a caller reading other keys in the same round trip gets the
-// cached value at no extra cost. After pipe has run, the returned function gives the value if it is cached and
-// fresh; otherwise (missing, logically expired, unreadable, a failed read) ok is false and the caller goes through
-// Get, which refreshes or fills it as usual.
-func (c *Cache[V]) Peek(ctx context.Context, pipe redis.Pipeliner, key string) func() (v V, ok bool) {
-	cmd := pipe.Get(ctx, c.keysFor(key).value)
-	return func() (V, bool) {
-		var e entry[V]
-		raw, err := cmd.Bytes()
-		if err != nil || json.Unmarshal(raw, &e) != nil || !c.fresh(e) {
-			var zero V
-			return zero, false
-		}
-		return e.Value, true
+// EntryKey is the Redis key that holds key's entry, for a caller that reads it in a round trip of its own (a
+// pipeline with other keys, a client-side cache) and hands what it read to Fresh.
+func (c *Cache[V]) EntryKey(key string) string { return c.keysFor(key).value }
+
+// Fresh decodes an entry as EntryKey's key holds it. ok is false when it does not decode or is logically expired:
+// the caller then goes through Get, which refreshes or fills it as usual.
+func (c *Cache[V]) Fresh(raw string) (v V, ok bool) {
+	var e entry[V]
+	if json.Unmarshal([]byte(raw), &e) != nil || !c.fresh(e) {
+		return v, false
 	}
+	return e.Value, true
 }
 
 // refresh serves a logically expired entry: the caller that takes the lock loads and returns a fresh value, every

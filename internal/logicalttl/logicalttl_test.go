@@ -490,38 +490,42 @@ func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
 	New[int64](nil, "", Config{LogicalTTL: time.Second, PhysicalTTL: time.Second})
 }
 
-// TestPeek reads entries in a caller's pipeline: a fresh entry is served, a missing or logically expired one is
-// left to Get.
-func TestPeek(t *testing.T) {
+// TestFresh reads entries as a caller reads them in a round trip of its own: a fresh entry is served, a missing,
+// undecodable or logically expired one is left to Get.
+func TestFresh(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		clock := snowflaketest.NewClock(start)
 		c := newCache(b, clock, Config{})
 		var o origin
-		peek := func(key string) (int64, bool) {
-			pipe := b.Client.Pipeline()
-			got := c.Peek(t.Context(), pipe, key)
-			// A missing key makes Exec report redis.Nil; Peek reads its own command.
-			if _, err := pipe.Exec(t.Context()); err != nil && !errors.Is(err, redis.Nil) {
+		fresh := func(key string) (int64, bool) {
+			raw, err := b.Client.Get(t.Context(), c.EntryKey(key)).Result()
+			if errors.Is(err, redis.Nil) {
+				return 0, false
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
-			return got()
+			return c.Fresh(raw)
 		}
-		if v, ok := peek("7"); ok {
-			t.Errorf("Peek of a missing entry = %d, true", v)
+		if v, ok := fresh("7"); ok {
+			t.Errorf("a missing entry = %d, true", v)
 		}
 		if _, err := c.Get(t.Context(), "7", o.load); err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := peek("7"); !ok || v != 10 {
-			t.Errorf("Peek of a fresh entry = %d, %v; want 10, true", v, ok)
+		if v, ok := fresh("7"); !ok || v != 10 {
+			t.Errorf("a fresh entry = %d, %v; want 10, true", v, ok)
+		}
+		if v, ok := c.Fresh("not json"); ok {
+			t.Errorf("an undecodable entry = %d, true", v)
 		}
 		clock.Add(DefaultLogicalTTL)
-		if v, ok := peek("7"); ok {
-			t.Errorf("Peek of a logically expired entry = %d, true; want it left to Get", v)
+		if v, ok := fresh("7"); ok {
+			t.Errorf("a logically expired entry = %d, true; want it left to Get", v)
 		}
 		if n := o.calls.Load(); n != 1 {
-			t.Errorf("origin calls = %d, want 1: Peek never loads", n)
+			t.Errorf("origin calls = %d, want 1: Fresh never loads", n)
 		}
 	})
 }

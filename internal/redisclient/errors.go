@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"board/internal/fault"
 )
@@ -14,7 +15,8 @@ import (
 // caller is wrong, and is returned as it is: an internal error.
 func Unavailable(err error, code, message string) error {
 	var reply redis.Error
-	if errors.As(err, &reply) && !redisCannotServe(err) {
+	var nearReply *rueidis.RedisError // the near cache's client's
+	if (errors.As(err, &reply) || errors.As(err, &nearReply)) && !redisCannotServe(err) {
 		return err
 	}
 	return fault.Unavailablef(err, code, "%s", message)
@@ -29,7 +31,8 @@ func redisCannotServe(err error) bool {
 	_, moved := redis.IsMovedError(err)
 	_, ask := redis.IsAskError(err)
 	return moved || ask || redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
-		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) ||
 		redis.IsOOMError(err) || redis.IsNoReplicasError(err) ||
-		strings.HasPrefix(err.Error(), "MISCONF ") || strings.HasPrefix(err.Error(), "BUSY ")
+		strings.HasPrefix(err.Error(), "MISCONF ") || strings.HasPrefix(err.Error(), "BUSY ") ||
+		strings.Contains(err.Error(), "max number of clients reached") // without its ERR from rueidis
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"board/internal/fault"
 )
@@ -15,11 +16,16 @@ func TestUnavailable(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
+	near, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true,
+		ForceSingleClient: true, DisableRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(near.Close)
 	ctx := context.Background()
-	reply := func(msg string) error { // a reply error exactly as the client sees it
-		mr.SetError(msg)
-		defer mr.SetError("")
-		return rdb.Get(ctx, "k").Err()
+	clients := map[string]func() error{ // a reply error exactly as each client sees it
+		"go-redis": func() error { return rdb.Get(ctx, "k").Err() },
+		"rueidis":  func() error { return near.Do(ctx, near.B().Get().Key("k").Build()).Error() },
 	}
 	for msg, want := range map[string]fault.Kind{
 		"LOADING Redis is loading the dataset in memory":                                                   fault.Unavailable,
@@ -37,8 +43,13 @@ func TestUnavailable(t *testing.T) {
 		"WRONGTYPE Operation against a key holding the wrong kind of value":                                0,
 		"ERR Error running script (call to f_x): user_script:1: oops":                                      0,
 	} {
-		if got := fault.KindOf(Unavailable(reply(msg), "REDIS_UNAVAILABLE", "down")); got != want {
-			t.Errorf("%q: kind %d, want %d", msg, got, want)
+		for name, get := range clients {
+			mr.SetError(msg)
+			err := get()
+			mr.SetError("")
+			if got := fault.KindOf(Unavailable(err, "REDIS_UNAVAILABLE", "down")); got != want {
+				t.Errorf("%s, %q: %v is of kind %d, want %d", name, msg, err, got, want)
+			}
 		}
 	}
 	mr.Close()

@@ -30,6 +30,7 @@ type Backend struct {
 	// Prefix starts every key a test writes. It holds no hash tag, so the keys' own tags decide their slots and a
 	// script or pipeline whose keys do not share a tag fails on the cluster as it would in production.
 	Prefix string
+	Addrs  []string             // where it listens, for a client of another library
 	Mini   *miniredis.Miniredis // the in-process server, to steer its clock; nil for a real Redis
 }
 
@@ -51,7 +52,7 @@ func Mini(t testing.TB) Backend {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	return Backend{Client: rdb, Prefix: prefix(), Mini: mr}
+	return Backend{Client: rdb, Prefix: prefix(), Addrs: []string{mr.Addr()}, Mini: mr}
 }
 
 // Real returns the Redis at BOARD_TEST_REDIS_ADDR with a fresh prefix, or miniredis when the variable is unset.
@@ -65,7 +66,7 @@ func Real(t testing.TB) Backend {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("%s=%s: %v", AddrEnv, addr, err)
 	}
-	b := Backend{Client: rdb, Prefix: prefix()}
+	b := Backend{Client: rdb, Prefix: prefix(), Addrs: []string{addr}}
 	t.Cleanup(func() {
 		defer rdb.Close()
 		b.Flush(t)
@@ -88,7 +89,7 @@ func Cluster(t testing.TB) Backend {
 	}); err != nil {
 		t.Fatalf("%s=%s: %v", ClusterAddrsEnv, addrs, err)
 	}
-	b := Backend{Client: rdb, Prefix: prefix()}
+	b := Backend{Client: rdb, Prefix: prefix(), Addrs: strings.Split(addrs, ",")}
 	t.Cleanup(func() {
 		defer rdb.Close()
 		b.Flush(t)

@@ -1,0 +1,96 @@
+package articleread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"board/internal/polltest"
+	"board/internal/redisclient"
+	"board/internal/redisclient/redisclienttest"
+)
+
+// nearWait bounds how long a change may take to reach a reader through the near cache: far below nearTTL, so
+// that only Redis's reports of the changes can make it (and a view count's one-second refresh).
+const nearWait = 10 * time.Second
+
+// TestNearCache reads articles and board pages through a near cache while another instance applies every kind of
+// change: updates, likes, comments, views, deletes, new articles and a Redis that lost its keys. Each change reaches
+// the reader once Redis has reported it; the report travels apart from the write, so the reader is polled. On a
+// Redis without client tracking (miniredis) there is no near cache to connect.
+func TestNearCache(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		near, err := redisclient.ConnectNear(t.Context(), b.Addrs, "", 1<<20)
+		if b.Mini != nil {
+			if !errors.Is(err, redisclient.ErrNoTracking) {
+				t.Fatalf("ConnectNear to miniredis: %v, want ErrNoTracking", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(near.Close)
+		e := newEnv(t, b)
+		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Near: near,
+			Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
+		const board = 4
+		var ids []int64
+		for range 12 {
+			ids = append(ids, e.uncachedArticle(board))
+		}
+		applied := e.applyNew(t, 0)
+		e.waitNear(t, reader, board, ids)
+
+		for _, change := range []struct {
+			name string
+			do   func()
+		}{
+			{"update", func() { e.truth.update(ids[0]) }},
+			{"like and unlike", func() { e.truth.like(ids[1], 1); e.truth.like(ids[2], -1) }},
+			{"comment", func() { e.truth.comment(ids[3], 1) }},
+			{"views", func() { e.truth.setViews(ids[4], 999) }},
+			{"delete", func() { e.truth.delete(ids[5]) }},
+			{"create", func() { ids = append(ids, e.truth.create(board)) }},
+		} {
+			change.do()
+			applied = e.applyNew(t, applied)
+			t.Run(change.name, func(t *testing.T) { e.waitNear(t, reader, board, ids) })
+		}
+		t.Run("flush", func(t *testing.T) {
+			e.flush(t)
+			e.waitNear(t, reader, board, ids)
+		})
+	})
+}
+
+// waitNear waits until reader answers every article of ids and the first page of board as the truth holds them.
+func (e *env) waitNear(t *testing.T, reader *Service, board int64, ids []int64) {
+	t.Helper()
+	ctx := context.Background()
+	polltest.Until(t, nearWait, func() (bool, string) {
+		for _, id := range ids {
+			got, err := reader.Get(ctx, id)
+			want, live := e.truth.want(id)
+			switch {
+			case !live && !errors.Is(err, errArticleNotFound):
+				return false, fmt.Sprintf("Get(%d) of a deleted article = %v, %v", id, got, err)
+			case live && err != nil:
+				return false, fmt.Sprintf("Get(%d): %v", id, err)
+			case live && !cmp.Equal(want, got):
+				return false, fmt.Sprintf("Get(%d) = %+v, want %+v", id, got, want)
+			}
+		}
+		got, err := reader.List(ctx, board, 1, 5)
+		as, count := e.truth.page(board, 1, 5)
+		if want := (Page{Articles: e.truth.wantReads(as), Count: count}); err != nil || !cmp.Equal(want, got) {
+			return false, fmt.Sprintf("page 1 = %+v, %v; want %+v", got, err, want)
+		}
+		return true, ""
+	})
+}
