@@ -25,6 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -143,10 +145,32 @@ func (c *Cache[V]) EntryKey(key string) string { return c.keysFor(key).value }
 // the caller then goes through Get, which refreshes or fills it as usual.
 func (c *Cache[V]) Fresh(raw string) (v V, ok bool) {
 	var e entry[V]
-	if json.Unmarshal([]byte(raw), &e) != nil || !c.fresh(e) {
+	if decode(raw, &e) != nil || !c.fresh(e) {
 		return v, false
 	}
 	return e.Value, true
+}
+
+// decode reads an entry as store wrote it. An integer value, such as the counts read with every article, is read
+// without reflection.
+func decode[V any](raw string, e *entry[V]) error {
+	if n, isInt := any(&e.Value).(*int64); isInt {
+		if v, exp, ok := parseIntEntry(raw); ok {
+			*n, e.Expiry = v, exp
+			return nil
+		}
+	}
+	return json.Unmarshal([]byte(raw), e)
+}
+
+// parseIntEntry reads {"v":<int>,"exp":<int>}, an entry of an int64 as encoding/json writes it.
+func parseIntEntry(raw string) (v, exp int64, ok bool) {
+	rest, ok1 := strings.CutPrefix(raw, `{"v":`)
+	value, rest, ok2 := strings.Cut(rest, `,"exp":`)
+	expiry, ok3 := strings.CutSuffix(rest, "}")
+	v, err1 := strconv.ParseInt(value, 10, 64)
+	exp, err2 := strconv.ParseInt(expiry, 10, 64)
+	return v, exp, ok1 && ok2 && ok3 && err1 == nil && err2 == nil
 }
 
 // refresh serves a logically expired entry: the caller that takes the lock loads and returns a fresh value, every
@@ -302,7 +326,7 @@ func (c *Cache[V]) read(ctx context.Context, k keys) (entry[V], bool, error) {
 		return entry[V]{}, false, fmt.Errorf("read %s: %w", k.value, err)
 	}
 	var e entry[V]
-	if err := json.Unmarshal(raw, &e); err != nil {
+	if err := decode(string(raw), &e); err != nil {
 		return entry[V]{}, false, nil
 	}
 	return e, true, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -528,4 +529,32 @@ func TestFresh(t *testing.T) {
 			t.Errorf("origin calls = %d, want 1: Fresh never loads", n)
 		}
 	})
+}
+
+// TestDecodeIntegers reads integer entries as encoding/json reads them, through the path without reflection, and
+// leaves anything else to encoding/json.
+func TestDecodeIntegers(t *testing.T) {
+	for _, want := range []entry[int64]{{0, 0}, {7, 1_700_000_000_123}, {-3, 5}, {math.MaxInt64, math.MinInt64}} {
+		raw, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := parseIntEntry(string(raw)); !ok {
+			t.Errorf("%s is not read without reflection", raw)
+		}
+		var got entry[int64]
+		if err := decode(string(raw), &got); err != nil || got != want {
+			t.Errorf("decode(%s) = %+v, %v; want %+v", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{`{"exp":5,"v":7}`, `{"v": 7, "exp": 5}`} {
+		var got entry[int64]
+		if err := decode(raw, &got); err != nil || got != (entry[int64]{7, 5}) {
+			t.Errorf("decode(%s) = %+v, %v; want {7 5} through encoding/json", raw, got, err)
+		}
+	}
+	var bad entry[int64]
+	if err := decode(`{"v":"7","exp":5}`, &bad); err == nil {
+		t.Errorf("decode of a string value = %+v, want an error", bad)
+	}
 }
