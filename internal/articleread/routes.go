@@ -37,15 +37,8 @@ func appendArticles(dst []byte, as []ArticleRead) []byte {
 
 // writeOK answers 200 with body and the newline httpio.Write ends its answers with.
 func writeOK(w http.ResponseWriter, body []byte) {
-	body = append(body, '\n')
-	h := w.Header()
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the client went away; nothing useful to do
+	httpio.WriteRaw(w, http.StatusOK, append(body, '\n'))
 }
-
-var contentTypeJSON = []string{"application/json"}
 
 type handlers struct {
 	svc *Service
