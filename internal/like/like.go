@@ -86,14 +86,17 @@ func (p retryPolicy) wait(attempt int) time.Duration { return backoff.Jitter(att
 
 // Stats counts a strategy's work since the service started.
 type Stats struct {
-	Writes    int64 // likes and unlikes committed
-	Conflicts int64 // optimistic attempts that found the count changed since they read it, and were retried or given up
-	// MostAttempts is the most attempts one like or unlike has taken: how close the optimistic strategy came to
-	// its bound.
+	Writes int64 // likes and unlikes committed
+	// Transactions is how many transactions committed them: Writes/Transactions likes shared a transaction on
+	// average (see Batching).
+	Transactions int64
+	Conflicts    int64 // optimistic attempts that found the count changed since they read it, and were retried or given up
+	// MostAttempts is the most attempts one transaction has taken: how close the optimistic strategy came to its
+	// bound.
 	MostAttempts int64
 }
 
-type counters struct{ writes, conflicts, mostAttempts atomic.Int64 }
+type counters struct{ writes, transactions, conflicts, mostAttempts atomic.Int64 }
 
 // attempted records that a write took n attempts.
 func (c *counters) attempted(n int64) {
@@ -107,6 +110,10 @@ func (c *counters) attempted(n int64) {
 
 // Service holds the like rules over a Store. Who may like, and whether the ids are ones an article and a user can
 // have, are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is given.
+//
+// Concurrent likes and unlikes of one article with one strategy share transactions (Batching, docs/likes.md): each
+// request waits for the transaction that carries it to commit, and is answered with its own outcome, or with a 503
+// when its context ends first.
 type Service struct {
 	store           *Store
 	ids             IDGenerator
@@ -114,11 +121,12 @@ type Service struct {
 	defaultStrategy Strategy
 	retry           retryPolicy
 	stats           map[Strategy]*counters // one entry per strategy, made once: safe for concurrent use
+	batches         *batcher               // nil when every request has a transaction of its own
 }
 
 // NewService returns the like service; requests that name no strategy use defaultStrategy (DefaultStrategy when
-// empty). now is injected so tests control time. An unknown strategy is a wiring bug (ParseStrategy checks
-// configuration) and panics.
+// empty), and share transactions as DefaultBatching says (see WithBatching). now is injected so tests control time.
+// An unknown strategy is a wiring bug (ParseStrategy checks configuration) and panics.
 func NewService(store *Store, ids IDGenerator, now func() time.Time, defaultStrategy Strategy) *Service {
 	if defaultStrategy == "" {
 		defaultStrategy = DefaultStrategy
@@ -130,7 +138,17 @@ func NewService(store *Store, ids IDGenerator, now func() time.Time, defaultStra
 	for _, st := range Strategies {
 		stats[st] = &counters{}
 	}
-	return &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats}
+	s := &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats}
+	return s.WithBatching(DefaultBatching)
+}
+
+// WithBatching has s share transactions as b says, and returns s; it must come before s serves anything.
+func (s *Service) WithBatching(b Batching) *Service {
+	s.batches = nil
+	if b.Max > 1 {
+		s.batches = newBatcher(b, s.runBatch)
+	}
+	return s
 }
 
 // Stats returns what strategy has done so far.
@@ -139,7 +157,8 @@ func (s *Service) Stats(strategy Strategy) Stats {
 	if !ok {
 		return Stats{}
 	}
-	return Stats{Writes: c.writes.Load(), Conflicts: c.conflicts.Load(), MostAttempts: c.mostAttempts.Load()}
+	return Stats{Writes: c.writes.Load(), Transactions: c.transactions.Load(), Conflicts: c.conflicts.Load(),
+		MostAttempts: c.mostAttempts.Load()}
 }
 
 // Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
@@ -150,9 +169,7 @@ func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID
 		return Like{}, snowflake.Unavailable(err)
 	}
 	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: apijson.Millis(s.now())}
-	err = s.store.articles.Write(ctx, articleID, func() error {
-		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Like(ctx, st, l) })
-	})
+	err = s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, change{like: l}) })
 	if err != nil {
 		return Like{}, err
 	}
@@ -162,27 +179,104 @@ func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID
 // Unlike removes userID's like of articleID, with strategy ("" for the default). On an article that does not exist
 // (a deleted one included) it is NotFound (ARTICLE_NOT_FOUND), not LIKE_NOT_FOUND.
 func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
-	return s.store.articles.Write(ctx, articleID, func() error {
-		return s.write(ctx, strategy, func(st Strategy) error { return s.store.Unlike(ctx, st, articleID, userID) })
-	})
+	c := change{like: Like{ArticleID: articleID, UserID: userID}, unlike: true}
+	return s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, c) })
 }
 
-// write runs a like or unlike with strategy, retrying while the optimistic strategy loses races, up to the bound.
-// Nothing is written by an attempt that lost, so a client told to try again has lost no like.
-func (s *Service) write(ctx context.Context, strategy Strategy, attempt func(Strategy) error) error {
+// submit has c made with strategy ("" for the default), in a batch of its article, and returns its outcome once the
+// batch's transaction has committed; or a 503 as soon as ctx ends, the change then made or not.
+func (s *Service) submit(ctx context.Context, strategy Strategy, c change) error {
 	if strategy == "" {
 		strategy = s.defaultStrategy
 	}
-	c, ok := s.stats[strategy]
-	if !ok {
+	if _, ok := s.stats[strategy]; !ok {
 		return fmt.Errorf("unknown like strategy %q", strategy)
 	}
+	o := &op{ctx: ctx, change: c, queued: time.Now(), done: make(chan error, 1)}
+	key := batchKey{c.like.ArticleID, strategy}
+	if s.batches == nil {
+		s.runBatch(key, []*op{o})
+	} else {
+		s.batches.submit(key, o)
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-o.done: // answered as ctx ended: that answer is the true one
+			return err
+		default:
+			return unconfirmed(ctx)
+		}
+	}
+}
+
+func unconfirmed(ctx context.Context) error {
+	return fault.Unavailablef(context.Cause(ctx), "DATABASE_UNAVAILABLE",
+		"the like or unlike was not confirmed in time, and may or may not have been made; try again")
+}
+
+// runBatch makes ops, the likes and unlikes of one key, in one transaction (retried while the optimistic strategy
+// loses races), and answers each. A request that stopped waiting before an attempt is left out of it.
+func (s *Service) runBatch(key batchKey, ops []*op) {
+	ctx, cancel := batchContext(ops)
+	defer cancel()
+	var live []*op
+	var outcomes []error
+	err := s.write(ctx, key.strategy, func(st Strategy) (int, error) {
+		live, outcomes = live[:0], nil
+		for _, o := range ops {
+			if o.ctx.Err() == nil {
+				live = append(live, o)
+			}
+		}
+		if len(live) == 0 {
+			return 0, nil
+		}
+		changes := make([]change, len(live))
+		for i, o := range live {
+			changes[i] = o.change
+		}
+		var err error
+		if outcomes, err = s.store.apply(ctx, st, key.articleID, changes); err != nil {
+			return 0, err
+		}
+		writes := 0
+		for _, e := range outcomes {
+			if e == nil {
+				writes++
+			}
+		}
+		return writes, nil
+	})
+	i := 0
+	for _, o := range ops {
+		switch {
+		case i < len(live) && live[i] == o && err != nil:
+			o.done <- err
+		case i < len(live) && live[i] == o:
+			o.done <- outcomes[i]
+		default:
+			o.done <- unconfirmed(o.ctx) // left out: its request has been answered so already
+			continue
+		}
+		i++
+	}
+}
+
+// write runs attempt, one transaction with strategy that reports how many changes it made, retrying while the
+// optimistic strategy loses races, up to the bound. Nothing is written by an attempt that lost, so a client told
+// to try again has lost no like.
+func (s *Service) write(ctx context.Context, strategy Strategy, attempt func(Strategy) (int, error)) error {
+	c := s.stats[strategy]
 	for n := 1; ; n++ {
-		err := attempt(strategy)
+		writes, err := attempt(strategy)
 		c.attempted(int64(n))
 		if !errors.Is(err, errVersionConflict) {
-			if err == nil {
-				c.writes.Add(1)
+			if err == nil && writes > 0 {
+				c.writes.Add(int64(writes))
+				c.transactions.Add(1)
 			}
 			return err
 		}

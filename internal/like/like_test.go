@@ -464,15 +464,15 @@ func TestOptimisticRetry(t *testing.T) {
 			svc.retry = retryPolicy{attempts: 6, base: time.Millisecond, max: 4 * time.Millisecond,
 				sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 			tries := 0
-			err := svc.write(context.Background(), OptimisticLock, func(st Strategy) error {
+			err := svc.write(context.Background(), OptimisticLock, func(st Strategy) (int, error) {
 				if st != OptimisticLock {
 					t.Errorf("attempt with %s", st)
 				}
 				tries++
 				if tries <= tc.conflicts {
-					return errVersionConflict
+					return 0, errVersionConflict
 				}
-				return tc.other
+				return 1, tc.other
 			})
 			if tc.wantKind == 0 && err != nil {
 				t.Fatalf("write: %v", err)
@@ -529,7 +529,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	}
 	svc := newTestService(t, sqldbtest.OpenSQLite(t, Migrate), "")
 	tries := 0
-	err := svc.write(ctx, OptimisticLock, func(Strategy) error { tries++; return errVersionConflict })
+	err := svc.write(ctx, OptimisticLock, func(Strategy) (int, error) { tries++; return 0, errVersionConflict })
 	if !errors.Is(err, context.Canceled) || tries != 1 {
 		t.Errorf("write under a cancelled context: %v after %d attempts, want context.Canceled after 1", err, tries)
 	}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 
 	"board/internal/apijson"
 	"board/internal/event"
@@ -45,8 +46,10 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 // row, or a gap lock next to a deleted one, would wait for the count while the count's holder waits for that like
 // row.) The shared existence lock comes before and is shared by all of them; only recording the delete takes it
 // exclusively, and that transaction holds no other lock of this service. The count's row lock also makes two
-// concurrent likes by one user meet in order, so the second reliably finds the first's row and gets a duplicate-key error. A
-// duplicate rolls the count back with the rest of the transaction.
+// concurrent likes by one user meet in order, so the second reliably finds the first's row and is a duplicate.
+//
+// Batches. A transaction carries a batch of one article's likes and unlikes (apply): concurrent requests for a hot
+// article share one transaction instead of queueing on its count row one by one (docs/likes.md).
 type Store struct {
 	db       *sqldb.DB
 	ob       *outbox.Outbox
@@ -69,38 +72,260 @@ var (
 // likeCount is an article's count row as a transaction leaves it.
 type likeCount struct{ likes, version int64 }
 
-// Like stores l and counts it with strategy, recording ARTICLE_LIKED, in one transaction. It returns
-// errVersionConflict when the optimistic strategy lost a race, and existence.ErrUnknown for an article not known
-// here yet (nothing is written either way; the caller may retry).
-func (s *Store) Like(ctx context.Context, strategy Strategy, l Like) error {
-	err := s.like(ctx, strategy, l)
-	if errors.Is(err, errNoCount) {
-		if err := s.ensureCount(ctx, l.ArticleID); err != nil {
-			return err
-		}
-		err = s.like(ctx, strategy, l)
-	}
-	return err
+// change is one like or unlike in a batch. An unlike names only its article and user.
+type change struct {
+	like   Like
+	unlike bool
 }
 
-func (s *Store) like(ctx context.Context, strategy Strategy, l Like) error {
-	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		if err := s.articles.Require(ctx, tx, l.ArticleID); err != nil {
+// apply makes changes, all of one article, with strategy in one transaction, in their order, as if each had a
+// transaction of its own: each like stores its row and each unlike removes one, each moves the count by one and
+// bumps its version by one, and each writes its ARTICLE_LIKED or ARTICLE_UNLIKED with the count and version it left.
+// It returns each change's own outcome, nil or a fault: ALREADY_LIKED for a like of a user who likes the article
+// already (before or earlier in the batch), LIKE_NOT_FOUND for an unlike of one who does not. A failed change
+// writes nothing; the others commit all the same. err is the transaction's: when it is not nil nothing was written,
+// and it may be errVersionConflict (the optimistic strategy lost a race) or existence.ErrUnknown, after which the
+// caller may try again.
+func (s *Store) apply(ctx context.Context, strategy Strategy, articleID int64, changes []change) (outcomes []error, err error) {
+	outcomes, err = s.applyOnce(ctx, strategy, articleID, changes)
+	if errors.Is(err, errNoCount) {
+		if !anyLike(changes) {
+			outcomes = make([]error, len(changes))
+			for i, c := range changes {
+				outcomes[i] = notLiked(articleID, c.like.UserID) // never liked by anyone
+			}
+			return outcomes, nil
+		}
+		if err := s.ensureCount(ctx, articleID); err != nil {
+			return nil, err
+		}
+		outcomes, err = s.applyOnce(ctx, strategy, articleID, changes)
+	}
+	return outcomes, err
+}
+
+func anyLike(changes []change) bool {
+	for _, c := range changes {
+		if !c.unlike {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) applyOnce(ctx context.Context, strategy Strategy, articleID int64, changes []change) (outcomes []error, err error) {
+	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.articles.Require(ctx, tx, articleID); err != nil {
 			return err
 		}
-		count, err := s.changeCount(ctx, tx, strategy, l.ArticleID, +1)
+		// The count first (see Store): every writer of the article's likes holds its row from here on, so what is read
+		// of them next is what they are, and stays so until this transaction ends.
+		asked := asIfAllSucceed(changes)
+		base, err := s.lockCount(ctx, tx, strategy, articleID, asked)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO article_like (article_like_id, article_id, user_id, created_at) VALUES (?, ?, ?, ?)",
-			l.ID, l.ArticleID, l.UserID, l.CreatedAt); err != nil {
-			if sqldb.IsDuplicate(err) {
-				return fault.Conflictf("ALREADY_LIKED", "user %d has already liked article %d", l.UserID, l.ArticleID)
-			}
+		liked, err := s.likesOf(ctx, tx, articleID, changes)
+		if err != nil {
 			return err
 		}
-		return emit(event.ArticleLiked, l.ArticleID, payload(l, count))
+		p := plan(articleID, base, changes, liked)
+		if err := s.writeCount(ctx, tx, strategy, articleID, base, asked, p.count); err != nil {
+			return err
+		}
+		if len(p.removed) > 0 {
+			// By primary key, and by article_id, the shard key, only behind Vitess (see sqldb.RouteBy).
+			route, routeArgs := s.db.RouteBy("article_id", articleID)
+			in, args := sqldb.In("article_like_id", p.removed)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE "+route+in, append(routeArgs, args...)...); err != nil {
+				return err
+			}
+		}
+		if len(p.added) > 0 {
+			// After the deletes: a user who unliked and liked again in one batch has a new row with the same key.
+			values, args := strings.Repeat(", (?, ?, ?, ?)", len(p.added))[2:], make([]any, 0, 4*len(p.added))
+			for _, l := range p.added {
+				args = append(args, l.ID, l.ArticleID, l.UserID, l.CreatedAt)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO article_like (article_like_id, article_id, user_id, created_at) VALUES "+values,
+				args...); err != nil {
+				return err
+			}
+		}
+		for _, e := range p.events {
+			if err := emit(e.typ, articleID, payload(e.like, e.count)); err != nil {
+				return err
+			}
+		}
+		outcomes = p.outcomes
+		return nil
 	})
+	return outcomes, err
+}
+
+// asIfAllSucceed is the change to the count that changes make when every one of them succeeds.
+func asIfAllSucceed(changes []change) likeCount {
+	c := likeCount{version: int64(len(changes))}
+	for _, ch := range changes {
+		if ch.unlike {
+			c.likes--
+		} else {
+			c.likes++
+		}
+	}
+	return c
+}
+
+// lockCount takes the article's count row the way strategy does, and returns it as it was before this transaction.
+// It comes right after Require (see Store).
+func (s *Store) lockCount(ctx context.Context, tx *sql.Tx, strategy Strategy, articleID int64, asked likeCount) (likeCount, error) {
+	switch strategy {
+	case PessimisticLock1:
+		// One atomic statement: the engine reads, adds and writes under the row lock it takes. It adds the batch as if
+		// every change succeeds; writeCount takes back those that do not.
+		res, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = like_count + ?, version = version + ? WHERE article_id = ?",
+			asked.likes, asked.version, articleID)
+		if err := updated(res, err, errNoCount); err != nil {
+			return likeCount{}, err
+		}
+		c, err := readCount(ctx, tx, articleID, "")
+		return likeCount{c.likes - asked.likes, c.version - asked.version}, err
+	case PessimisticLock2:
+		// Lock the row while reading it; writeCount writes what was computed from it. On SQLite, ForUpdate is empty:
+		// there the transaction began with BEGIN IMMEDIATE on the database's only writer connection, so it holds the
+		// database's write lock from its first statement and no other write can come between the read and the
+		// update — the same guarantee as the row lock, at database rather than row scope.
+		return readCount(ctx, tx, articleID, s.db.ForUpdate())
+	case OptimisticLock:
+		// Read without a lock; writeCount writes only if nobody changed the row since.
+		return readCount(ctx, tx, articleID, "")
+	}
+	return likeCount{}, fmt.Errorf("unknown like strategy %q", strategy)
+}
+
+// writeCount leaves the count row at count, from base as lockCount found it, the way strategy does.
+func (s *Store) writeCount(ctx context.Context, tx *sql.Tx, strategy Strategy, articleID int64, base, asked, count likeCount) error {
+	switch strategy {
+	case PessimisticLock1:
+		// Changes that failed (a duplicate like, an unlike of no like) are taken back, atomically too.
+		back := likeCount{base.likes + asked.likes - count.likes, base.version + asked.version - count.version}
+		if back == (likeCount{}) {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = like_count - ?, version = version - ? WHERE article_id = ?",
+			back.likes, back.version, articleID)
+		return err
+	case PessimisticLock2:
+		if count == base {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = ?, version = ? WHERE article_id = ?",
+			count.likes, count.version, articleID)
+		return err
+	case OptimisticLock:
+		if count == base {
+			return nil // nothing written: the outcomes hold for the snapshot read, a moment in the article's history
+		}
+		// On MySQL the UPDATE waits for a concurrent writer's lock and then matches no row, because the version moved
+		// on; under MariaDB's snapshot isolation (the default from 11.8) it fails instead, and that is the same
+		// conflict. On SQLite it always matches: the read already ran under the database's write lock (see
+		// PessimisticLock2). It comes before the likes are written, so that the row lock is taken first here too.
+		res, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = ?, version = ? WHERE article_id = ? AND version = ?",
+			count.likes, count.version, articleID, base.version)
+		if sqldb.IsStaleRead(err) {
+			return errVersionConflict
+		}
+		return updated(res, err, errVersionConflict)
+	}
+	return fmt.Errorf("unknown like strategy %q", strategy)
+}
+
+// likesOf returns the article's likes by the users that changes name, by user. The pessimistic strategies read them
+// under the count row's lock, which every writer of these rows holds, so they are current; MySQL's snapshot for
+// this plain read starts with it, after the lock. The optimistic strategy reads them in the snapshot of its count,
+// and its versioned update fails if any writer came between.
+func (s *Store) likesOf(ctx context.Context, tx *sql.Tx, articleID int64, changes []change) (map[int64]Like, error) {
+	users := make([]int64, 0, len(changes))
+	seen := make(map[int64]bool, len(changes))
+	for _, c := range changes {
+		if !seen[c.like.UserID] {
+			seen[c.like.UserID] = true
+			users = append(users, c.like.UserID)
+		}
+	}
+	in, args := sqldb.In("user_id", users)
+	rows, err := tx.QueryContext(ctx, "SELECT "+columns+" FROM article_like WHERE article_id = ? AND "+in,
+		append([]any{articleID}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	liked := make(map[int64]Like, len(users))
+	for rows.Next() {
+		l, err := scanLike(rows)
+		if err != nil {
+			return nil, err
+		}
+		liked[l.UserID] = l
+	}
+	return liked, rows.Err()
+}
+
+// batchPlan is what a batch writes: the rows it adds and removes, the count it leaves, its events in order, and each
+// change's outcome.
+type batchPlan struct {
+	added    []Like
+	removed  []int64
+	count    likeCount
+	events   []batchEvent
+	outcomes []error
+}
+
+type batchEvent struct {
+	typ   event.Type
+	like  Like
+	count likeCount
+}
+
+// plan runs changes in order over the likes the article had (liked, by user) and its count row (base).
+func plan(articleID int64, base likeCount, changes []change, liked map[int64]Like) batchPlan {
+	p := batchPlan{count: base, outcomes: make([]error, len(changes))}
+	stored := make(map[int64]bool, len(liked)) // users whose like is a row from before this batch
+	for u := range liked {
+		stored[u] = true
+	}
+	added := map[int64]int64{} // user -> id of the like this batch adds for them
+	for i, c := range changes {
+		user := c.like.UserID
+		current, likes := liked[user]
+		switch {
+		case !c.unlike && likes:
+			p.outcomes[i] = fault.Conflictf("ALREADY_LIKED", "user %d has already liked article %d", user, articleID)
+		case !c.unlike:
+			liked[user] = c.like
+			added[user] = c.like.ID
+			p.count = likeCount{p.count.likes + 1, p.count.version + 1}
+			p.events = append(p.events, batchEvent{event.ArticleLiked, c.like, p.count})
+		case !likes:
+			p.outcomes[i] = notLiked(articleID, user)
+		default:
+			delete(liked, user)
+			if stored[user] {
+				p.removed = append(p.removed, current.ID)
+				stored[user] = false
+			} else {
+				delete(added, user)
+			}
+			p.count = likeCount{p.count.likes - 1, p.count.version + 1}
+			p.events = append(p.events, batchEvent{event.ArticleUnliked, current, p.count})
+		}
+	}
+	for _, c := range changes {
+		if !c.unlike && added[c.like.UserID] == c.like.ID {
+			p.added = append(p.added, c.like)
+		}
+	}
+	return p
 }
 
 // ensureCount creates an article's count row, at zero, unless it exists. It commits on its own, before the first
@@ -116,82 +341,6 @@ func (s *Store) ensureCount(ctx context.Context, articleID int64) error {
 			s.db.OnConflictUpdate("article_id", "like_count = like_count"), articleID)
 		return err
 	})
-}
-
-// Unlike removes a user's like of an article and uncounts it with strategy, recording ARTICLE_UNLIKED with the
-// removed like, in one transaction. Like Like, it may return errVersionConflict or existence.ErrUnknown.
-func (s *Store) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
-	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		if err := s.articles.Require(ctx, tx, articleID); err != nil {
-			return err
-		}
-		count, err := s.changeCount(ctx, tx, strategy, articleID, -1)
-		if err != nil {
-			return err
-		}
-		l, err := scanLike(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article_like WHERE article_id = ? AND user_id = ?"+
-			s.db.ForUpdate(), articleID, userID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notLiked(articleID, userID) // rolls the count back
-		}
-		if err != nil {
-			return err
-		}
-		// article_id, the shard key, keeps the statement on this transaction's shard behind Vitess.
-		if _, err := tx.ExecContext(ctx, "DELETE FROM article_like WHERE article_id = ? AND article_like_id = ?", articleID, l.ID); err != nil {
-			return err
-		}
-		return emit(event.ArticleUnliked, articleID, payload(l, count))
-	})
-	if errors.Is(err, errNoCount) {
-		return notLiked(articleID, userID) // never liked by anyone
-	}
-	return err
-}
-
-// changeCount adds delta to an article's like count the way strategy does, and returns the row as this transaction
-// leaves it. It comes right after Require in every like and unlike transaction (see Store).
-func (s *Store) changeCount(ctx context.Context, tx *sql.Tx, strategy Strategy, articleID, delta int64) (likeCount, error) {
-	switch strategy {
-	case PessimisticLock1:
-		// One atomic statement: the engine reads, adds and writes under the row lock it takes.
-		res, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = like_count + ?, version = version + 1 WHERE article_id = ?",
-			delta, articleID)
-		if err := updated(res, err, errNoCount); err != nil {
-			return likeCount{}, err
-		}
-		return readCount(ctx, tx, articleID, "")
-	case PessimisticLock2:
-		// Lock the row while reading it, then write what was computed from it. On SQLite, ForUpdate is empty: there
-		// the transaction began with BEGIN IMMEDIATE on the database's only writer connection, so it holds the
-		// database's write lock from its first statement and no other write can come between the read and the
-		// update — the same guarantee as the row lock, at database rather than row scope.
-		c, err := readCount(ctx, tx, articleID, s.db.ForUpdate())
-		if err != nil {
-			return likeCount{}, err
-		}
-		c = likeCount{c.likes + delta, c.version + 1}
-		_, err = tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = ?, version = ? WHERE article_id = ?",
-			c.likes, c.version, articleID)
-		return c, err
-	case OptimisticLock:
-		// Read without a lock, then write only if nobody changed the row since. On MySQL the UPDATE waits for a
-		// concurrent writer's lock and then matches no row, because the version moved on; under MariaDB's snapshot
-		// isolation (the default from 11.8) it fails instead, and that is the same conflict. On SQLite it always
-		// matches: the read already ran under the database's write lock (see PessimisticLock2).
-		c, err := readCount(ctx, tx, articleID, "")
-		if err != nil {
-			return likeCount{}, err
-		}
-		next := likeCount{c.likes + delta, c.version + 1}
-		res, err := tx.ExecContext(ctx, "UPDATE article_like_count SET like_count = ?, version = ? WHERE article_id = ? AND version = ?",
-			next.likes, next.version, articleID, c.version)
-		if sqldb.IsStaleRead(err) {
-			return likeCount{}, errVersionConflict
-		}
-		return next, updated(res, err, errVersionConflict)
-	}
-	return likeCount{}, fmt.Errorf("unknown like strategy %q", strategy)
 }
 
 // updated turns an UPDATE that matched no row into none. (MySQL connections count matched rows, not changed ones;
