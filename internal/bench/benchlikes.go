@@ -18,6 +18,7 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/like"
+	"board/internal/sqldb"
 )
 
 func benchLikes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -27,18 +28,21 @@ func benchLikes(ctx context.Context, args []string, getenv func(string) string, 
 For each like strategy, sends --likes likes of one new article, each by a different user, from --workers concurrent
 clients, through the HTTP API of a like service started in this process on a loopback port, over a scratch database
 (like_bench, on the configured SQL engine; emptied first). Checks that the article's count is exact, and prints the
-time, the rate, and for the optimistic strategy the retries after version conflicts. The article is known to the like
-service as a live one, as after its ARTICLE_CREATED was consumed: each like checks that inside its transaction and
-asks the article service nothing.`, stderr)
+time, the rate, the transactions the likes took (concurrent likes of one article share them, up to --batch each:
+docs/likes.md), and for the optimistic strategy the retries after version conflicts. --batch 1 gives each like a
+transaction of its own, as before batching. The article is known to the like service as a live one, as after its
+ARTICLE_CREATED was consumed: each like checks that inside its transaction and asks the article service nothing.`, stderr)
 	cfg.EngineFlags(fs)
 	likes := fs.Int("likes", 3000, "likes per strategy, each by a distinct user")
 	workers := fs.Int("workers", 100, "concurrent clients")
+	batch := fs.Int("batch", like.DefaultBatching.Max, "most likes of one article per transaction; 1: a transaction per like")
+	linger := fs.Duration("linger", like.DefaultBatching.Linger, "how long a like may wait for others to share its transaction when its article has none running")
 	strategyList := fs.String("strategies", "pessimistic-lock-1,pessimistic-lock-2,optimistic-lock", "comma-separated strategies to run, in order")
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *likes < 1 || *workers < 1 {
-		return errors.New("--likes and --workers must be at least 1")
+	if *likes < 1 || *workers < 1 || *batch < 1 || *linger < 0 {
+		return errors.New("--likes, --workers and --batch must be at least 1, --linger not negative")
 	}
 	var strategies []like.Strategy
 	for _, name := range app.SplitList(*strategyList) {
@@ -62,7 +66,8 @@ asks the article service nothing.`, stderr)
 		}
 	}
 	articles := existence.New(db, existence.Config{Service: "like"}) // no article service: every article is made known
-	svc := like.NewService(like.NewStore(db, ob, articles), ids, time.Now, like.DefaultStrategy)
+	svc := like.NewService(like.NewStore(db, ob, articles), ids, time.Now, like.DefaultStrategy).
+		WithBatching(like.Batching{Max: *batch, Linger: *linger})
 
 	key, err := newBenchKey()
 	if err != nil {
@@ -73,13 +78,40 @@ asks the article service nothing.`, stderr)
 		return err
 	}
 	defer stop()
+	// The floor: the same requests, tokens checked the same way, answered 201 at once by a handler that stores
+	// nothing. What HTTP and the tokens cost bounds every strategy's rate on this machine as it is now.
+	floorAPI := http.NewServeMux()
+	floorAPI.HandleFunc("POST /v1/article-likes/articles/{articleId}/users/{userId}/{strategy}",
+		func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+	floorBase, stopFloor, err := serveLoopback("like", floorAPI, key.guard(), e)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
 	// One kept-alive connection per worker: the default keeps 2 and would open a connection per request.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
+	// Minted before the clock starts: signing is the clients' work, not the service's.
+	tokens := make([]string, *likes)
+	for i := range tokens {
+		if tokens[i], err = key.token(int64(i + 1)); err != nil {
+			return err
+		}
+	}
 
-	fmt.Fprintf(stdout, "%d likes by distinct users per strategy from %d workers, over HTTP, on %s %s\n",
-		*likes, *workers, db.Dialect, db.Name)
-	fmt.Fprintf(stdout, "%-20s %-7s %7s %8s %10s %9s %8s %13s\n", "strategy", "engine", "likes", "workers", "elapsed",
-		"likes/s", "retries", "most attempts")
+	fmt.Fprintf(stdout, "%d likes by distinct users per strategy from %d workers, over HTTP, on %s %s, up to %d per transaction\n",
+		*likes, *workers, db.Dialect, db.Name, *batch)
+	fmt.Fprintf(stdout, "%-20s %-7s %7s %8s %10s %9s %6s %8s %8s %13s\n", "strategy", "engine", "likes", "workers", "elapsed",
+		"likes/s", "exact", "txs", "retries", "most attempts")
+	bar := startProgress(stderr, "floor", int64(*likes))
+	start := time.Now()
+	err = likeConcurrently(ctx, client, tokens, floorBase, like.DefaultStrategy, 1, *workers, bar)
+	elapsed := time.Since(start)
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	fmt.Fprintf(stdout, "%-20s %-7s %7d %8d %10s %9.0f %6s %8s %8s %13s\n", "floor (no storage)", "-", *likes, *workers,
+		elapsed.Round(time.Millisecond), float64(*likes)/elapsed.Seconds(), "-", "-", "-", "-")
 	for _, st := range strategies {
 		articleID, err := ids.Next()
 		if err != nil {
@@ -91,7 +123,7 @@ asks the article service nothing.`, stderr)
 		before := svc.Stats(st)
 		bar := startProgress(stderr, string(st), int64(*likes))
 		start := time.Now()
-		err = likeConcurrently(ctx, client, key, base, st, articleID, *likes, *workers, bar)
+		err = likeConcurrently(ctx, client, tokens, base, st, articleID, *workers, bar)
 		elapsed := time.Since(start)
 		bar.finish()
 		if err != nil {
@@ -101,33 +133,35 @@ asks the article service nothing.`, stderr)
 		if err != nil {
 			return err
 		}
-		if count != int64(*likes) {
-			return fmt.Errorf("%s: article %d counts %d likes after %d accepted", st, articleID, count, *likes)
+		rows, events, err := likesStored(ctx, db, articleID)
+		if err != nil {
+			return err
+		}
+		if count != int64(*likes) || rows != count || events != count {
+			return fmt.Errorf("%s: article %d counts %d likes, has %d like rows and %d events, after %d accepted", st, articleID,
+				count, rows, events, *likes)
 		}
 		after := svc.Stats(st)
-		fmt.Fprintf(stdout, "%-20s %-7s %7d %8d %10s %9.0f %8d %13d\n", st, db.Dialect, *likes, *workers,
-			elapsed.Round(time.Millisecond), float64(*likes)/elapsed.Seconds(), after.Conflicts-before.Conflicts, after.MostAttempts)
+		fmt.Fprintf(stdout, "%-20s %-7s %7d %8d %10s %9.0f %6s %8d %8d %13d\n", st, db.Dialect, *likes, *workers,
+			elapsed.Round(time.Millisecond), float64(*likes)/elapsed.Seconds(), "yes", after.Transactions-before.Transactions,
+			after.Conflicts-before.Conflicts, after.MostAttempts)
 	}
 	return nil
 }
 
-// likeConcurrently has users 1..likes like an article with strategy, from workers goroutines, each with a token key
-// signs. Every like must be accepted (201); the first failure stops the run.
-func likeConcurrently(ctx context.Context, client *http.Client, key benchKey, base string, st like.Strategy, articleID int64,
-	likes, workers int, bar *progress) error {
+// likeConcurrently has users 1..len(tokens) like an article with strategy, from workers goroutines, user u with
+// tokens[u-1]. Every like must be accepted (201); the first failure stops the run.
+func likeConcurrently(ctx context.Context, client *http.Client, tokens []string, base string, st like.Strategy, articleID int64,
+	workers int, bar *progress) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for user := next.Add(1); user <= int64(likes) && ctx.Err() == nil; user = next.Add(1) {
+			for user := next.Add(1); user <= int64(len(tokens)) && ctx.Err() == nil; user = next.Add(1) {
 				url := fmt.Sprintf("%s/v1/article-likes/articles/%d/users/%d/%s", base, articleID, user, st)
-				token, err := key.token(user)
-				if err == nil {
-					err = post(ctx, client, url, token)
-				}
-				if err != nil {
+				if err := post(ctx, client, url, tokens[user-1]); err != nil {
 					cancel(err)
 					return
 				}
@@ -183,6 +217,16 @@ func readCount(resp *http.Response, err error) (int64, error) {
 		return 0, fmt.Errorf("%s %s: %s %s", resp.Request.Method, resp.Request.URL, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
+
+// likesStored counts an article's like rows and the like events its outbox holds (nobody relays the bench's).
+func likesStored(ctx context.Context, db *sqldb.DB, articleID int64) (rows, events int64, err error) {
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM article_like WHERE article_id = ?", articleID).Scan(&rows); err != nil {
+		return 0, 0, err
+	}
+	err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE record_key = ? AND event_type = ?", articleID,
+		string(event.ArticleLiked)).Scan(&events)
+	return rows, events, err
 }
 
 // recordCreated has articles apply the ARTICLE_CREATED of articleID, as the service's consumer would.
