@@ -310,8 +310,12 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 
 // countView counts the visit behind the page: a slow view service must not slow the page, and a failed count is
 // only logged. At most maxViewsInFlight are sent at once; past that, while the view service is slow or hung, a
-// visit goes uncounted rather than piling up goroutines and connections.
+// visit goes uncounted rather than piling up goroutines and connections. A view this web counted less than
+// viewDedupe ago is not sent again: the view service would count it as nothing.
 func (s *Service) countView(v *viewer, articleID int64) {
+	if s.views.recent(v.ID, articleID) {
+		return
+	}
 	select {
 	case s.viewsInFlight <- struct{}{}:
 	default:
@@ -324,8 +328,43 @@ func (s *Service) countView(v *viewer, articleID int64) {
 		defer cancel()
 		if err := s.api.view(ctx, v, articleID); err != nil {
 			s.cfg.Logger.Warn("a view was not counted", "article", articleID, "user", v.ID, "err", err)
+			return
 		}
+		s.views.counted(v.ID, articleID)
 	}()
+}
+
+// viewDedupe is how long the view service counts a reader's views of an article as one (SPEC §5.2).
+const viewDedupe = 10 * time.Minute
+
+// maxRecentViews bounds the memory of views counted; when full, it starts over.
+const maxRecentViews = 100_000
+
+// recentViews remembers when this web last had a reader's view of an article counted.
+type recentViews struct {
+	now func() time.Time
+	mu  sync.Mutex
+	at  map[[2]int64]time.Time // by user id and article id
+}
+
+func newRecentViews(now func() time.Time) *recentViews {
+	return &recentViews{now: now, at: map[[2]int64]time.Time{}}
+}
+
+func (rv *recentViews) recent(userID, articleID int64) bool {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	at, ok := rv.at[[2]int64{userID, articleID}]
+	return ok && rv.now().Sub(at) < viewDedupe
+}
+
+func (rv *recentViews) counted(userID, articleID int64) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if len(rv.at) >= maxRecentViews {
+		clear(rv.at)
+	}
+	rv.at[[2]int64{userID, articleID}] = rv.now()
 }
 
 // boardNamed is the board of an article, named even when the configuration does not list it.

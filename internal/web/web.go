@@ -92,6 +92,7 @@ type Service struct {
 	boards map[int64]Board
 	// viewsInFlight holds a token for each view being counted behind its page.
 	viewsInFlight chan struct{}
+	views         *recentViews
 }
 
 // maxViewsInFlight bounds the views being counted at once (see countView).
@@ -119,7 +120,7 @@ func New(cfg Config) *Service {
 	}
 	api := &backend{origins: cfg.Origins, client: cfg.Client}
 	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), cache: newPageCache(cfg.Now), boards: map[int64]Board{},
-		viewsInFlight: make(chan struct{}, maxViewsInFlight)}
+		viewsInFlight: make(chan struct{}, maxViewsInFlight), views: newRecentViews(cfg.Now)}
 	for _, b := range cfg.Boards {
 		s.boards[b.ID] = b
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"mime"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -1437,4 +1439,33 @@ func TestReady(t *testing.T) {
 	if err := New(Config{Origins: origins}).Ready(context.Background()); err == nil {
 		t.Error("with article-read down: ready")
 	}
+}
+
+// TestViewSentOncePerWindow: the view service counts a reader's visits to an article within 10 minutes as one, so
+// the web sends the first of them alone, and the next after them.
+func TestViewSentOncePerWindow(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	synctest.Test(t, func(t *testing.T) {
+		keys := map[string]ed25519.PublicKey{f.key.ID: f.key.Private.Public().(ed25519.PublicKey)}
+		h := f.handler(t, func(c *Config) {
+			// In memory, so that synctest.Wait waits for the view sent behind a page.
+			c.Client = &http.Client{Transport: roundTripFunc(f.inMemory)}
+			c.Tokens = auth.NewVerifier(func(context.Context) (map[string]ed25519.PublicKey, error) { return keys, nil }, auth.VerifierConfig{})
+		})
+		bob := f.token(t, 11, auth.RoleUser)
+		for _, visit := range []struct {
+			after time.Duration
+			views int
+		}{{0, 1}, {viewDedupe - time.Second, 1}, {time.Second, 2}} {
+			f.clock.advance(visit.after)
+			if w := get(t, h, "/articles/1", bob); w.Code != http.StatusOK {
+				t.Fatalf("status %d", w.Code)
+			}
+			synctest.Wait()
+			if n := len(f.requests("view")); n != visit.views {
+				t.Errorf("%s on: the view service received %d views, want %d", visit.after, n, visit.views)
+			}
+		}
+	})
 }
