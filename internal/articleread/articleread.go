@@ -22,7 +22,16 @@
 // as unverified, which reads fetch again from the origin (docs/article-read.md).
 //
 // View counts are not in the model: they come from the view service through a logicalttl cache, which refreshes a
-// cached count at most once per second for everyone.
+// cached count at most once per second for everyone; a read that finds a count due serves it and refreshes it in
+// the background.
+//
+// # The near cache
+//
+// With a Redis that tracks clients (RESP3 CLIENT TRACKING), warm reads of models, view counts and a board's first
+// pages are answered from process memory (Config.Near): Redis reports each change to a key the process has read,
+// and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
+// a fraction of a millisecond after the write; the report travels apart from the write, so even the instance that
+// wrote may read the old value in between. Without tracking, every read goes to Redis.
 //
 // # Board lists
 //
@@ -98,8 +107,10 @@ type ViewCounts interface {
 	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
 	// EntryKey is the Redis key of key's cached count, which reads take in the round trip of the model.
 	EntryKey(key string) string
-	// Fresh decodes what EntryKey's key holds; ok is false when the count must go through Get.
-	Fresh(raw string) (count int64, ok bool)
+	// Cached decodes what EntryKey's key holds: ok false when the count must go through Get; fresh false when it is
+	// due for a refresh, which RefreshSoon starts in the background.
+	Cached(raw string) (count int64, fresh, ok bool)
+	RefreshSoon(key string, load func(ctx context.Context) (int64, error))
 }
 
 // Config configures a Service.

@@ -548,8 +548,10 @@ func (loadViews) Get(ctx context.Context, _ string, load func(context.Context) (
 
 func (loadViews) EntryKey(key string) string { return "no-view-cache::" + key }
 
-// Fresh never has a count: every read goes through Get.
-func (loadViews) Fresh(string) (int64, bool) { return 0, false }
+// Cached never has a count: every read goes through Get.
+func (loadViews) Cached(string) (int64, bool, bool) { return 0, false, false }
+
+func (loadViews) RefreshSoon(string, func(context.Context) (int64, error)) {}
 
 // testClock is the clock of a test: on miniredis a fixed instant that the test moves and miniredis follows (its
 // TTLs too); on a real Redis the wall clock, since the server's own clock judges the expiries written.

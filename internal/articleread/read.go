@@ -75,10 +75,11 @@ func parseModel(field func(i int) (string, bool)) (model, error) {
 	return m, nil
 }
 
-// cachedView is an article's view count as the view cache holds it; fresh is false when it must go through Get.
+// cachedView is an article's view count as the view cache holds it: none (not cached), or a count that is fresh or
+// due for a refresh.
 type cachedView struct {
-	count int64
-	fresh bool
+	count         int64
+	fresh, cached bool
 }
 
 // readModels reads the models of ids and their cached view counts in one round trip: from the near cache when
@@ -108,7 +109,7 @@ func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []cache
 		}
 		models[i] = m
 		if raw, err := viewCmds[i].Result(); err == nil {
-			views[i].count, views[i].fresh = s.views.Fresh(raw)
+			views[i].count, views[i].fresh, views[i].cached = s.views.Cached(raw)
 		}
 	}
 	return models, views, nil
@@ -137,7 +138,7 @@ func (s *Service) readModelsNear(ctx context.Context, ids []int64) ([]model, []c
 		}
 		models[i] = m
 		if raw, err := results[2*i+1].ToString(); err == nil {
-			views[i].count, views[i].fresh = s.views.Fresh(raw)
+			views[i].count, views[i].fresh, views[i].cached = s.views.Cached(raw)
 		}
 	}
 	return models, views, nil
@@ -341,9 +342,16 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		m := models[i]
-		if views[i].fresh && m.complete() && !m.deleted {
+		if views[i].cached && m.complete() && !m.deleted {
 			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
 				ViewCount: views[i].count}
+			if !views[i].fresh {
+				// Served as it is while it is refreshed: a page of many articles would otherwise wait, more often
+				// than not, for one of their counts.
+				s.views.RefreshSoon(viewKey(id), func(ctx context.Context) (int64, error) {
+					return s.origins.viewCount(ctx, id)
+				})
+			}
 			continue
 		}
 		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,7 @@ type Cache[V any] struct {
 	prefix  string
 	cfg     Config
 	flights singleflight.Group
+	soon    sync.Map // keys whose RefreshSoon runs in this process
 }
 
 // New returns a cache storing entry key at keyPrefix+"{"+key+"}" and its lock at the same name plus "::lock", so
@@ -138,17 +140,32 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 }
 
 // EntryKey is the Redis key that holds key's entry, for a caller that reads it in a round trip of its own (a
-// pipeline with other keys, a client-side cache) and hands what it read to Fresh.
+// pipeline with other keys, a client-side cache) and hands what it read to Cached.
 func (c *Cache[V]) EntryKey(key string) string { return c.keysFor(key).value }
 
-// Fresh decodes an entry as EntryKey's key holds it. ok is false when it does not decode or is logically expired:
-// the caller then goes through Get, which refreshes or fills it as usual.
-func (c *Cache[V]) Fresh(raw string) (v V, ok bool) {
+// Cached decodes an entry as EntryKey's key holds it. ok is false when it does not decode: the caller then goes
+// through Get, which fills it. fresh is false when it is logically expired: the caller may serve it while
+// RefreshSoon refreshes it, as Get serves it to all but the one caller that refreshes.
+func (c *Cache[V]) Cached(raw string) (v V, fresh, ok bool) {
 	var e entry[V]
-	if decode(raw, &e) != nil || !c.fresh(e) {
-		return v, false
+	if decode(raw, &e) != nil {
+		return v, false, false
 	}
-	return e.Value, true
+	return e.Value, c.fresh(e), true
+}
+
+// RefreshSoon refreshes key's entry in the background, as a Get that finds it logically expired does, for a caller
+// that serves the stale value meanwhile rather than wait for a round trip. One runs per key in a process at a time.
+func (c *Cache[V]) RefreshSoon(key string, load func(ctx context.Context) (V, error)) {
+	if _, running := c.soon.LoadOrStore(key, struct{}{}); running {
+		return
+	}
+	go func() {
+		defer c.soon.Delete(key)
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LockTTL+cleanupTimeout)
+		defer cancel()
+		_, _ = c.Get(ctx, key, load) // a failed refresh leaves the stale value, which the next one retries
+	}()
 }
 
 // decode reads an entry as store wrote it. An integer value, such as the counts read with every article, is read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/fault"
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake/snowflaketest"
 )
@@ -491,9 +493,9 @@ func TestNewRejectsLogicalTTLNotShorter(t *testing.T) {
 	New[int64](nil, "", Config{LogicalTTL: time.Second, PhysicalTTL: time.Second})
 }
 
-// TestFresh reads entries as a caller reads them in a round trip of its own: a fresh entry is served, a missing,
-// undecodable or logically expired one is left to Get.
-func TestFresh(t *testing.T) {
+// TestCached reads entries as a caller reads them in a round trip of its own: a fresh entry is served, a logically
+// expired one is served as stale and refreshed in the background, a missing or undecodable one is left to Get.
+func TestCached(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		clock := snowflaketest.NewClock(start)
@@ -507,7 +509,8 @@ func TestFresh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return c.Fresh(raw)
+			v, fresh, ok := c.Cached(raw)
+			return v, fresh && ok
 		}
 		if v, ok := fresh("7"); ok {
 			t.Errorf("a missing entry = %d, true", v)
@@ -518,15 +521,25 @@ func TestFresh(t *testing.T) {
 		if v, ok := fresh("7"); !ok || v != 10 {
 			t.Errorf("a fresh entry = %d, %v; want 10, true", v, ok)
 		}
-		if v, ok := c.Fresh("not json"); ok {
+		if v, _, ok := c.Cached("not json"); ok {
 			t.Errorf("an undecodable entry = %d, true", v)
 		}
 		clock.Add(DefaultLogicalTTL)
 		if v, ok := fresh("7"); ok {
-			t.Errorf("a logically expired entry = %d, true; want it left to Get", v)
+			t.Errorf("a logically expired entry = %d, fresh", v)
 		}
 		if n := o.calls.Load(); n != 1 {
-			t.Errorf("origin calls = %d, want 1: Fresh never loads", n)
+			t.Errorf("origin calls = %d, want 1: Cached never loads", n)
+		}
+		for range 5 { // one refresh, however many callers ask for it
+			c.RefreshSoon("7", o.load)
+		}
+		polltest.Until(t, 5*time.Second, func() (bool, string) {
+			v, ok := fresh("7")
+			return ok && v == 20, fmt.Sprintf("after RefreshSoon the entry is %d, fresh %v; want 20, fresh", v, ok)
+		})
+		if n := o.calls.Load(); n != 2 {
+			t.Errorf("origin calls = %d, want 2: one refresh", n)
 		}
 	})
 }
