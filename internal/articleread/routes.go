@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"board/internal/boardpage"
 	"board/internal/httpio"
@@ -35,10 +36,22 @@ func appendArticles(dst []byte, as []ArticleRead) []byte {
 	return append(dst, ']')
 }
 
-// writeOK answers 200 with body and the newline httpio.Write ends its answers with.
-func writeOK(w http.ResponseWriter, body []byte) {
-	httpio.WriteRaw(w, http.StatusOK, append(body, '\n'))
+// answer builds a 200 answer in a buffer of the pool and sends it with the newline httpio.Write ends its answers
+// with: pages of 30 articles are tens of kilobytes, which a new buffer per request would make the collector's.
+func answer(w http.ResponseWriter, build func(dst []byte) []byte) {
+	buf := buffers.Get().(*[]byte)
+	body := append(build((*buf)[:0]), '\n')
+	httpio.WriteRaw(w, http.StatusOK, body)
+	if cap(body) <= maxPooledBuffer {
+		*buf = body
+		buffers.Put(buf)
+	}
 }
+
+// maxPooledBuffer keeps the rare huge answer (a page of long articles) from staying in the pool.
+const maxPooledBuffer = 256 << 10
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 type handlers struct {
 	svc *Service
@@ -53,7 +66,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeOK(w, a.appendJSON(make([]byte, 0, len(a.Article)+96)))
+	answer(w, a.appendJSON)
 	return nil
 }
 
@@ -66,11 +79,11 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body := append(make([]byte, 0, 1024*len(p.Articles)+64), `{"articles":`...)
-	body = appendArticles(body, p.Articles)
-	body = append(body, `,"articleCount":`...)
-	body = strconv.AppendInt(body, p.Count, 10)
-	writeOK(w, append(body, '}'))
+	answer(w, func(dst []byte) []byte {
+		dst = appendArticles(append(dst, `{"articles":`...), p.Articles)
+		dst = strconv.AppendInt(append(dst, `,"articleCount":`...), p.Count, 10)
+		return append(dst, '}')
+	})
 	return nil
 }
 
@@ -83,6 +96,6 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeOK(w, appendArticles(make([]byte, 0, 1024*len(as)+2), as))
+	answer(w, func(dst []byte) []byte { return appendArticles(dst, as) })
 	return nil
 }
