@@ -8,14 +8,21 @@ import (
 )
 
 // TestBenchFreshnessAgainstARunningBoard runs the bench over HTTP against a board started as board serve: every
-// acknowledged write shows up in the ranking, and the report has its tables.
+// acknowledged write shows up in the ranking, and in article-read, and the report has its tables.
 func TestBenchFreshnessAgainstARunningBoard(t *testing.T) {
 	t.Parallel()
 	flags := testFlags(t, t.TempDir())
 	p := startProgram(t, flags)
+	for _, model := range []string{"hot-article", "article-read"} {
+		t.Run(model, func(t *testing.T) { benchFreshness(t, p, flags, model) })
+	}
+}
+
+func benchFreshness(t *testing.T, p *program, flags []string, model string) {
 	args := []string{"bench", "freshness", "--duration", "2s", "--rate", "50", "--articles", "3",
 		"--article-url", p.urls["article"], "--comment-url", p.urls["comment"], "--like-url", p.urls["like"],
-		"--view-url", p.urls["view"], "--hot-article-url", p.urls["hot-article"]}
+		"--view-url", p.urls["view"], "--hot-article-url", p.urls["hot-article"],
+		"--article-read-url", p.urls["article-read"], "--read-model", model}
 	args = append(args, userDBArgs(flags)...)
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {

@@ -53,25 +53,29 @@ const (
 func benchFreshness(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := app.NewFlagSet("bench freshness", `Usage: board bench freshness [flags]
 
-Measures how soon the hot-article ranking of a running board (started separately with board serve) shows writes,
-over HTTP only. Creates --articles new articles on a random board, then sends likes, comments and views of them,
-each by a new user, open loop at --rate per second for --duration, from at most --workers concurrent requests.
-Each acknowledged write sets an expectation: after the i-th acknowledged like of an article, its likeCount in the
-list of its day is at least i; likewise comments; a view only when the count it returns is a multiple of 100, the
-counts the view service publishes. One poller reads the day's list back to back; an expectation's latency runs
-from the write's acknowledgement to the first list response that shows it. Prints the latencies, the expectations
-never seen, and the hot-article consumer's rate and lag from its /metrics.`, stderr)
+Measures how soon a read model of a running board (started separately with board serve) shows writes, over HTTP
+only: the hot-article ranking (--read-model hot-article) or article-read (--read-model article-read). Creates
+--articles new articles on a random board, then sends likes, comments and views of them, each by a new user, open
+loop at --rate per second for --duration, from at most --workers concurrent requests. Each acknowledged write sets
+an expectation: after the i-th acknowledged like of an article, its like count is at least i; likewise comments; a
+view only when the count it returns is a multiple of 100, the counts the view service publishes (article-read
+refreshes view counts once a second). One poller reads back to back the ranking of the articles' day, or
+article-read's first page of their board; an expectation's latency runs from the write's acknowledgement to the
+first response that shows it. Prints the latencies, the expectations never seen, and the read model's consumer's
+rate and lag from its /metrics.`, stderr)
 	articleURL := fs.String("article-url", "http://127.0.0.1:9000", "base URL of the article service")
 	commentURL := fs.String("comment-url", "http://127.0.0.1:9001", "base URL of the comment service")
 	likeURL := fs.String("like-url", "http://127.0.0.1:9002", "base URL of the like service")
 	viewURL := fs.String("view-url", "http://127.0.0.1:9003", "base URL of the view service")
 	hotURL := fs.String("hot-article-url", "http://127.0.0.1:9004", "base URL of the hot-article service")
+	readURL := fs.String("article-read-url", "http://127.0.0.1:9005", "base URL of the article-read service")
+	readModel := fs.String("read-model", "hot-article", "what the poller reads: hot-article or article-read")
 	rate := fs.Int("rate", 500, "writes per second, sent on schedule whether or not earlier ones were answered")
 	duration := fs.Duration("duration", 10*time.Second, "how long writes are sent")
 	articles := fs.Int("articles", 8, "articles written to, at most 10 so that all of them fit in the day's list")
 	workers := fs.Int("workers", 64, "most requests in flight at once")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait after the writes for expectations not yet seen")
-	topicPrefix := fs.String("topic-prefix", "board-", "the board's --topic-prefix, which names the hot-article consumer group")
+	topicPrefix := fs.String("topic-prefix", "board-", "the board's --topic-prefix, which names the read model's consumer group")
 	openTokens := boardUserDBFlags(fs)
 	loc, zoneGiven := time.Local, false
 	fs.Func("time-zone", "the board's --hot-article-time-zone: the list read is the articles' creation day in it (default $BOARD_HOT_ARTICLE_TIME_ZONE, else the machine's)",
@@ -81,6 +85,9 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 	}
 	if *rate < 1 || *duration <= 0 || *articles < 1 || *articles > hotListSize || *workers < 1 || *wait < 0 {
 		return fmt.Errorf("need --rate >= 1, --duration > 0, 1 <= --articles <= %d, --workers >= 1, --wait >= 0", hotListSize)
+	}
+	if *readModel != "hot-article" && *readModel != "article-read" {
+		return fmt.Errorf("--read-model is hot-article or article-read, not %q", *readModel)
 	}
 	if float64(*rate)*duration.Seconds() < 1 {
 		return errors.New("--rate × --duration is less than one write")
@@ -102,9 +109,12 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 		urls:   [kindCount]string{kindLike: *likeURL, kindComment: *commentURL, kindView: *viewURL},
 		// One kept-alive connection per worker: the default keeps 2 and would open a connection per request.
 		client: &http.Client{Timeout: freshnessRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: *workers}},
-		group:  *topicPrefix + "hot-article",
+		group:  *topicPrefix + *readModel,
 	}
 	metricsURL := *hotURL + "/metrics"
+	if *readModel == "article-read" {
+		metricsURL = *readURL + "/metrics"
+	}
 	before, beforeErr := readConsumerMetrics(ctx, r.client, metricsURL, r.group)
 	beforeAt := time.Now()
 
@@ -122,19 +132,29 @@ never seen, and the hot-article consumer's rate and lag from its /metrics.`, std
 		r.articles = append(r.articles, a)
 	}
 	days := r.days()
-	fmt.Fprintf(stdout, "%d articles on board %d, created on %s in %s; writes at %d/s for %s from at most %d workers\n",
-		len(r.articles), board, strings.Join(days, " and "), loc, *rate, *duration, *workers)
-
-	listURL := *hotURL + "/v1/hot-articles/articles/date/"
-	if err := r.warnOfCompetition(ctx, listURL, days, stdout); err != nil {
-		return fmt.Errorf("read the hot-article list (is the hot-article service running?): %w", err)
+	read := r.hotList(*hotURL + "/v1/hot-articles/articles/date/")
+	if *readModel == "article-read" {
+		// One list: the board's first page, which holds every article of the bench.
+		for i := range r.articles {
+			r.articles[i].day = "page 1"
+		}
+		days = r.days()
+		read = boardPage(r.client, fmt.Sprintf("%s/v1/articles?boardId=%d&page=1&pageSize=%d", *readURL, board, *articles))
+		fmt.Fprintf(stdout, "%d articles on board %d, read from article-read's page 1; writes at %d/s for %s from at most %d workers\n",
+			len(r.articles), board, *rate, *duration, *workers)
+	} else {
+		fmt.Fprintf(stdout, "%d articles on board %d, created on %s in %s; writes at %d/s for %s from at most %d workers\n",
+			len(r.articles), board, strings.Join(days, " and "), loc, *rate, *duration, *workers)
+		if err := r.warnOfCompetition(ctx, *hotURL+"/v1/hot-articles/articles/date/", days, stdout); err != nil {
+			return fmt.Errorf("read the hot-article list (is the hot-article service running?): %w", err)
+		}
 	}
 
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		r.poll(pollCtx, listURL, days)
+		r.poll(pollCtx, read, days)
 	}()
 	defer func() { stopPolling(); <-polled }()
 
@@ -171,10 +191,10 @@ type consumerSnapshot struct {
 	err error
 }
 
-// reportConsumer prints what the hot-article consumer did between the snapshots before the writes, at their end,
+// reportConsumer prints what the read model's consumer did between the snapshots before the writes, at their end,
 // and after the wait for the expectations not yet seen.
 func reportConsumer(w io.Writer, group, metricsURL string, before, during, after consumerSnapshot) {
-	fmt.Fprintf(w, "hot-article consumer (group %s, from %s):\n", group, metricsURL)
+	fmt.Fprintf(w, "consumer group %s (from %s):\n", group, metricsURL)
 	switch {
 	case before.err != nil:
 		fmt.Fprintf(w, "  no figures: reading the metrics before the run failed: %v\n", before.err)
@@ -428,7 +448,7 @@ func atLeastIfFull(n, listed int) string {
 	return strconv.Itoa(n)
 }
 
-// hotEntry is the part of a hot-article list entry the bench reads.
+// hotEntry is what the bench reads of an article in a read model: its counts.
 type hotEntry struct {
 	ArticleID    apijson.ID `json:"articleId"`
 	LikeCount    int64      `json:"likeCount"`
@@ -436,18 +456,52 @@ type hotEntry struct {
 	ViewCount    int64      `json:"viewCount"`
 }
 
-// poll reads the lists of days one request at a time, back to back, until ctx is done, and resolves the pending
+// readList reads one list of a read model: a day of the ranking, or article-read's page.
+type readList func(ctx context.Context, list string) ([]hotEntry, error)
+
+// hotList reads the ranking of a day.
+func (r *freshnessRun) hotList(listURL string) readList {
+	return func(ctx context.Context, day string) ([]hotEntry, error) {
+		body, err := request(ctx, r.client, "", http.MethodGet, listURL+day, nil, http.StatusOK)
+		var list []hotEntry
+		if err == nil {
+			err = json.Unmarshal(body, &list)
+		}
+		return list, err
+	}
+}
+
+// boardPage reads a page of article-read.
+func boardPage(client *http.Client, pageURL string) readList {
+	return func(ctx context.Context, _ string) ([]hotEntry, error) {
+		body, err := request(ctx, client, "", http.MethodGet, pageURL, nil, http.StatusOK)
+		var page struct {
+			Articles []struct {
+				ArticleID    apijson.ID `json:"articleId"`
+				LikeCount    int64      `json:"articleLikeCount"`
+				CommentCount int64      `json:"articleCommentCount"`
+				ViewCount    int64      `json:"articleViewCount"`
+			} `json:"articles"`
+		}
+		if err == nil {
+			err = json.Unmarshal(body, &page)
+		}
+		list := make([]hotEntry, len(page.Articles))
+		for i, a := range page.Articles {
+			list[i] = hotEntry(a)
+		}
+		return list, err
+	}
+}
+
+// poll reads the lists one request at a time, back to back, until ctx is done, and resolves the pending
 // expectations each response satisfies.
-func (r *freshnessRun) poll(ctx context.Context, listURL string, days []string) {
+func (r *freshnessRun) poll(ctx context.Context, read readList, days []string) {
 	for ctx.Err() == nil {
 		for _, day := range days {
 			start := time.Now()
-			body, err := request(ctx, r.client, "", http.MethodGet, listURL+day, nil, http.StatusOK)
+			list, err := read(ctx, day)
 			arrived := time.Now()
-			var list []hotEntry
-			if err == nil {
-				err = json.Unmarshal(body, &list)
-			}
 			if ctx.Err() != nil {
 				return
 			}
