@@ -101,7 +101,8 @@ const maxViewsInFlight = 256
 // New returns the service.
 func New(cfg Config) *Service {
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+		// A connection kept per page in flight to each service: past the idle pool, every call would open a new one.
+		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
