@@ -14,7 +14,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"board/internal/apijson"
 	"board/internal/httpio"
 )
 
@@ -136,19 +135,19 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	return nil
 }
 
-// The shapes the pages read, as the services write them (SPEC §3).
+// The shapes the pages read, as the services write them (SPEC §3): ids as strings, times in RFC 3339.
 
 type articleRead struct {
-	ArticleID           apijson.ID   `json:"articleId"`
-	Title               string       `json:"title"`
-	Content             string       `json:"content"`
-	BoardID             apijson.ID   `json:"boardId"`
-	WriterID            apijson.ID   `json:"writerId"`
-	CreatedAt           apijson.Time `json:"createdAt"`
-	ModifiedAt          apijson.Time `json:"modifiedAt"`
-	ArticleCommentCount int64        `json:"articleCommentCount"`
-	ArticleLikeCount    int64        `json:"articleLikeCount"`
-	ArticleViewCount    int64        `json:"articleViewCount"`
+	ArticleID           int64     `json:"articleId,string"`
+	Title               string    `json:"title"`
+	Content             string    `json:"content"`
+	BoardID             int64     `json:"boardId,string"`
+	WriterID            int64     `json:"writerId,string"`
+	CreatedAt           time.Time `json:"createdAt"`
+	ModifiedAt          time.Time `json:"modifiedAt"`
+	ArticleCommentCount int64     `json:"articleCommentCount"`
+	ArticleLikeCount    int64     `json:"articleLikeCount"`
+	ArticleViewCount    int64     `json:"articleViewCount"`
 }
 
 type articleListPage struct {
@@ -157,13 +156,13 @@ type articleListPage struct {
 }
 
 type comment struct {
-	CommentID apijson.ID   `json:"commentId"`
-	Content   string       `json:"content"`
-	ArticleID apijson.ID   `json:"articleId"`
-	WriterID  apijson.ID   `json:"writerId"`
-	Path      string       `json:"path"`
-	Deleted   bool         `json:"deleted"`
-	CreatedAt apijson.Time `json:"createdAt"`
+	CommentID int64     `json:"commentId,string"`
+	Content   string    `json:"content"`
+	ArticleID int64     `json:"articleId,string"`
+	WriterID  int64     `json:"writerId,string"`
+	Path      string    `json:"path"`
+	Deleted   bool      `json:"deleted"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 type commentPage struct {
@@ -172,23 +171,23 @@ type commentPage struct {
 }
 
 type hotArticle struct {
-	ArticleID    apijson.ID   `json:"articleId"`
-	Title        string       `json:"title"`
-	CreatedAt    apijson.Time `json:"createdAt"`
-	Score        int64        `json:"score"`
-	LikeCount    int64        `json:"likeCount"`
-	CommentCount int64        `json:"commentCount"`
-	ViewCount    int64        `json:"viewCount"`
+	ArticleID    int64     `json:"articleId,string"`
+	Title        string    `json:"title"`
+	CreatedAt    time.Time `json:"createdAt"`
+	Score        int64     `json:"score"`
+	LikeCount    int64     `json:"likeCount"`
+	CommentCount int64     `json:"commentCount"`
+	ViewCount    int64     `json:"viewCount"`
 }
 
 type userInfo struct {
-	UserID   apijson.ID `json:"userId"`
-	Username string     `json:"username"`
+	UserID   int64  `json:"userId,string"`
+	Username string `json:"username"`
 }
 
 type tokenReply struct {
-	AccessToken string       `json:"accessToken"`
-	ExpiresAt   apijson.Time `json:"expiresAt"`
+	AccessToken string    `json:"accessToken"`
+	ExpiresAt   time.Time `json:"expiresAt"`
 }
 
 // callCounter counts a page's backend calls and the time they took, for its Server-Timing header and the log.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 
@@ -64,7 +63,7 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	s.setSession(w, r, tok.AccessToken, tok.ExpiresAt)
 	http.Redirect(w, r, data.Next, http.StatusSeeOther)
 	return nil
 }
@@ -121,7 +120,7 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, "/signin?notice=created", http.StatusSeeOther)
 		return nil
 	}
-	s.setSession(w, r, tok.AccessToken, time.Time(tok.ExpiresAt))
+	s.setSession(w, r, tok.AccessToken, tok.ExpiresAt)
 	to := data.Next
 	if to == "/" {
 		to = "/?notice=welcome"
@@ -221,7 +220,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, err)
 	}
-	http.Redirect(w, r, "/articles/"+a.ArticleID.String(), http.StatusSeeOther)
+	http.Redirect(w, r, "/articles/"+id(a.ArticleID), http.StatusSeeOther)
 	return nil
 }
 
@@ -264,11 +263,11 @@ func (s *Service) editForm(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !v.Owns(int64(a.WriterID)) {
+	if !v.Owns(a.WriterID) {
 		return fault.Forbiddenf("Only its writer or a moderator may edit this article.")
 	}
 	return s.render(w, r, http.StatusOK, writeView(writePage{layout: s.pageLayout(r, v, "Edit "+a.Title),
-		Board: s.boardNamed(int64(a.BoardID)), ArticleID: articleID, Title: a.Title, Content: a.Content}))
+		Board: s.boardNamed(a.BoardID), ArticleID: articleID, Title: a.Title, Content: a.Content}))
 }
 
 func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
@@ -289,7 +288,7 @@ func (s *Service) edit(w http.ResponseWriter, r *http.Request) error {
 		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, err)
 	}
 	// The page names the edit's time, so that it shows the edit even before the read model has it.
-	http.Redirect(w, r, "/articles/"+id(articleID)+"?since="+strconv.FormatInt(time.Time(a.ModifiedAt).UnixMilli(), 10), http.StatusSeeOther)
+	http.Redirect(w, r, "/articles/"+id(articleID)+"?since="+strconv.FormatInt(a.ModifiedAt.UnixMilli(), 10), http.StatusSeeOther)
 	return nil
 }
 
@@ -348,7 +347,7 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	if data.CPage != "" {
 		to += "?cpage=" + data.CPage
 	}
-	http.Redirect(w, r, to+"#c-"+c.CommentID.String(), http.StatusSeeOther)
+	http.Redirect(w, r, to+"#c-"+id(c.CommentID), http.StatusSeeOther)
 	return nil
 }
 

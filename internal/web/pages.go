@@ -63,12 +63,12 @@ type item struct {
 func (s *Service) items(ctx context.Context, as []articleRead) []item {
 	writers := make([]int64, len(as))
 	for i, a := range as {
-		writers[i] = int64(a.WriterID)
+		writers[i] = a.WriterID
 	}
 	names := s.names.lookup(ctx, writers)
 	out := make([]item, len(as))
 	for i, a := range as {
-		out[i] = item{ID: int64(a.ArticleID), Title: a.Title, Writer: names[int64(a.WriterID)], CreatedAt: time.Time(a.CreatedAt),
+		out[i] = item{ID: a.ArticleID, Title: a.Title, Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
 			Likes: a.ArticleLikeCount, Comments: a.ArticleCommentCount, Views: a.ArticleViewCount}
 	}
 	return out
@@ -174,7 +174,7 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := scrollPage{layout: s.pageLayout(r, v, b.Name), Board: b, Articles: s.items(r.Context(), as)}
 	if len(as) == articlesPerPage {
-		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(int64(as[len(as)-1].ArticleID))
+		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(as[len(as)-1].ArticleID)
 	}
 	if r.Header.Get("X-Fragment") != "" {
 		return s.renderFragment(w, r, scrollChunk(data))
@@ -273,24 +273,24 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Read your writes: the page a writer lands on after an edit names the edit's time, and a read model that has
 	// not applied the edit yet is passed over for the article service.
-	if since > 0 && time.Time(a.ModifiedAt).UnixMilli() < since {
+	if since > 0 && a.ModifiedAt.UnixMilli() < since {
 		if src, err := s.api.articleSource(ctx, articleID); err == nil {
 			a.Title, a.Content, a.ModifiedAt = src.Title, src.Content, src.ModifiedAt
 		}
 	}
 
-	writers := []int64{int64(a.WriterID)}
+	writers := []int64{a.WriterID}
 	for _, c := range comments.Comments {
-		writers = append(writers, int64(c.WriterID))
+		writers = append(writers, c.WriterID)
 	}
 	names := s.names.lookup(ctx, writers)
 	data := articlePage{
 		layout: s.pageLayout(r, v, a.Title),
-		Board:  s.boardNamed(int64(a.BoardID)),
-		Article: articleView{ID: articleID, BoardID: int64(a.BoardID), Title: a.Title, Content: a.Content,
-			Writer: names[int64(a.WriterID)], CreatedAt: time.Time(a.CreatedAt),
-			ModifiedAt: time.Time(a.ModifiedAt), Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount},
-		CanChange:           v.Owns(int64(a.WriterID)),
+		Board:  s.boardNamed(a.BoardID),
+		Article: articleView{ID: articleID, BoardID: a.BoardID, Title: a.Title, Content: a.Content,
+			Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
+			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount},
+		CanChange:           v.Owns(a.WriterID),
 		Like:                likeBox{ArticleID: articleID, SignedIn: v != nil, Liked: liked, Count: a.ArticleLikeCount},
 		CommentsUnavailable: commentsErr != nil,
 		CommentPager:        newPager("comment-pages", "Comment pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
@@ -298,9 +298,9 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	data.CommentPager.Fragment = "#comments"
 	for _, c := range comments.Comments {
 		depth := len(c.Path) / pathPerLvl
-		data.Comments = append(data.Comments, commentView{ID: int64(c.CommentID), Path: c.Path, Depth: depth, Content: c.Content,
-			Writer: names[int64(c.WriterID)], CreatedAt: time.Time(c.CreatedAt), Deleted: c.Deleted,
-			CanReply: v != nil && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(int64(c.WriterID))})
+		data.Comments = append(data.Comments, commentView{ID: c.CommentID, Path: c.Path, Depth: depth, Content: c.Content,
+			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted,
+			CanReply: v != nil && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID)})
 	}
 	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
 		s.countView(v, articleID)

@@ -196,7 +196,7 @@ func (n *names) lookup(ctx context.Context, ids []int64) map[int64]string {
 			clear(n.known)
 		}
 		for _, u := range users {
-			out[int64(u.UserID)] = u.Username
+			out[u.UserID] = u.Username
 		}
 		// An id the user service does not know is remembered too: ids are never reused, so asking again would only
 		// cost a call per page.
