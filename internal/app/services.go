@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/rueidis"
 
 	"board/internal/article"
 	"board/internal/articleread"
@@ -176,19 +174,20 @@ func buildHotArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, [
 
 func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	origin := func(name, listen string) string { return r.origin(e, name, listen) }
-	near, err := connectNear(ctx, e)
+	reads, near, err := redisclient.ConnectReads(ctx, e.redisAddrs, e.Config.RedisPassword, e.Config.NearCacheMB<<20)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !near && e.Config.NearCacheMB > 0 {
+		e.Logger.Info("article-read: this Redis has no client tracking; reads go to Redis without a near cache")
+	}
+	// Closed with the workers, after the HTTP servers that read through it.
+	r.workers.run(context.Background(), func(ctx context.Context) { <-ctx.Done(); reads.Close() })
 	views := logicalttl.New[int64](e.Redis, e.Config.RedisPrefix+"article-read::", logicalttl.Config{})
 	svc := articleread.NewService(e.Redis, views, articleread.Config{KeyPrefix: e.Config.RedisPrefix,
 		Origins: articleread.Origins{Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr),
 			Like: origin("like", e.Config.LikeAddr), View: origin("view", e.Config.ViewAddr)},
-		Near: near, Logger: e.Logger})
-	if near != nil {
-		// Closed with the workers, after the HTTP servers that read through it.
-		r.workers.run(context.Background(), func(ctx context.Context) { <-ctx.Done(); near.Close() })
-	}
+		Reads: reads, Near: near, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
 		return nil, nil, err
 	}
@@ -196,20 +195,6 @@ func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, 
 		return nil, nil, err
 	}
 	return articleread.Routes(svc, e.Logger), consumerChecks(e), nil
-}
-
-// connectNear connects article-read's near cache, or returns nil when it is off or the Redis cannot track keys
-// (the in-process engine): reads then go to Redis, with the same answers.
-func connectNear(ctx context.Context, e *Engines) (rueidis.Client, error) {
-	if e.Config.NearCacheMB == 0 {
-		return nil, nil
-	}
-	near, err := redisclient.ConnectNear(ctx, e.redisAddrs, e.Config.RedisPassword, e.Config.NearCacheMB<<20)
-	if errors.Is(err, redisclient.ErrNoTracking) {
-		e.Logger.Info("article-read: this Redis has no client tracking; reads go to Redis without a near cache")
-		return nil, nil
-	}
-	return near, err
 }
 
 // buildWeb builds the pages, which call the other services over HTTP like any client.

@@ -28,7 +28,7 @@
 // # The near cache
 //
 // With a Redis that tracks clients (RESP3 CLIENT TRACKING), warm reads of models, view counts and a board's first
-// pages are answered from process memory (Config.Near): Redis reports each change to a key the process has read,
+// pages are answered from process memory (Config.Near, through Config.Reads): Redis reports each change to a key the process has read,
 // and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
 // a fraction of a millisecond after the write; the report travels apart from the write, so even the instance that
 // wrote may read the old value in between. Without tracking, every read goes to Redis.
@@ -118,9 +118,10 @@ type Config struct {
 	KeyPrefix string       // goes in front of every Redis key
 	Origins   Origins      // the services models and pages are rebuilt from
 	Client    *http.Client // for the origins (default: pooled, per-attempt timeouts)
-	// Near, when not nil, is a client of the same Redis whose cached reads (RESP3 client tracking) answer warm
-	// reads from process memory; nil: every read goes to Redis.
-	Near   rueidis.Client
+	// Reads is the client of the same Redis that models, view counts and pages are read through
+	// (redisclient.ConnectReads); Near says whether it caches them in process memory (the near cache).
+	Reads  rueidis.Client
+	Near   bool
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -128,7 +129,7 @@ type Config struct {
 // Service is the article-read service.
 type Service struct {
 	rdb       redis.UniversalClient
-	near      rueidis.Client
+	reads     rueidis.Client
 	cfg       Config
 	origins   *origins
 	views     ViewCounts
@@ -139,7 +140,8 @@ type Service struct {
 	}
 }
 
-// NewService returns the article-read service over rdb (standalone or cluster), reading view counts through views.
+// NewService returns the article-read service over rdb (standalone or cluster) and cfg.Reads, reading view counts
+// through views.
 func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -147,7 +149,7 @@ func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Servic
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{rdb: rdb, near: cfg.Near, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
+	return &Service{rdb: rdb, reads: cfg.Reads, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
 }
 
 // ArticleRead is an article with its counts.

@@ -3,13 +3,14 @@ package articleread
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"board/internal/event"
 	"board/internal/fault"
@@ -103,18 +104,16 @@ func TestListsWithOriginDown(t *testing.T) {
 	})
 }
 
-// deadRedis returns a client of a Redis that is not there.
-func deadRedis(t *testing.T) redis.UniversalClient {
+// deadRedis returns clients, of both libraries, of a Redis that is gone.
+func deadRedis(t *testing.T) (redis.UniversalClient, rueidis.Client) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	mr := miniredis.RunT(t)
+	addr := mr.Addr()
+	reads, _ := readsClient(t, []string{addr}, 0) // it connects at once: while the server is there
+	mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
 	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	return rdb, reads
 }
 
 // TestRedisDown: without Redis nothing is served and no event applied: REDIS_UNAVAILABLE (503), which the consumer
@@ -127,7 +126,7 @@ func TestRedisDown(t *testing.T) {
 		id := e.uncachedArticle(1)
 		e.applyNew(t, 0)
 		e.checkGet(t, id)
-		e.b.Client = deadRedis(t) // the same for every backend: nothing answers
+		e.b.Client, e.reads = deadRedis(t) // the same for every backend: nothing answers
 		e.svc = e.service(e.viewCache())
 		_, err := e.svc.Get(ctx, id)
 		wantFault(t, "Get", err, fault.Unavailable, "REDIS_UNAVAILABLE")

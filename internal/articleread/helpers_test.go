@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/rueidis"
 
 	"board/internal/apijson"
 	"board/internal/boardpage"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/logicalttl"
+	"board/internal/redisclient"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 	"board/internal/snowflake/snowflaketest"
@@ -593,6 +595,7 @@ type env struct {
 	clock  *testClock
 	truth  *truth
 	origin *origin
+	reads  rueidis.Client // without a near cache: a test reads what it just applied
 	svc    *Service
 }
 
@@ -600,7 +603,8 @@ func newEnv(t *testing.T, b redisclienttest.Backend) *env {
 	clock := newTestClock(b)
 	tr := newTruth(clock.Now)
 	o := newOrigin(t, tr)
-	e := &env{b: b, clock: clock, truth: tr, origin: o}
+	reads, _ := readsClient(t, b.Addrs, 0)
+	e := &env{b: b, clock: clock, truth: tr, origin: o, reads: reads}
 	e.svc = e.service(loadViews{})
 	// This Redis has held the read model since before the test's first event: every event may build it. (A flush
 	// drops the epoch, and the service starts a new one.)
@@ -620,8 +624,19 @@ func (e *env) viewCache() *logicalttl.Cache[int64] {
 
 // serviceWithClock returns another Service over the env's Redis and origin whose clock is now.
 func (e *env) serviceWithClock(views ViewCounts, now func() time.Time) *Service {
-	return NewService(e.b.Client, views, Config{KeyPrefix: e.b.Prefix, Now: now,
+	return NewService(e.b.Client, views, Config{KeyPrefix: e.b.Prefix, Now: now, Reads: e.reads,
 		Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
+}
+
+// readsClient connects the client reads go through, with a near cache of cacheBytes if the Redis tracks clients.
+func readsClient(t *testing.T, addrs []string, cacheBytes int) (rueidis.Client, bool) {
+	t.Helper()
+	c, near, err := redisclient.ConnectReads(context.Background(), addrs, "", cacheBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, near
 }
 
 // apply applies events in the order given; each must succeed.

@@ -55,7 +55,7 @@ return {size, m[1] or '', m[2] or '', m[3] or '', found, from, ids}`)
 
 // readBoard runs listReadScript: n ids from rank from, or after lastID when it is not 0.
 func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64) (boardState, error) {
-	if s.near != nil && lastID == 0 {
+	if s.cfg.Near && lastID == 0 {
 		return s.readBoardNear(ctx, boardID, from, n)
 	}
 	after := ""
@@ -89,10 +89,10 @@ func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64)
 // whether they fill the page, never of the size.
 func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (boardState, error) {
 	keys := s.boardKeys(boardID)
-	res := s.near.DoMultiCache(ctx,
-		rueidis.CT(s.near.B().Zcard().Key(keys[0]).Cache(), nearTTL),
-		rueidis.CT(s.near.B().Hmget().Key(keys[1]).Field("synced", "floor", "count").Cache(), nearTTL),
-		rueidis.CT(s.near.B().Zrange().Key(keys[0]).Min(strconv.FormatInt(from, 10)).
+	res := s.reads.DoMultiCache(ctx,
+		rueidis.CT(s.reads.B().Zcard().Key(keys[0]).Cache(), nearTTL),
+		rueidis.CT(s.reads.B().Hmget().Key(keys[1]).Field("synced", "floor", "count").Cache(), nearTTL),
+		rueidis.CT(s.reads.B().Zrange().Key(keys[0]).Min(strconv.FormatInt(from, 10)).
 			Max(strconv.FormatInt(from+n-1, 10)).Rev().Cache(), nearTTL))
 	size, err := res[0].AsInt64()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"board/internal/redislock"
@@ -82,49 +81,16 @@ type cachedView struct {
 	fresh, cached bool
 }
 
-// readModels reads the models of ids and their cached view counts in one round trip: from the near cache when
-// there is one (no round trip at all for what it holds), else in one pipeline (split per node on a cluster).
+// readModels reads the models of ids and their cached view counts in one round trip (one per node of a cluster);
+// through the near cache, what it holds costs none.
 func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []cachedView, error) {
-	if s.near != nil {
-		return s.readModelsNear(ctx, ids)
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
-	viewCmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, s.modelKey(id), modelFields...)
-		viewCmds[i] = pipe.Get(ctx, s.views.EntryKey(viewKey(id)))
-	}
-	_, _ = pipe.Exec(ctx) // each command's own error is read below; a view count not cached is no error
-	models := make([]model, len(ids))
-	views := make([]cachedView, len(ids))
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return nil, nil, redisFault(err)
-		}
-		vals := cmd.Val()
-		m, err := parseModel(func(j int) (string, bool) { v, ok := vals[j].(string); return v, ok })
-		if err != nil {
-			return nil, nil, fmt.Errorf("model of article %d: %w", ids[i], err)
-		}
-		models[i] = m
-		if raw, err := viewCmds[i].Result(); err == nil {
-			views[i].count, views[i].fresh, views[i].cached = s.views.Cached(raw)
-		}
-	}
-	return models, views, nil
-}
-
-// readModelsNear is readModels through the near cache: what it holds is answered from memory, the rest is read in
-// one round trip per node and held from then on, until Redis reports a change to it.
-func (s *Service) readModelsNear(ctx context.Context, ids []int64) ([]model, []cachedView, error) {
 	cmds := make([]rueidis.CacheableTTL, 0, 2*len(ids))
 	for _, id := range ids {
 		cmds = append(cmds,
-			rueidis.CT(s.near.B().Hmget().Key(s.modelKey(id)).Field(modelFields...).Cache(), nearTTL),
-			rueidis.CT(s.near.B().Get().Key(s.views.EntryKey(viewKey(id))).Cache(), nearTTL))
+			rueidis.CT(s.reads.B().Hmget().Key(s.modelKey(id)).Field(modelFields...).Cache(), nearTTL),
+			rueidis.CT(s.reads.B().Get().Key(s.views.EntryKey(viewKey(id))).Cache(), nearTTL))
 	}
-	results := s.near.DoMultiCache(ctx, cmds...)
+	results := s.reads.DoMultiCache(ctx, cmds...) // without a near cache, rueidis sends them as DoMulti
 	models := make([]model, len(ids))
 	views := make([]cachedView, len(ids))
 	for i, id := range ids {
