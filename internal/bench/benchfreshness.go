@@ -25,7 +25,7 @@ import (
 	"board/internal/auth"
 )
 
-// writeKind is one of the writes the freshness bench sends; each raises one count of the hot-article ranking.
+// writeKind is one of the writes the freshness bench sends; each raises one count of the read models.
 type writeKind int
 
 const (
@@ -224,7 +224,7 @@ type benchArticle struct {
 	day       string // yyyyMMdd of its creation in the board's hot-article time zone: the list it competes in
 }
 
-// expectation is what an acknowledged write guarantees the ranking shows from then on: a count of at least atLeast.
+// expectation is what an acknowledged write guarantees the read model shows from then on: a count of at least atLeast.
 type expectation struct {
 	article int // index into freshnessRun.articles
 	kind    writeKind
@@ -612,7 +612,7 @@ func (r *freshnessRun) reportLatencies(w io.Writer, interrupted bool, waited tim
 		sorted := slices.Sorted(slices.Values(r.pollRoundTrips))
 		rtt = roundDuration(percentile(sorted, 0.5))
 	}
-	fmt.Fprintf(w, "\nack -> visible in the ranking: from a write's acknowledgement to the first list response showing it;\n"+
+	fmt.Fprintf(w, "\nack -> visible in the read model: from a write's acknowledgement to the first list response showing it;\n"+
 		"resolution one poll round trip (median %s over %d polls, %d failed)\n", rtt, len(r.pollRoundTrips), r.pollFailures)
 	if r.pollFailures > 0 {
 		fmt.Fprintf(w, "last poll failure: %s\n", r.lastPollError)
