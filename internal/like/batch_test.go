@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -258,6 +259,54 @@ func TestLikeKeepsItsDeadlineWhileTheDatabaseHangs(t *testing.T) {
 		if err != nil || n != likeRows(t, db, article) || n < 2 {
 			t.Errorf("count %d (%v) with %d rows; want the rows, at least 2", n, err, likeRows(t, db, article))
 		}
+	})
+}
+
+// idsFailingOnce fails its first call, then issues ids from ids.
+type idsFailingOnce struct {
+	ids    outbox.IDGenerator
+	failed atomic.Bool
+}
+
+func (f *idsFailingOnce) Next() (int64, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		return 0, errors.New("no ids for now")
+	}
+	return f.ids.Next()
+}
+
+// TestFailedBatchLeavesTheNextOne sends 10 likes of one article at once in batches of 5, and the first batch fails
+// (its first event gets no id): its 5 likes are answered 503, and the other 5 commit in the next batch.
+func TestFailedBatchLeavesTheNextOne(t *testing.T) {
+	t.Parallel()
+	const likes, batch = 10, 5
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		env := newTestEnv(t, db, "")
+		const article = 7500
+		existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
+		store := NewStore(db, outbox.New(db, outbox.DefaultShards, &idsFailingOnce{ids: eventIDs}, time.Now, nil, nil), env.articles)
+		svc := NewService(store, snowflaketest.NewIDs(firstID+2_000_000), func() time.Time { return t0 }, "").
+			WithBatching(Batching{Max: batch, Linger: forever})
+		errs := concurrently(likes, likes, func(u int) error {
+			_, err := svc.Like(context.Background(), "", article, int64(u+1))
+			return err
+		})
+		kinds := map[string]int{}
+		for _, err := range errs {
+			fe, _ := fault.As(err)
+			if err != nil && fe == nil {
+				t.Fatalf("like: %v", err)
+			}
+			if err == nil {
+				kinds["ok"]++
+			} else {
+				kinds[fe.Code]++
+			}
+		}
+		if diff := cmp.Diff(map[string]int{"ok": batch, "ID_UNAVAILABLE": batch}, kinds); diff != "" {
+			t.Errorf("answers by code (-want +got):\n%s", diff)
+		}
+		checkSequence(t, db, svc, article, batch, batch)
 	})
 }
 
