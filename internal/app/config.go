@@ -18,6 +18,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/go-sql-driver/mysql"
 
+	"board/internal/articleread"
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
@@ -70,7 +71,8 @@ type Config struct {
 	Replay             []string
 
 	ArticleReadAddr string
-	NearCacheMB     int               // memory of article-read's near cache per Redis node, in MiB; 0: off
+	NearCacheMB     int // memory of article-read's near cache per Redis node, in MiB; 0: off
+	DeepPageTTL     time.Duration
 	Origins         map[string]string // service name -> base URL that other services call it at; "" for the default
 
 	UserAddr       string
@@ -125,6 +127,7 @@ func Default() Config {
 		HotArticleTimeZone:  time.Local,
 		ArticleReadAddr:     ":9005",
 		NearCacheMB:         256,
+		DeepPageTTL:         articleread.DefaultDeepPageTTL,
 		Origins:             map[string]string{},
 		UserAddr:            ":9006",
 		TokenTTL:            time.Hour,
@@ -236,6 +239,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", c.ArticleReadAddr, "listen address of the article-read service")
+	fs.DurationVar(&c.DeepPageTTL, "deep-page-ttl", c.DeepPageTTL, "how long article-read shares the article service's answer to a page past the newest 1000 articles of a board among the readers of that page (0: not shared)")
 	fs.Func("near-cache-mb", fmt.Sprintf("memory in MiB, per Redis node, of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; 0: off (default %d, about 100,000 articles)", c.NearCacheMB),
 		func(v string) error {
 			n, err := strconv.Atoi(v)

@@ -187,7 +187,7 @@ func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, 
 	svc := articleread.NewService(e.Redis, views, articleread.Config{KeyPrefix: e.Config.RedisPrefix,
 		Origins: articleread.Origins{Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr),
 			Like: origin("like", e.Config.LikeAddr), View: origin("view", e.Config.ViewAddr)},
-		Reads: reads, Near: near, Logger: e.Logger})
+		Reads: reads, Near: near, DeepPageTTL: e.Config.DeepPageTTL, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
 		return nil, nil, err
 	}

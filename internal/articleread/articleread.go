@@ -28,8 +28,8 @@
 // # The near cache
 //
 // With a Redis that tracks clients (RESP3 CLIENT TRACKING), warm reads of models, view counts and a board's first
-// pages are answered from process memory (Config.Near, through Config.Reads): Redis reports each change to a key the process has read,
-// and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
+// pages are answered from process memory (Config.Near, through Config.Reads): Redis reports each change to a key
+// the process has read, and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
 // a fraction of a millisecond after the write; the report travels apart from the write, so even the instance that
 // wrote may read the old value in between. Without tracking, every read goes to Redis.
 //
@@ -120,10 +120,13 @@ type Config struct {
 	Client    *http.Client // for the origins (default: pooled, per-attempt timeouts)
 	// Reads is the client of the same Redis that models, view counts and pages are read through
 	// (redisclient.ConnectReads); Near says whether it caches them in process memory (the near cache).
-	Reads  rueidis.Client
-	Near   bool
-	Now    func() time.Time
-	Logger *slog.Logger
+	Reads rueidis.Client
+	Near  bool
+	// DeepPageTTL is how long the article service's answer to a page past the list's reach is shared by the
+	// requests for it: such a page costs the article service a scan of its offset. 0: not shared.
+	DeepPageTTL time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // Service is the article-read service.
@@ -134,6 +137,7 @@ type Service struct {
 	origins   *origins
 	views     ViewCounts
 	rebuilds  singleflight.Group
+	deepPages *deepPages
 	backfills struct {
 		mu   sync.Mutex
 		next map[int64]time.Time // per board, when a backfill may start again
@@ -149,7 +153,7 @@ func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Servic
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{rdb: rdb, reads: cfg.Reads, cfg: cfg, origins: newOrigins(cfg.Origins, cfg.Client), views: views}
+	return &Service{rdb: rdb, reads: cfg.Reads, cfg: cfg, deepPages: newDeepPages(cfg.DeepPageTTL), origins: newOrigins(cfg.Origins, cfg.Client), views: views}
 }
 
 // ArticleRead is an article with its counts.

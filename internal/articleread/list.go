@@ -204,7 +204,7 @@ func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 }
 
 func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
-	p, err := s.origins.page(ctx, boardID, page, pageSize)
+	p, err := s.deepPages.get(ctx, s.cfg.Now, boardID, page, pageSize, (page-1)*pageSize >= ListSize, s.origins.page)
 	if err != nil {
 		return Page{}, err
 	}

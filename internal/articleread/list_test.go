@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,4 +310,62 @@ func TestListDeletedArticleStaysOutAfterFlush(t *testing.T) {
 		e.checkPage(t, 6, 2, 5, true)
 		e.checkPages(t, 6, false, false)
 	})
+}
+
+// TestDeepPagesShared: a page past the list's reach is fetched from the article service once per DeepPageTTL
+// however many read it, at once or one after another, and then shows what changed; a page within reach is not
+// shared.
+func TestDeepPagesShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redisclienttest.Mini(t))
+	bigBoard(t, e, ListSize+25)
+	var mu sync.Mutex
+	now := e.clock.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	svc := NewService(e.b.Client, loadViews{}, Config{KeyPrefix: e.b.Prefix, Now: clock, Reads: e.reads,
+		DeepPageTTL: time.Second, Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL,
+			View: e.origin.URL}})
+	const deep, size = ListSize/10 + 1, 10 // from rank ListSize on
+	check := func(what string, want Page, calls int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				got, err := svc.List(ctx, 1, deep, size)
+				if err != nil {
+					t.Errorf("%s: %v", what, err)
+					return
+				}
+				if diff := cmp.Diff(want, got, timeEqual); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", what, diff)
+				}
+			})
+		}
+		wg.Wait()
+		if got := e.origin.calledOf(epPage); got != calls {
+			t.Errorf("%s: the origin's page was called %d times, want %d", what, got, calls)
+		}
+	}
+	as, count := e.truth.page(1, deep, size)
+	first := Page{e.truth.wantReads(as), count}
+	check("eight readers of a deep page", first, 1)
+
+	e.truth.create(1) // every article moves one rank down
+	check("the same page within the TTL", first, 1)
+
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	as, count = e.truth.page(1, deep, size)
+	check("the page once the TTL passed", Page{e.truth.wantReads(as), count}, 2)
+
+	for range 2 {
+		if _, err := svc.List(ctx, 1, 2, size); err != nil { // within reach: the list is not synced here
+			t.Fatal(err)
+		}
+	}
+	if got := e.origin.calledOf(epPage); got != 4 {
+		t.Errorf("two reads of page 2 made %d calls of the origin's page in all, want 4: pages within reach are not shared", got)
+	}
 }
