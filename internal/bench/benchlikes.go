@@ -27,13 +27,14 @@ func benchLikes(ctx context.Context, args []string, getenv func(string) string, 
 
 For each like strategy, sends --likes likes of one new article, each by a different user, from --workers concurrent
 clients, through the HTTP API of a like service started in this process on a loopback port, over a scratch database
-(like_bench, on the configured SQL engine; emptied first). Checks that the article's count is exact, and prints the
-time, the rate, the transactions the likes took (concurrent likes of one article share them, up to --batch each:
-docs/likes.md), and for the optimistic strategy the retries after version conflicts. --batch 1 gives each like a
-transaction of its own, as before batching. First, untimed, every user likes another article once, and then, timed,
-the floor: the same requests with the same tokens, answered 201 by a handler that stores nothing, which bounds every
-strategy's rate on the machine as it is at that moment. The article is known to the like service as a live one, as after its
-ARTICLE_CREATED was consumed: each like checks that inside its transaction and asks the article service nothing.`, stderr)
+(like_bench, on the configured SQL engine; emptied first). Checks that the article's count, its like rows and its
+ARTICLE_LIKED events are each exactly --likes, and prints the time, the rate, the transactions the likes took
+(concurrent likes of one article share them, up to --batch each: docs/likes.md), and for the optimistic strategy the
+retries after version conflicts. --batch 1 gives each like a transaction of its own, as before batching. First,
+untimed, every user likes another article once; then, timed, the floor: the same requests with the same tokens,
+answered 201 by a handler that stores nothing, which bounds every strategy's rate on the machine as it is at that
+moment. The article is known to the like service as a live one, as after its ARTICLE_CREATED was consumed: each like
+checks that inside its transaction and asks the article service nothing.`, stderr)
 	cfg.EngineFlags(fs)
 	likes := fs.Int("likes", 3000, "likes per strategy, each by a distinct user")
 	workers := fs.Int("workers", 100, "concurrent clients")
