@@ -37,6 +37,8 @@ type DB struct {
 	vitess  bool   // the MySQL server is Vitess's vtgate, and the database a keyspace
 	read    *sql.DB
 	write   *sql.DB
+	// The pools' prepared statements, on SQLite (see stmtCache); nil on MySQL.
+	readStmts, writeStmts *stmtCache
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database file at path in WAL mode.
@@ -61,7 +63,7 @@ func OpenSQLite(path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
-	db := &DB{Dialect: SQLite, Name: path, read: read, write: write}
+	db := &DB{Dialect: SQLite, Name: path, read: read, write: write, readStmts: newStmtCache(read), writeStmts: newStmtCache(write)}
 	// The first connection creates the file and switches it to WAL before readers open it read-only.
 	if err := db.write.Ping(); err != nil {
 		db.Close()
@@ -178,9 +180,9 @@ func QuoteIdent(name string) string {
 	return string(append(out, '`'))
 }
 
-// Close closes both pools.
+// Close closes both pools and their statements.
 func (db *DB) Close() error {
-	err := db.read.Close()
+	err := errors.Join(db.readStmts.close(), db.writeStmts.close(), db.read.Close())
 	if db.write != db.read {
 		err = errors.Join(err, db.write.Close())
 	}
@@ -192,12 +194,28 @@ func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) 
 
 // QueryContext runs a read query.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := db.read.QueryContext(ctx, query, args...)
+	s, err := db.readStmts.stmt(ctx, query)
+	if err != nil {
+		return nil, db.classify(err)
+	}
+	var rows *sql.Rows
+	if s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = db.read.QueryContext(ctx, query, args...)
+	}
 	return rows, db.classify(err)
 }
 
 // QueryRowContext runs a read query expected to return at most one row; its error surfaces on Scan.
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) Row {
+	s, err := db.readStmts.stmt(ctx, query)
+	switch {
+	case err != nil:
+		return Row{err: err, db: db}
+	case s != nil:
+		return Row{row: s.QueryRowContext(ctx, args...), db: db}
+	}
 	return Row{row: db.read.QueryRowContext(ctx, query, args...), db: db}
 }
 
@@ -205,15 +223,30 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) Ro
 // same fault as every other call here; sql.ErrNoRows passes through unchanged.
 type Row struct {
 	row *sql.Row
+	err error // of preparing the query, when that failed
 	db  *DB
 }
 
 // Scan copies the row's columns into dest.
-func (r Row) Scan(dest ...any) error { return r.db.classify(r.row.Scan(dest...)) }
+func (r Row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.db.classify(r.err)
+	}
+	return r.db.classify(r.row.Scan(dest...))
+}
 
 // ExecContext runs one write statement outside a transaction (schema changes, bulk loads).
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := db.write.ExecContext(ctx, query, args...)
+	s, err := db.writeStmts.stmt(ctx, query)
+	if err != nil {
+		return nil, db.classify(err)
+	}
+	var res sql.Result
+	if s != nil {
+		res, err = s.ExecContext(ctx, args...)
+	} else {
+		res, err = db.write.ExecContext(ctx, query, args...)
+	}
 	return res, db.classify(err)
 }
 
