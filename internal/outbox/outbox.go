@@ -122,11 +122,15 @@ type position struct {
 }
 
 // oldest returns up to limit rows of a shard of db's outbox created at or before cutoff and after position from,
-// oldest first.
+// oldest first. The index and the cursor are in the forms each engine walks as one range from position from
+// (sqldb.DB.After): otherwise both read the shard's index from its start, rows already published but not yet
+// deleted included, at every batch.
 func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from position, limit int) ([]Message, error) {
-	rows, err := db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox
-		WHERE shard_key = ? AND created_at <= ? AND (created_at > ? OR (created_at = ? AND outbox_id > ?))
-		ORDER BY created_at, outbox_id LIMIT ?`, shard, cutoff, from.createdAt, from.createdAt, from.id, limit)
+	after, afterArgs := db.After("created_at", "outbox_id", from.createdAt, from.id)
+	args := append(append([]any{shard, cutoff}, afterArgs...), limit)
+	rows, err := db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox`+
+		db.ForceIndex("idx_shard_key_created_at")+` WHERE shard_key = ? AND created_at <= ? AND `+after+`
+		ORDER BY created_at, outbox_id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -147,26 +151,33 @@ func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from
 // published is an outbox row the broker has acknowledged: its id and its record key, the outbox's shard key.
 type published struct{ id, key int64 }
 
-// remove deletes published rows of db's outbox. Behind Vitess the record keys route the delete to the shards that
-// hold the rows, and the MULTI_SHARD_AUTOCOMMIT directive lets it commit on each shard by itself (the rows are
-// independent: a delete that fails on one shard leaves its rows to be published again); other engines read the
-// directive as a comment.
+// remove deletes published rows of db's outbox in one statement. Behind Vitess the record keys route the delete to
+// the shards that hold the rows, and the MULTI_SHARD_AUTOCOMMIT directive lets it commit on each shard by itself (the
+// rows are independent: a delete that fails on one shard leaves its rows to be published again). Elsewhere the
+// primary key alone finds the rows.
 func remove(ctx context.Context, db *sqldb.DB, rows []published) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	ids, keys, seen := make([]int64, len(rows)), make([]int64, 0, len(rows)), map[int64]bool{}
+	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.id
+	}
+	inIDs, args := sqldb.In("outbox_id", ids)
+	if !db.Vitess() {
+		_, err := db.ExecContext(ctx, "DELETE FROM outbox WHERE "+inIDs, args...)
+		return err
+	}
+	keys, seen := make([]int64, 0, len(rows)), map[int64]bool{}
+	for _, r := range rows {
 		if !seen[r.key] {
 			seen[r.key] = true
 			keys = append(keys, r.key)
 		}
 	}
 	inKeys, keyArgs := sqldb.In("record_key", keys)
-	inIDs, idArgs := sqldb.In("outbox_id", ids)
 	_, err := db.ExecContext(ctx, "DELETE /*vt+ MULTI_SHARD_AUTOCOMMIT=1 */ FROM outbox WHERE "+inKeys+" AND "+inIDs,
-		append(keyArgs, idArgs...)...)
+		append(keyArgs, args...)...)
 	return err
 }
 
