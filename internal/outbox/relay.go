@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,57 +132,129 @@ func (r *Relay) Run(ctx context.Context) {
 	<-coordDone
 }
 
-// dispatch sends fast-path events until ctx is done, then sends what is still queued.
+// dispatch sends fast-path events until ctx is done, then sends what is still queued. It takes whatever is queued
+// at once as one batch, so that a burst of commits costs one acknowledgement hand-off, not one per event.
 func (r *Relay) dispatch(ctx context.Context) {
+	batch := make([]Message, 0, dispatchBatch)
+	take := func() {
+		for len(batch) < dispatchBatch {
+			select {
+			case m := <-r.queue:
+				batch = append(batch, m)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case m := <-r.queue:
-			r.send(m, "commit", nil)
+			batch = append(batch[:0], m)
+			take()
+			r.publish(batch, "commit", nil)
 		case <-ctx.Done():
 			for {
-				select {
-				case m := <-r.queue:
-					r.send(m, "commit", nil)
-				default:
+				batch = batch[:0]
+				if take(); len(batch) == 0 {
 					return
 				}
+				r.publish(batch, "commit", nil)
 			}
 		}
 	}
 }
 
-// send hands m to the producer without waiting; once the broker acknowledges it, its row is queued for deletion.
-// done, if not nil, learns the outcome.
-func (r *Relay) send(m Message, path string, done func(error)) {
-	rec, err := r.record(m)
-	if err != nil {
-		r.logger.Error("relay: cannot encode outbox row; it stays in the table", "outbox_id", m.ID, "err", err)
-		if done != nil {
-			done(err)
+// dispatchBatch bounds how many queued fast-path events are handed to the producer as one batch.
+const dispatchBatch = 500
+
+// publish hands msgs to the producer in order, without waiting. Once the broker has answered for all of them, the
+// rows it acknowledged are queued for deletion in one hand-off, and done, if not nil, learns whether any failed.
+// msgs may be reused once publish returns.
+func (r *Relay) publish(msgs []Message, path string, done func(failed bool)) {
+	b := &inFlight{r: r, path: path, done: done, rows: make([]published, len(msgs)),
+		records: make([]*kgo.Record, len(msgs))}
+	b.pending.Store(int64(len(msgs)) + 1) // + 1 until every record is handed over, so the batch cannot end early
+	for i, m := range msgs {
+		b.rows[i] = published{id: m.ID, key: m.Key}
+		rec, err := r.record(m)
+		if err != nil {
+			r.logger.Error("relay: cannot encode outbox row; it stays in the table", "outbox_id", m.ID, "err", err)
+			b.fail(i, err)
+			b.answered()
+			continue
 		}
+		b.records[i] = rec
+		// Not the caller's context: shutdown must not abort records already handed to the client.
+		r.client.Produce(context.Background(), rec, b.promise)
+	}
+	b.answered()
+}
+
+// inFlight is a batch of records handed to the producer and not all answered yet.
+type inFlight struct {
+	r       *Relay
+	path    string
+	done    func(failed bool)
+	rows    []published
+	records []*kgo.Record
+	pending atomic.Int64
+
+	mu       sync.Mutex // franz-go calls promises one at a time, but publish may fail a row as well
+	failed   []bool     // by index into rows; nil while none failed
+	failures int
+	err      error // the first failure
+}
+
+func (b *inFlight) promise(rec *kgo.Record, err error) {
+	if err != nil {
+		// Rare: look the record up rather than give every record a promise of its own.
+		b.fail(slices.Index(b.records, rec), err)
+	}
+	b.answered()
+}
+
+func (b *inFlight) fail(i int, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failed == nil {
+		b.failed, b.err = make([]bool, len(b.rows)), err
+	}
+	b.failed[i] = true
+	b.failures++
+}
+
+// answered counts one answer; the last one queues the acknowledged rows for deletion in one hand-off.
+func (b *inFlight) answered() {
+	if b.pending.Add(-1) > 0 {
 		return
 	}
-	// Not the caller's context: shutdown must not abort records already handed to the client.
-	r.client.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
-		if done != nil {
-			defer done(err)
-		}
-		if err != nil {
-			r.metrics.failed(1)
-			if path == "commit" {
-				r.logger.Warn("relay: publish failed; the poller will retry", "outbox_id", m.ID, "err", err)
+	acked := b.rows
+	if b.failures > 0 {
+		acked = make([]published, 0, len(b.rows)-b.failures)
+		for i, row := range b.rows {
+			if !b.failed[i] {
+				acked = append(acked, row)
 			}
-			return
 		}
-		r.metrics.publishedBy(path, 1)
+	}
+	r := b.r
+	r.metrics.failed(b.failures)
+	r.metrics.publishedBy(b.path, len(acked))
+	if b.failures > 0 && b.path == "commit" {
+		r.logger.Warn("relay: publish failed; the poller will retry", "rows", b.failures, "err", b.err)
+	}
+	if len(acked) > 0 {
 		r.mu.Lock()
-		r.acked = append(r.acked, published{id: m.ID, key: m.Key})
+		r.acked = append(r.acked, acked...)
 		r.mu.Unlock()
 		select {
 		case r.ackedCh <- struct{}{}:
 		default:
 		}
-	})
+	}
+	if b.done != nil {
+		b.done(b.failures > 0)
+	}
 }
 
 // record builds the record of m, for both paths: it carries the time m's transaction wrote it
@@ -208,8 +281,10 @@ func (r *Relay) deleteLoop(ctx context.Context) {
 	}
 }
 
-// deleteBatch bounds one DELETE's IN list.
-const deleteBatch = 500
+// deleteBatch bounds one DELETE's IN list. Each DELETE is a commit, the dearest step of the drain, so under a backlog
+// the deleter takes many batches' rows at once; the bound keeps the statement well within every engine's limits
+// (SQLite's bound parameters, MariaDB's range optimizer memory, vtgate's bind variables).
+const deleteBatch = 2000
 
 // deleteAcked deletes the rows acknowledged so far under a deadline of its own, never cancelled with ctx: the ids
 // leave r.acked here, so a delete cut short by shutdown would leave their rows to be published again.
@@ -244,13 +319,16 @@ func (r *Relay) pollLoop(ctx context.Context) {
 	}
 }
 
-// poll publishes the owned shards' rows older than MinAge, oldest first, until none are left or the broker fails.
+// poll publishes the owned shards' rows older than MinAge, each shard oldest first and all shards at once (a key's
+// rows are all in one shard, so its order holds), until none are left or the broker fails.
 func (r *Relay) poll(ctx context.Context) {
 	owned := r.coord.Owned()
 	cutoff := r.now().Add(-r.cfg.MinAge)
+	var wg sync.WaitGroup
 	for _, shard := range owned {
-		r.pollShard(ctx, shard, cutoff)
+		wg.Go(func() { r.pollShard(ctx, shard, cutoff) })
 	}
+	wg.Wait()
 	r.deleteAcked(ctx) // before the next round reads the shards again
 	if counts, firsts, err := backlog(ctx, r.db, owned); err == nil {
 		r.metrics.observeBacklog(counts, firsts, r.now())
@@ -270,10 +348,10 @@ func (r *Relay) pollShard(ctx context.Context, shard int, cutoff time.Time) {
 			r.logger.Warn("relay: cannot read the outbox", "shard", shard, "err", err)
 			break
 		}
-		for _, m := range msgs {
+		if len(msgs) > 0 {
 			inFlight.Add(1)
-			r.send(m, "poll", func(err error) {
-				if err != nil {
+			r.publish(msgs, "poll", func(f bool) {
+				if f {
 					failed.Store(true)
 				}
 				inFlight.Done()
