@@ -122,15 +122,10 @@ type position struct {
 }
 
 // oldest returns up to limit rows of a shard of db's outbox created at or before cutoff and after position from,
-// oldest first. The index and the cursor are in the forms each engine walks as one range from position from
-// (sqldb.DB.After): otherwise both read the shard's index from its start, rows already published but not yet
-// deleted included, at every batch.
+// oldest first.
 func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from position, limit int) ([]Message, error) {
-	after, afterArgs := db.After("created_at", "outbox_id", from.createdAt, from.id)
-	args := append(append([]any{shard, cutoff}, afterArgs...), limit)
-	rows, err := db.QueryContext(ctx, `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox`+
-		db.ForceIndex("idx_shard_key_created_at")+` WHERE shard_key = ? AND created_at <= ? AND `+after+`
-		ORDER BY created_at, outbox_id LIMIT ?`, args...)
+	query, args := oldestQuery(db, shard, cutoff, from, limit)
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +141,17 @@ func oldest(ctx context.Context, db *sqldb.DB, shard int, cutoff time.Time, from
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// oldestQuery is oldest's query and its arguments. The index and the cursor are in the forms each engine walks as
+// one range from position from (sqldb.DB.After): otherwise both read the shard's index from its start, rows already
+// published but not yet deleted included, at every batch.
+func oldestQuery(db *sqldb.DB, shard int, cutoff time.Time, from position, limit int) (string, []any) {
+	after, afterArgs := db.After("created_at", "outbox_id", from.createdAt, from.id)
+	return `SELECT outbox_id, event_type, record_key, payload, created_at FROM outbox` +
+			db.ForceIndex("idx_shard_key_created_at") + ` WHERE shard_key = ? AND created_at <= ? AND ` + after + `
+		ORDER BY created_at, outbox_id LIMIT ?`,
+		append(append([]any{shard, cutoff}, afterArgs...), limit)
 }
 
 // published is an outbox row the broker has acknowledged: its id and its record key, the outbox's shard key.

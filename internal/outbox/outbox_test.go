@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -544,6 +545,182 @@ func TestEventIDUnavailable(t *testing.T) {
 		}
 		if n := (&harness{t: t, db: db}).rowsLeft(); n != 0 {
 			t.Errorf("%d outbox rows written", n)
+		}
+	})
+}
+
+// TestPollReadsOneRange: the poll query starts each batch at its cursor in the (shard_key, created_at) index, rather
+// than reading the shard from its start over the rows published before it, on every engine.
+func TestPollReadsOneRange(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		if db.Vitess() {
+			t.Skip("vtgate explains its own plan, not the shards'")
+		}
+		ctx := context.Background()
+		writer := New(db, DefaultShards, ids, time.Now, nil, nil)
+		for i := range 200 { // all in shard 0, enough that MariaDB's planner weighs its choices
+			if err := writer.Transact(ctx, func(_ *sql.Tx, emit Emit) error {
+				return emit(event.ArticleCreated, int64(i%2*DefaultShards), event.Article{ArticleID: apijson.ID(i)})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A cursor three quarters into the shard, where a walk from the shard's start reads 150 rows for nothing.
+		read, err := oldest(ctx, db, 0, time.Now(), position{}, 150)
+		if err != nil || len(read) != 150 {
+			t.Fatalf("oldest: %d rows, %v", len(read), err)
+		}
+		last := read[len(read)-1]
+		query, args := oldestQuery(db, 0, time.Now(), position{last.CreatedAt, last.ID}, 100)
+		if db.Dialect == sqldb.SQLite {
+			// e.g. "SEARCH outbox USING INDEX idx_shard_key_created_at (shard_key=? AND created_at>? AND created_at<?)"
+			var plan []string
+			rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if len(plan) != 1 || !strings.Contains(plan[0], "idx_shard_key_created_at (shard_key=? AND created_at>?") {
+				t.Errorf("plan %q, want one search of idx_shard_key_created_at from the cursor on", plan)
+			}
+			return
+		}
+		rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		columns, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			values := make([]sql.NullString, len(columns))
+			dest := make([]any, len(values))
+			for i := range values {
+				dest[i] = &values[i]
+			}
+			if err := rows.Scan(dest...); err != nil {
+				t.Fatal(err)
+			}
+			plan := map[string]string{}
+			for i, c := range columns {
+				plan[c] = values[i].String
+			}
+			if plan["type"] != "range" || plan["key"] != "idx_shard_key_created_at" {
+				t.Errorf("plan %v, want a range of idx_shard_key_created_at", plan)
+			}
+		}
+	})
+}
+
+// TestPolledBatchesKeepKeyOrder: a backlog polled in many batches, every shard at once, reaches the broker with each
+// key's events in outbox order, and leaves the outbox empty.
+func TestPolledBatchesKeepKeyOrder(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, h *harness) {
+		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil) // no relay: the rows wait for the poller
+		written := capture(writer)
+		for i := range 600 {
+			if err := writer.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+				return emit(event.ArticleCreated, int64(i%9), event.Article{ArticleID: apijson.ID(i), BoardID: apijson.ID(i % 9)})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := testRelay
+		cfg.BatchSize = 7 // batches that end inside a key's run of events
+		h.relay(cfg, testCoordinator)
+		want := written()
+		byKey := map[string][]int64{}
+		seen := map[int64]bool{}
+		client, err := kgo.NewClient(kgo.SeedBrokers(h.addr), kgo.ConsumeTopics(event.ArticleCreated.Topic(testRelay.TopicPrefix)),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for len(seen) < len(want) && ctx.Err() == nil {
+			client.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+				env, err := event.Decode(rec.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := int64(env.EventID)
+				if !seen[id] { // a duplicate (a round that outwaited its acknowledgements) is no reordering
+					seen[id] = true
+					byKey[string(rec.Key)] = append(byKey[string(rec.Key)], id)
+				}
+			})
+		}
+		if len(seen) != len(want) {
+			t.Fatalf("%d of %d events arrived", len(seen), len(want))
+		}
+		for key, got := range byKey {
+			if !slices.IsSorted(got) { // one writer: outbox order is id order
+				t.Errorf("key %s: events arrived as %v, want outbox order", key, got)
+			}
+		}
+		h.waitEmpty(10 * time.Second)
+	})
+}
+
+// TestFailedPublishDeletesNothing: in a polled batch whose one record the producer refuses, the broker's other
+// acknowledgements are deleted and the refused row stays in the table, counted as a failure.
+func TestFailedPublishDeletesNothing(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, h *harness) {
+		// A producer whose batches cannot hold the big row: franz-go fails it at once with MESSAGE_TOO_LARGE.
+		producer, err := kafka.NewProducer([]string{h.addr}, time.Second, kgo.ProducerBatchMaxBytes(16<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(producer.Close)
+		h.producer = producer
+		writer := New(h.db, DefaultShards, ids, time.Now, nil, nil)
+		big := capture(writer)
+		emitOne := func(title string) {
+			if err := writer.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+				return emit(event.ArticleCreated, 4, event.Article{ArticleID: 1, Title: title, BoardID: 4})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 5 {
+			emitOne("small")
+		}
+		emitOne(strings.Repeat("x", 32<<10))
+		bigID := big()[5]
+		for range 5 {
+			emitOne("small")
+		}
+		cfg := testRelay
+		cfg.MinAge = time.Nanosecond
+		reg := prometheus.NewRegistry()
+		h.measuredRelay(cfg, testCoordinator, NewMetricVecs(reg).For("article"))
+		waitFor(t, "the ten small rows to be published and deleted", 20*time.Second, func() bool {
+			return h.rowsLeft() == 1
+		})
+		var left int64
+		if err := h.db.QueryRowContext(context.Background(), "SELECT outbox_id FROM outbox").Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left != bigID {
+			t.Errorf("row %d left, want the refused row %d", left, bigID)
+		}
+		if failures, _ := gathered(t, reg, "board_outbox_publish_failures_total"); failures < 1 {
+			t.Errorf("%v publish failures counted, want at least 1", failures)
 		}
 	})
 }
