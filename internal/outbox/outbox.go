@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"board/internal/apijson"
@@ -73,11 +74,15 @@ func (o *Outbox) Transact(ctx context.Context, fn func(tx *sql.Tx, emit Emit) er
 	var written []Message
 	err := o.db.Transact(ctx, func(tx *sql.Tx) error {
 		written = written[:0] // Transact may run fn again after a deadlock
-		return fn(tx, func(t event.Type, key int64, payload any) error {
-			m, err := o.append(ctx, tx, t, key, payload)
+		err := fn(tx, func(t event.Type, key int64, payload any) error {
+			m, err := o.message(t, key, payload)
 			written = append(written, m)
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		return insert(ctx, tx, written, o.shardOf)
 	})
 	if err != nil {
 		return err
@@ -89,7 +94,7 @@ func (o *Outbox) Transact(ctx context.Context, fn func(tx *sql.Tx, emit Emit) er
 	return nil
 }
 
-func (o *Outbox) append(ctx context.Context, tx *sql.Tx, t event.Type, key int64, payload any) (Message, error) {
+func (o *Outbox) message(t event.Type, key int64, payload any) (Message, error) {
 	if !t.Known() {
 		return Message{}, fmt.Errorf("outbox: unknown event type %q", t)
 	}
@@ -101,10 +106,33 @@ func (o *Outbox) append(ctx context.Context, tx *sql.Tx, t event.Type, key int64
 	if err != nil {
 		return Message{}, snowflake.Unavailable(err)
 	}
-	m := Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: apijson.Millis(o.now())}
-	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, m.ID, o.shardOf(m.Key), string(m.Type), m.Key, m.Payload, m.CreatedAt)
-	return m, err
+	return Message{ID: id, Type: t, Key: key, Payload: body, CreatedAt: apijson.Millis(o.now())}, nil
+}
+
+// insertRows bounds the rows of one INSERT, far below every engine's limit on placeholders (SQLite's 32,766).
+const insertRows = 200
+
+// insert writes a transaction's events at its end, insertRows to a statement: a transaction that carries many
+// events (the likes of a hot article, which share one) makes one round trip for them rather than one each.
+func insert(ctx context.Context, tx *sql.Tx, ms []Message, shardOf func(int64) int) error {
+	for len(ms) > 0 {
+		n := min(len(ms), insertRows)
+		var q strings.Builder
+		q.WriteString("INSERT INTO outbox (outbox_id, shard_key, event_type, record_key, payload, created_at) VALUES ")
+		args := make([]any, 0, 6*n)
+		for i, m := range ms[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, m.ID, shardOf(m.Key), string(m.Type), m.Key, m.Payload, m.CreatedAt)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+		ms = ms[n:]
+	}
+	return nil
 }
 
 func (o *Outbox) shardOf(key int64) int {

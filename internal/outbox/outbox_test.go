@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -721,6 +722,63 @@ func TestFailedPublishDeletesNothing(t *testing.T) {
 		}
 		if failures, _ := gathered(t, reg, "board_outbox_publish_failures_total"); failures < 1 {
 			t.Errorf("%v publish failures counted, want at least 1", failures)
+		}
+	})
+}
+
+// TestManyEventsInOneTransaction: the events of a transaction are written at its end, several statements' worth
+// here, every one in the order emitted and none when the transaction fails after emitting.
+func TestManyEventsInOneTransaction(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ids, err := snowflake.New(5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := New(db, DefaultShards, ids, time.Now, nil, nil)
+		const n = 2*insertRows + 7
+		failed := errors.New("the transaction's own work failed")
+		err = ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			for i := range n {
+				if err := emit(event.ArticleLiked, int64(i+1), map[string]int{"n": i}); err != nil {
+					return err
+				}
+			}
+			return failed
+		})
+		h := &harness{t: t, db: db}
+		if !errors.Is(err, failed) || h.rowsLeft() != 0 {
+			t.Fatalf("a failed transaction: %v, %d rows written; want its error and none", err, h.rowsLeft())
+		}
+		var want []int64
+		err = ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			want = want[:0]
+			for i := range n {
+				if err := emit(event.ArticleLiked, int64(i+1), map[string]int{"n": i}); err != nil {
+					return err
+				}
+				want = append(want, int64(i+1))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.QueryContext(context.Background(), "SELECT record_key FROM outbox ORDER BY outbox_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []int64
+		for rows.Next() {
+			var k int64
+			if err := rows.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, k)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("rows by id hold keys %v..., want 1..%d in order (%d rows)", got[:min(5, len(got))], n, len(got))
 		}
 	})
 }
