@@ -197,6 +197,9 @@ func remove(ctx context.Context, db *sqldb.DB, rows []published) error {
 	for i, r := range rows {
 		ids[i] = r.id
 	}
+	if db.Dialect == sqldb.SQLite {
+		ids = padded(ids)
+	}
 	inIDs, args := sqldb.In("outbox_id", ids)
 	if !db.Vitess() {
 		_, err := db.ExecContext(ctx, "DELETE FROM outbox WHERE "+inIDs, args...)
@@ -213,6 +216,20 @@ func remove(ctx context.Context, db *sqldb.DB, rows []published) error {
 	_, err := db.ExecContext(ctx, "DELETE /*vt+ MULTI_SHARD_AUTOCOMMIT=1 */ FROM outbox WHERE "+inKeys+" AND "+inIDs,
 		append(keyArgs, args...)...)
 	return err
+}
+
+// padded lengthens a non-empty list to the next power of two by repeating its last value, which an IN list ignores.
+// On SQLite, sqldb keeps a bounded number of statement texts prepared, shared with the service's own statements:
+// deletes of any size then take a dozen of them, not one per size.
+func padded(values []int64) []int64 {
+	n := 1
+	for n < len(values) {
+		n *= 2
+	}
+	for len(values) < n {
+		values = append(values, values[len(values)-1])
+	}
+	return values
 }
 
 // backlog reports, per shard in shards, how many rows of db's outbox wait and when the oldest was written.

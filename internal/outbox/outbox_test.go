@@ -782,3 +782,16 @@ func TestManyEventsInOneTransaction(t *testing.T) {
 		}
 	})
 }
+
+func TestPadded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want []int64 }{
+		{[]int64{7}, []int64{7}},
+		{[]int64{1, 2, 3}, []int64{1, 2, 3, 3}},
+		{[]int64{1, 2, 3, 4, 5}, []int64{1, 2, 3, 4, 5, 5, 5, 5}},
+	} {
+		if got := padded(slices.Clone(tc.in)); !slices.Equal(got, tc.want) {
+			t.Errorf("padded(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
