@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,5 +368,53 @@ func TestDeepPagesShared(t *testing.T) {
 	}
 	if got := e.origin.calledOf(epPage); got != 4 {
 		t.Errorf("two reads of page 2 made %d calls of the origin's page in all, want 4: pages within reach are not shared", got)
+	}
+}
+
+// countingViews is the production view cache, counting the reads that go through Get.
+type countingViews struct {
+	ViewCounts
+	gets atomic.Int64
+}
+
+func (c *countingViews) Get(ctx context.Context, key string, load func(context.Context) (int64, error)) (int64, error) {
+	c.gets.Add(1)
+	return c.ViewCounts.Get(ctx, key, load)
+}
+
+// TestOriginPageWarm: a page the article service answers (past the list's reach) whose articles' models hold their
+// counts, and whose view counts are cached, is answered in the round trip that read them: the models keep no article
+// from a page (it has no version), and the page's own article stands in without a wait for anything else.
+func TestOriginPageWarm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, redisclienttest.Mini(t))
+	bigBoard(t, e, ListSize+25)
+	views := &countingViews{ViewCounts: e.viewCache()}
+	e.svc = e.service(views)
+	const deep, size = ListSize/10 + 1, 10
+	for range 2 { // the first read builds the counts and caches the views
+		if _, err := e.svc.List(ctx, 1, deep, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As after a read that rebuilt the counts with the page's article (a board filled by board seed, say): the
+	// models hold the counts but no article.
+	as, count := e.truth.page(1, deep, size)
+	for _, a := range as {
+		if err := e.b.Client.HDel(ctx, e.svc.modelKey(int64(a.ArticleID)), "article", "av").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := views.gets.Load()
+	got, err := e.svc.List(ctx, 1, deep, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Page{e.truth.wantReads(as), count}, got, timeEqual); diff != "" {
+		t.Errorf("warm deep page (-want +got):\n%s", diff)
+	}
+	if n := views.gets.Load() - before; n != 0 {
+		t.Errorf("a warm deep page read %d view counts through Get, want none: they were cached", n)
 	}
 }

@@ -308,6 +308,9 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		m := models[i]
+		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {
+			m.article = &versioned[articleJSON]{Value: known[i]} // the page gave what the model lacks
+		}
 		if views[i].cached && m.complete() && !m.deleted {
 			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
 				ViewCount: views[i].count}
@@ -319,9 +322,6 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 				})
 			}
 			continue
-		}
-		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {
-			m.article = &versioned[articleJSON]{Value: known[i]} // the page gave what the model lacks
 		}
 		wg.Go(func() {
 			if !m.complete() {
