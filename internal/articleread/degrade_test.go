@@ -3,6 +3,7 @@ package articleread
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio/httpiotest"
+	"board/internal/redisclient"
 	"board/internal/redisclient/redisclienttest"
 )
 
@@ -175,4 +177,91 @@ func TestUnknownArticle(t *testing.T) {
 			t.Errorf("the second read of an unknown article called the origins: %v", calls)
 		}
 	})
+}
+
+// freezingProxy forwards TCP connections to a server until frozen is closed; from then on it keeps them open and
+// forwards nothing: a server that hangs.
+type freezingProxy struct {
+	addr   string
+	frozen chan struct{}
+}
+
+func newFreezingProxy(t *testing.T, target string) *freezingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezingProxy{addr: ln.Addr().String(), frozen: make(chan struct{})}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			t.Cleanup(func() { client.Close(); server.Close() })
+			go p.pipe(server, client)
+			go p.pipe(client, server)
+		}
+	}()
+	return p
+}
+
+// pipe copies from src to dst until the proxy freezes; what it reads after that goes nowhere.
+func (p *freezingProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		select {
+		case <-p.frozen:
+			continue
+		default:
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// TestRedisHangs: with a Redis that takes requests and never answers, reads end at their deadline with
+// REDIS_UNAVAILABLE (503), through the reads client (rueidis) as through go-redis, not hang.
+func TestRedisHangs(t *testing.T) {
+	t.Parallel()
+	b := redisclienttest.Mini(t)
+	e := newEnv(t, b)
+	id := e.uncachedArticle(1)
+	e.applyNew(t, 0)
+	proxy := newFreezingProxy(t, b.Addrs[0])
+	rdb, err := redisclient.Connect(context.Background(), []string{proxy.addr}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	e.b.Client = rdb
+	e.reads, _ = readsClient(t, []string{proxy.addr}, 0)
+	e.svc = e.service(loadViews{})
+	e.checkGet(t, id)
+	close(proxy.frozen)
+	for _, read := range []struct {
+		name string
+		do   func(ctx context.Context) error
+	}{
+		{"Get", func(ctx context.Context) error { _, err := e.svc.Get(ctx, id); return err }},
+		{"List", func(ctx context.Context) error { _, err := e.svc.List(ctx, 1, 1, 30); return err }},
+		{"Scroll", func(ctx context.Context) error { _, err := e.svc.Scroll(ctx, 1, 30, 0); return err }},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := read.do(ctx)
+		cancel()
+		wantFault(t, read.name+" of a hung Redis", err, fault.Unavailable, "REDIS_UNAVAILABLE")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -25,6 +26,16 @@ func ConnectReads(ctx context.Context, addrs []string, password string, cacheByt
 		Dialer:            net.Dialer{Timeout: time.Second}, ConnWriteTimeout: 3 * time.Second,
 		DisableRetry: true, // fail fast when Redis is down, as Connect does: the caller answers 503
 		DisableCache: cacheBytes <= 0}
+	// As Connect decides: one address is a cluster only if the node says so. rueidis would take a server that
+	// answers CLUSTER SLOTS (the in-process engine does) for a cluster, and dial the address that reports rather
+	// than the one given.
+	if len(addrs) == 1 {
+		cluster, err := isCluster(ctx, opts)
+		if err != nil {
+			return nil, false, fmt.Errorf("connect to redis %v for reads: %w", addrs, err)
+		}
+		opts.ForceSingleClient = !cluster
+	}
 	c, err = rueidis.NewClient(opts)
 	if errors.Is(err, rueidis.ErrNoCache) {
 		opts.DisableCache = true
@@ -38,4 +49,16 @@ func ConnectReads(ctx context.Context, addrs []string, password string, cacheByt
 		return nil, false, fmt.Errorf("connect to redis %v for reads: %w", addrs, err)
 	}
 	return c, !opts.DisableCache, nil
+}
+
+// isCluster asks the one node of opts whether it is a node of a Redis Cluster.
+func isCluster(ctx context.Context, opts rueidis.ClientOption) (bool, error) {
+	opts.ForceSingleClient, opts.DisableCache = true, true
+	c, err := rueidis.NewClient(opts)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	info, err := c.Do(ctx, c.B().Info().Build()).ToString() // the default sections include Cluster's
+	return strings.Contains(info, "cluster_enabled:1"), err
 }
