@@ -84,6 +84,9 @@ type Config struct {
 	ClientIPHeader string
 	TrustedProxies []netip.Prefix
 
+	ModerationAddr  string
+	ReportThreshold int // distinct open reports that hide an article or a comment pending review
+
 	WebAddr       string
 	Boards        []web.Board
 	SecureCookies bool
@@ -137,6 +140,8 @@ func Default() Config {
 		Limits:              map[string]redis_rate.Limit{},
 		ClientIPHeader:      "X-Forwarded-For",
 		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+		ModerationAddr:      ":9007",
+		ReportThreshold:     5,
 		WebAddr:             ":8080",
 		Boards:              web.DefaultBoards,
 		NodeLeaseTTL:        30 * time.Second,
@@ -300,6 +305,8 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.StringVar(&c.ModerationAddr, "moderation-addr", c.ModerationAddr, "listen address of the moderation service")
+	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",

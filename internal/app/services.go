@@ -103,6 +103,8 @@ var services = []service{
 	// article-read comes after the services it rebuilds from, so that in one process it calls them where they listen.
 	{Service: Service{Name: "article-read", Group: "article-read", Replayable: true},
 		openAPI: articleread.OpenAPI, addr: func(c *Config) string { return c.ArticleReadAddr }, build: buildArticleRead},
+	{Service: Service{Name: "moderation", Database: "moderation", Group: "moderation", Publishes: true}, migrate: migrateModeration,
+		openAPI: moderationOpenAPI, addr: func(c *Config) string { return c.ModerationAddr }, build: buildModeration},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }

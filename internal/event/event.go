@@ -33,6 +33,15 @@ const (
 	ArticleLiked   Type = "ARTICLE_LIKED"
 	ArticleUnliked Type = "ARTICLE_UNLIKED"
 	ArticleViewed  Type = "ARTICLE_VIEWED"
+
+	// Moderation (SPEC §3.9). A target's moderation state travels whole in every event, with a version, so that
+	// consumers apply only what is newer.
+	ArticleModerated Type = "ARTICLE_MODERATED" // an article hidden, restored, locked, unlocked, pinned or unpinned
+	CommentModerated Type = "COMMENT_MODERATED" // a comment hidden or restored
+	UserBanned       Type = "USER_BANNED"
+	UserUnbanned     Type = "USER_UNBANNED"
+	// UserRoleChanged comes from the user service: a role granted or taken back.
+	UserRoleChanged Type = "USER_ROLE_CHANGED"
 )
 
 // topics maps each type to its topic's base name; the deployment's prefix goes in front (SPEC §4: "board-").
@@ -40,7 +49,12 @@ var topics = map[Type]string{
 	ArticleCreated: "article", ArticleUpdated: "article", ArticleDeleted: "article",
 	CommentCreated: "comment", CommentDeleted: "comment",
 	ArticleLiked: "like", ArticleUnliked: "like",
-	ArticleViewed: "view",
+	ArticleViewed:    "view",
+	ArticleModerated: "moderation", CommentModerated: "moderation",
+	// Bans and roles are a user's standing, which every instance of every service reads whole when it starts: each
+	// in a topic of its own, keyed by user id, compacted to the latest record per user.
+	UserBanned: "ban", UserUnbanned: "ban",
+	UserRoleChanged: "user",
 }
 
 // Known reports whether t is one of the event types.
@@ -51,8 +65,13 @@ func (t Type) Topic(prefix string) string { return prefix + topics[t] }
 
 // Topics returns every topic under prefix, each once.
 func Topics(prefix string) []string {
-	return []string{prefix + "article", prefix + "comment", prefix + "like", prefix + "view"}
+	return []string{prefix + "article", prefix + "comment", prefix + "like", prefix + "view", prefix + "moderation",
+		prefix + "ban", prefix + "user"}
 }
+
+// CompactedTopics are the topics under prefix whose records are a user's latest standing, kept per key for good
+// (cleanup.policy=compact) rather than for a retention time.
+func CompactedTopics(prefix string) []string { return []string{prefix + "ban", prefix + "user"} }
 
 // DeadLetterTopic is where a consumer puts the records of topic it could not handle.
 func DeadLetterTopic(topic string) string { return topic + ".dlt" }
@@ -145,6 +164,83 @@ type Like struct {
 type View struct {
 	ArticleID        apijson.ID `json:"articleId"`
 	ArticleViewCount int64      `json:"articleViewCount"`
+}
+
+// Hidden says whether, and why, moderation hides an article or a comment from everyone but moderators and its writer.
+type Hidden string
+
+const (
+	Visible Hidden = ""        // not hidden
+	Pending Hidden = "pending" // hidden at once by enough reports, pending a moderator's review
+	Removed Hidden = "removed" // removed by a moderator
+)
+
+// ArticleModeration is the payload of ARTICLE_MODERATED; the key is ArticleID. It is the article's whole moderation
+// state after the action it reports.
+type ArticleModeration struct {
+	ArticleID apijson.ID `json:"articleId"`
+	BoardID   apijson.ID `json:"boardId"`
+	WriterID  apijson.ID `json:"writerId"`
+	Hidden    Hidden     `json:"hidden"`
+	// HiddenReason is shown in place of the content while it is hidden.
+	HiddenReason string `json:"hiddenReason"`
+	Locked       bool   `json:"locked"` // no new comments
+	Pinned       bool   `json:"pinned"` // shown first on the board's first page
+	// Action is what the moderator did (one of the Action constants); ModeratorID is 0 for a hide by reports.
+	Action      string       `json:"action"`
+	Reason      string       `json:"reason"`
+	ModeratorID apijson.ID   `json:"moderatorId"`
+	ModeratedAt apijson.Time `json:"moderatedAt"`
+	// ModerationVersion is bumped with every change of the article's moderation state.
+	ModerationVersion int64 `json:"moderationVersion"`
+}
+
+// CommentModeration is the payload of COMMENT_MODERATED; the key is ArticleID. It is the comment's whole moderation
+// state after the action it reports.
+type CommentModeration struct {
+	CommentID         apijson.ID   `json:"commentId"`
+	ArticleID         apijson.ID   `json:"articleId"`
+	WriterID          apijson.ID   `json:"writerId"`
+	Hidden            Hidden       `json:"hidden"`
+	HiddenReason      string       `json:"hiddenReason"`
+	Action            string       `json:"action"`
+	Reason            string       `json:"reason"`
+	ModeratorID       apijson.ID   `json:"moderatorId"`
+	ModeratedAt       apijson.Time `json:"moderatedAt"`
+	ModerationVersion int64        `json:"moderationVersion"`
+}
+
+// Moderation actions, as ArticleModeration.Action, CommentModeration.Action and the moderation log name them.
+const (
+	ActionHide    = "hide"    // hidden by reports, pending review
+	ActionRemove  = "remove"  // a moderator removed it
+	ActionRestore = "restore" // a moderator dismissed its reports, showing it again
+	ActionLock    = "lock"
+	ActionUnlock  = "unlock"
+	ActionPin     = "pin"
+	ActionUnpin   = "unpin"
+	ActionBan     = "ban"
+	ActionUnban   = "unban"
+)
+
+// Ban is the payload of USER_BANNED and USER_UNBANNED; the key is UserID. Until is nil for a ban for good.
+type Ban struct {
+	UserID      apijson.ID    `json:"userId"`
+	Banned      bool          `json:"banned"`
+	Reason      string        `json:"reason"`
+	Until       *apijson.Time `json:"until"`
+	ModeratorID apijson.ID    `json:"moderatorId"`
+	At          apijson.Time  `json:"at"`
+	// BanVersion is bumped with every ban and unban of the user.
+	BanVersion int64 `json:"banVersion"`
+}
+
+// Role is the payload of USER_ROLE_CHANGED; the key is UserID.
+type Role struct {
+	UserID apijson.ID `json:"userId"`
+	Role   string     `json:"role"`
+	// RoleVersion is bumped with every change of the user's role.
+	RoleVersion int64 `json:"roleVersion"`
 }
 
 // Record headers every event carries besides its JSON value, so tools can route without decoding.
