@@ -175,8 +175,8 @@ const (
 	Removed Hidden = "removed" // removed by a moderator
 )
 
-// ArticleModeration is the payload of ARTICLE_MODERATED; the key is ArticleID. It is the article's whole moderation
-// state after the action it reports.
+// ArticleModeration is the payload of ARTICLE_MODERATED; the key is BoardID, the moderation database's shard key for
+// content (a board's pins are limited together). It is the article's whole moderation state after the action.
 type ArticleModeration struct {
 	ArticleID apijson.ID `json:"articleId"`
 	BoardID   apijson.ID `json:"boardId"`
@@ -195,11 +195,12 @@ type ArticleModeration struct {
 	ModerationVersion int64 `json:"moderationVersion"`
 }
 
-// CommentModeration is the payload of COMMENT_MODERATED; the key is ArticleID. It is the comment's whole moderation
-// state after the action it reports.
+// CommentModeration is the payload of COMMENT_MODERATED; the key is BoardID, as for articles. It is the comment's
+// whole moderation state after the action it reports.
 type CommentModeration struct {
 	CommentID         apijson.ID   `json:"commentId"`
 	ArticleID         apijson.ID   `json:"articleId"`
+	BoardID           apijson.ID   `json:"boardId"`
 	WriterID          apijson.ID   `json:"writerId"`
 	Hidden            Hidden       `json:"hidden"`
 	HiddenReason      string       `json:"hiddenReason"`
