@@ -30,6 +30,8 @@ type Article struct {
 	CreatedAt  time.Time
 	ModifiedAt time.Time
 	Version    int64 // changes so far: 1 at create, +1 per update (see internal/event)
+	// Moderation is filled in by reads (Get, List, Scroll) and Update; it is not part of Version.
+	Moderation
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).
@@ -68,12 +70,27 @@ func (s *Service) Create(ctx context.Context, title, content string, boardID, wr
 	return a, nil
 }
 
-// Get returns one article.
-func (s *Service) Get(ctx context.Context, id int64) (Article, error) { return s.store.Get(ctx, id) }
+// Get returns one article with its moderation state.
+func (s *Service) Get(ctx context.Context, id int64) (Article, error) {
+	a, err := s.store.Get(ctx, id)
+	if err != nil {
+		return Article{}, err
+	}
+	one := []Article{a}
+	err = s.store.withModeration(ctx, a.BoardID, one)
+	return one[0], err
+}
 
-// Update replaces an article's title and content.
+// Update replaces an article's title and content. Its moderation state stays: the writer of a hidden article may
+// still edit it (to mend what got it hidden, say), and it stays hidden until a moderator restores it.
 func (s *Service) Update(ctx context.Context, id int64, title, content string) (Article, error) {
-	return s.store.Update(ctx, id, title, content, apijson.Millis(s.now()))
+	a, err := s.store.Update(ctx, id, title, content, apijson.Millis(s.now()))
+	if err != nil {
+		return Article{}, err
+	}
+	one := []Article{a}
+	err = s.store.withModeration(ctx, a.BoardID, one)
+	return one[0], err
 }
 
 // Delete removes an article.
@@ -87,10 +104,13 @@ type Page struct {
 	Count int64
 }
 
-// List returns page (from 1) of a board, pageSize articles, newest first.
+// List returns page (from 1) of a board, pageSize articles, newest first, with their moderation state.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
 	offset := (page - 1) * pageSize
 	articles, err := s.store.Page(ctx, boardID, offset, pageSize)
+	if err == nil {
+		err = s.store.withModeration(ctx, boardID, articles)
+	}
 	if err != nil {
 		return Page{}, err
 	}
@@ -110,9 +130,14 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 	return Page{Articles: articles, Count: count}, err
 }
 
-// Scroll returns the next pageSize articles of a board older than lastID (0: from the newest).
+// Scroll returns the next pageSize articles of a board older than lastID (0: from the newest), with their
+// moderation state.
 func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]Article, error) {
-	return s.store.Scroll(ctx, boardID, pageSize, lastID)
+	articles, err := s.store.Scroll(ctx, boardID, pageSize, lastID)
+	if err == nil {
+		err = s.store.withModeration(ctx, boardID, articles)
+	}
+	return articles, err
 }
 
 // BoardCount returns the number of articles on a board.

@@ -8,6 +8,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/boardpage"
+	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio"
 )
@@ -26,6 +27,11 @@ import (
 // otherwise). A handler checks in this order: its input (400), the principal (401, 403 for a writerId), the
 // article (404), the ownership (403), then writes; so a bad request is a 400 whoever sends it, and a missing
 // article a 404 before anyone's rights to it are weighed. Reads are public.
+//
+// Moderation (SPEC §3.9). Articles carry their moderation state (hidden, hiddenReason, locked, pinned; left out
+// while zero), which the service keeps from the moderation topic (Service.Handlers). A hidden article reads as a
+// placeholder title, no content and its hiddenReason to everyone but its writer and moderators, whom a read with an
+// access token shows the real title and content too. Its writer may still update it; it stays hidden.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -40,26 +46,49 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	return mux
 }
 
-// articleJSON is the wire form of an Article.
+// articleJSON is the wire form of an Article. The moderation fields are left out while zero.
 type articleJSON struct {
-	ArticleID  apijson.ID   `json:"articleId"`
-	Title      string       `json:"title"`
-	Content    string       `json:"content"`
-	BoardID    apijson.ID   `json:"boardId"`
-	WriterID   apijson.ID   `json:"writerId"`
-	CreatedAt  apijson.Time `json:"createdAt"`
-	ModifiedAt apijson.Time `json:"modifiedAt"`
+	ArticleID    apijson.ID   `json:"articleId"`
+	Title        string       `json:"title"`
+	Content      string       `json:"content"`
+	BoardID      apijson.ID   `json:"boardId"`
+	WriterID     apijson.ID   `json:"writerId"`
+	CreatedAt    apijson.Time `json:"createdAt"`
+	ModifiedAt   apijson.Time `json:"modifiedAt"`
+	Hidden       event.Hidden `json:"hidden,omitempty"`
+	HiddenReason string       `json:"hiddenReason,omitempty"`
+	Locked       bool         `json:"locked,omitempty"`
+	Pinned       bool         `json:"pinned,omitempty"`
 }
 
-func toJSON(a Article) articleJSON {
-	return articleJSON{apijson.ID(a.ID), a.Title, a.Content, apijson.ID(a.BoardID), apijson.ID(a.WriterID),
-		apijson.Time(a.CreatedAt), apijson.Time(a.ModifiedAt)}
+// Titles shown in place of a hidden article's.
+const (
+	removedTitle = "[removed]"
+	pendingTitle = "[hidden pending review]"
+)
+
+// toJSON is the wire form of a as the request's principal may see it: a hidden article shows its title and content
+// to its writer and to moderators only; anyone else (anonymous readers included) gets a placeholder title, no
+// content, and the reason it is hidden.
+func toJSON(r *http.Request, a Article) articleJSON {
+	title, content := a.Title, a.Content
+	if a.Hidden != event.Visible {
+		if p, ok := auth.FromContext(r.Context()); !ok || (p.UserID != a.WriterID && p.Role != auth.RoleModerator) {
+			title, content = removedTitle, ""
+			if a.Hidden == event.Pending {
+				title = pendingTitle
+			}
+		}
+	}
+	return articleJSON{ArticleID: apijson.ID(a.ID), Title: title, Content: content, BoardID: apijson.ID(a.BoardID),
+		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
+		Hidden: a.Hidden, HiddenReason: a.HiddenReason, Locked: a.Locked, Pinned: a.Pinned}
 }
 
-func toJSONList(as []Article) []articleJSON {
+func toJSONList(r *http.Request, as []Article) []articleJSON {
 	out := make([]articleJSON, len(as))
 	for i, a := range as {
-		out[i] = toJSON(a)
+		out[i] = toJSON(r, a)
 	}
 	return out
 }
@@ -100,7 +129,7 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusCreated, toJSON(a))
+	httpio.Write(w, http.StatusCreated, toJSON(r, a))
 	return nil
 }
 
@@ -114,7 +143,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(a.Version, 10)))
-	httpio.Write(w, http.StatusOK, toJSON(a))
+	httpio.Write(w, http.StatusOK, toJSON(r, a))
 	return nil
 }
 
@@ -143,7 +172,7 @@ func (h handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, toJSON(a))
+	httpio.Write(w, http.StatusOK, toJSON(r, a))
 	return nil
 }
 
@@ -186,7 +215,7 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, boardpage.Page[articleJSON]{Articles: toJSONList(p.Articles), ArticleCount: p.Count})
+	httpio.Write(w, http.StatusOK, boardpage.Page[articleJSON]{Articles: toJSONList(r, p.Articles), ArticleCount: p.Count})
 	return nil
 }
 
@@ -199,7 +228,7 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, toJSONList(as))
+	httpio.Write(w, http.StatusOK, toJSONList(r, as))
 	return nil
 }
 

@@ -115,7 +115,8 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, now
 	return a, err
 }
 
-// Delete removes an article, uncounts it from its board and records ARTICLE_DELETED, in one transaction.
+// Delete removes an article and its moderation state, uncounts it from its board and records ARTICLE_DELETED, in one
+// transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
@@ -126,6 +127,9 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM article WHERE article_id = ?", id); err != nil {
+			return err
+		}
+		if err := deleteModeration(ctx, tx, a); err != nil {
 			return err
 		}
 		a.Version++ // the deletion is the article's last change
