@@ -35,6 +35,8 @@ type Error struct {
 	Err     error // the cause, if any; never shown to clients
 	// RetryAfter is how long a RateLimited caller should wait before trying again.
 	RetryAfter time.Duration
+	// Details are members of the error's JSON body besides code and message (a ban's reason and end).
+	Details map[string]any
 }
 
 func (e *Error) Error() string {

@@ -13,11 +13,17 @@ import (
 )
 
 // Guard is what a port asks of a write (any method but GET, HEAD and OPTIONS) before its handler runs: a valid
-// access token, whose principal the handler finds with auth.FromContext, and the acting user's rate limit. Reads
-// pass untouched, a token or not.
+// access token, whose principal the handler finds with auth.FromContext, a user not banned, and the acting user's
+// rate limit. A read (GET, HEAD) that carries an Authorization header has its token verified too, and its principal
+// put in the context, so that a handler can show more to its writer or to moderators; a read without one passes
+// untouched, and reads are never rate-limited nor refused for a ban.
 type Guard struct {
 	// Verify checks a bearer token: auth.Verifier.Verify.
 	Verify func(ctx context.Context, token string) (auth.Principal, error)
+	// Standing, when not nil, is the user's standing now, which the token cannot know: a write of a banned user is
+	// refused with 403 BANNED, and the principal's role is the one the user holds now when it changed since the
+	// token was signed (a demoted moderator loses their powers at once, not at the token's expiry).
+	Standing Standing
 	// Limiter, when not nil, rate-limits writes: each user's under the limit "write", keyed by service and user, and
 	// the open routes under their own limits, keyed by client address.
 	Limiter Limiter
@@ -26,6 +32,13 @@ type Guard struct {
 	Open map[string]string
 	// ClientAddr names the client of a request for the open routes' limits; nil means the connection's remote host.
 	ClientAddr func(*http.Request) string
+}
+
+// Standing is what the process knows of users' bans and roles from the events (internal/standing): the role userID
+// holds now, "" when it knows of no change, and the ban in force, nil when there is none. It answers a
+// fault.Unavailable error while it cannot tell (before it has read the events up to where they were at start).
+type Standing interface {
+	Lookup(userID int64) (auth.Role, *auth.Ban, error)
 }
 
 // Limiter takes one request from the named limit's budget for key: nil when it is allowed, a fault.RateLimited
@@ -37,16 +50,27 @@ type Limiter interface {
 // WriteLimit is the name of the per-user limit on writes.
 const WriteLimit = "write"
 
-// guards reports whether r must pass the port's guard: a write, on a port that has one.
+// guards reports whether r must pass the port's guard: a write, or a read with a token, on a port that has one.
 func (s Server) guards(r *http.Request) bool {
-	return s.Guard != nil && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
+	if s.Guard == nil {
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return r.Header.Get("Authorization") != ""
+	case http.MethodOptions:
+		return false
+	}
+	return true
 }
 
-// admit returns the write r with the principal of its token when it may go on to the route named by pattern.
+// admit returns r with the principal of its token when it may go on to the route named by pattern: a write, or a
+// read with a token.
 func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 	g := s.Guard
 	ctx := r.Context()
-	if limit, open := g.Open[pattern]; open {
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if limit, open := g.Open[pattern]; open && !read {
 		if g.Limiter == nil {
 			return r, nil
 		}
@@ -60,7 +84,21 @@ func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 	if err != nil {
 		return r, err
 	}
-	if g.Limiter != nil {
+	if g.Standing != nil {
+		role, ban, err := g.Standing.Lookup(p.UserID)
+		switch {
+		case err != nil && read:
+			// A read goes on with the token's role: it changes nothing, and what it may show more is what the
+			// token said a moment ago.
+		case err != nil:
+			return r, err
+		case ban != nil && !read:
+			return r, auth.Banned(*ban)
+		case role != "":
+			p.Role = role
+		}
+	}
+	if g.Limiter != nil && !read {
 		if err := g.Limiter.Allow(ctx, WriteLimit, s.Service+":"+strconv.FormatInt(p.UserID, 10)); err != nil {
 			return r, err
 		}

@@ -120,7 +120,21 @@ func Error(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err erro
 	case status >= 500:
 		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 	}
+	if fe, _ := fault.As(err); fe != nil && len(fe.Details) > 0 && status < 500 {
+		Write(w, status, body.with(fe.Details))
+		return
+	}
 	Write(w, status, body)
+}
+
+// with returns the body with an error's details beside its code and message.
+func (b errorBody) with(details map[string]any) map[string]any {
+	out := make(map[string]any, len(details)+2)
+	for k, v := range details {
+		out[k] = v
+	}
+	out["code"], out["message"] = b.Code, b.Message
+	return out
 }
 
 // statusClientClosedRequest (nginx's) answers a request whose client went away: no one reads it, it is no fault of
