@@ -73,14 +73,32 @@ const createTopicsTimeout = 15 * time.Second
 // is left as it is, whatever its partition count. Idempotent; concurrent callers are fine (TOPIC_ALREADY_EXISTS
 // counts as success).
 func EnsureTopics(ctx context.Context, client *kgo.Client, topics []string, partitions int32) error {
+	return ensureTopics(ctx, client, topics, partitions, nil)
+}
+
+// compacted is the configuration of a compacted topic: each key's latest record is kept for good, never deleted for
+// its age (retention.ms -1 matters to brokers that apply a retention time to compacted topics too, as kfake does).
+var compacted = map[string]string{"cleanup.policy": "compact", "retention.ms": "-1"}
+
+// EnsureCompactedTopics is EnsureTopics for topics that keep each key's latest record (event.CompactedTopics): they
+// are created with cleanup.policy=compact; their dead-letter topics are plain ones. A topic that exists already is
+// left as it is, whatever its policy: call this before EnsureTopics creates it as a plain one.
+func EnsureCompactedTopics(ctx context.Context, client *kgo.Client, topics []string, partitions int32) error {
+	return ensureTopics(ctx, client, topics, partitions, compacted)
+}
+
+// ensureTopics creates topics with the given configuration, and their dead-letter topics without.
+func ensureTopics(ctx context.Context, client *kgo.Client, topics []string, partitions int32, configs map[string]string) error {
 	if partitions == 0 || partitions < -1 {
 		return fmt.Errorf("ensure topics: invalid partition count %d", partitions)
 	}
 	var names []string
+	configured := map[string]bool{}
 	for _, t := range topics {
 		if t == "" {
 			return errors.New("ensure topics: empty topic name")
 		}
+		configured[t] = true
 		for _, name := range []string{t, event.DeadLetterTopic(t)} {
 			if !slices.Contains(names, name) {
 				names = append(names, name)
@@ -97,6 +115,13 @@ func EnsureTopics(ctx context.Context, client *kgo.Client, topics []string, part
 		rt.Topic = name
 		rt.NumPartitions = partitions
 		rt.ReplicationFactor = -1
+		if configured[name] {
+			for k, v := range configs {
+				c := kmsg.NewCreateTopicsRequestTopicConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(v)
+				rt.Configs = append(rt.Configs, c)
+			}
+		}
 		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, client) // franz-go sends it to the controller

@@ -1,0 +1,186 @@
+// Package standing is what every instance of every service knows of its users' standing: their bans and the roles
+// granted since their tokens were signed, so that a ban or a role change takes effect everywhere within a second
+// (SPEC §3.9), not at the token's expiry.
+//
+// A Table is a per-process map userId -> {role, RoleVersion; ban, BanVersion}, fed by a reader of the ban topic
+// (USER_BANNED, USER_UNBANNED from the moderation service) and the user topic (USER_ROLE_CHANGED from the user
+// service). The reader is not a consumer group: every instance reads every partition of both topics from the
+// earliest offset at start and then keeps following them, with a short fetch wait, so that a ban published reaches
+// it within a fraction of a second. Records are applied only when their version is newer than what the table holds
+// for that user, so duplicates and late records never undo newer state.
+//
+// Cost at start. Both topics are compacted (event.CompactedTopics): Kafka keeps each user's latest record for good.
+// What a start reads is then about one record per user who was ever banned or had a role changed, not the history of
+// moderation, and the table holds one entry per such user.
+//
+// Until the reader has read up to the end offsets it saw when it started (it is "caught up"), the table does not
+// know whom it would refuse: Lookup answers a fault.Unavailable error (a write gets a 503, which the client retries)
+// and Ready fails, so a load balancer sends no traffic here yet.
+package standing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"board/internal/auth"
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/kafka"
+)
+
+// Config configures a Table's reader; zero values take the defaults noted.
+type Config struct {
+	Brokers     []string
+	TopicPrefix string // e.g. "board-"
+	// FetchMaxWait is how long the broker holds a fetch open waiting for records (150 ms): with it, how late a ban
+	// reaches this instance at most, beyond its publishing.
+	FetchMaxWait time.Duration
+	Now          func() time.Time // the clock that ends bans (time.Now)
+	Logger       *slog.Logger     // slog.Default()
+	Opts         []kgo.Opt        // extra client options, applied last
+}
+
+// Table holds the standing of the users who have one. Its zero value is not usable; make one with New.
+type Table struct {
+	cfg    Config
+	topics []string
+	cl     *kgo.Client
+
+	mu     sync.RWMutex
+	users  map[int64]*entry
+	caught atomic.Bool
+	ready  chan struct{} // closed once caught up
+}
+
+// entry is one user's standing: the latest role and ban events applied, by version.
+type entry struct {
+	role        auth.Role // "" until a role event is applied
+	roleVersion int64
+	banned      bool
+	reason      string
+	until       *time.Time // nil: for good
+	banVersion  int64
+}
+
+// errLoading is the answer while the table is not caught up.
+var errLoading = fault.Unavailablef(nil, "STANDING_UNAVAILABLE", "this server is still reading bans and roles; try again shortly")
+
+// New returns a table and the client of its reader; Run reads into it.
+func New(cfg Config) (*Table, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("standing: no brokers")
+	}
+	if cfg.FetchMaxWait <= 0 {
+		cfg.FetchMaxWait = 150 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	t := newTable(cfg)
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		// No group: every instance reads every partition, from the start.
+		kgo.ConsumeTopics(t.topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
+		kafka.Logger(cfg.Logger),
+	}
+	cl, err := kgo.NewClient(append(opts, cfg.Opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("standing: %w", err)
+	}
+	t.cl = cl
+	return t, nil
+}
+
+func newTable(cfg Config) *Table {
+	return &Table{cfg: cfg, users: map[int64]*entry{}, ready: make(chan struct{}),
+		topics: []string{event.UserBanned.Topic(cfg.TopicPrefix), event.UserRoleChanged.Topic(cfg.TopicPrefix)}}
+}
+
+// Lookup returns the role userID holds now when an event changed it ("" otherwise), and the ban in force on them
+// (nil when none, or when it has ended); a fault.Unavailable error until the table is caught up. It implements
+// httpio.Standing.
+func (t *Table) Lookup(userID int64) (auth.Role, *auth.Ban, error) {
+	if !t.caught.Load() {
+		return "", nil, errLoading
+	}
+	t.mu.RLock()
+	e := t.users[userID]
+	var role auth.Role
+	var ban *auth.Ban
+	if e != nil {
+		role = e.role
+		if e.banned && (e.until == nil || e.until.After(t.cfg.Now())) {
+			ban = &auth.Ban{Reason: e.reason, Until: e.until}
+		}
+	}
+	t.mu.RUnlock()
+	return role, ban, nil
+}
+
+// Ready is the table's readiness check: nil once it is caught up.
+func (t *Table) Ready(context.Context) error {
+	if !t.caught.Load() {
+		return errLoading
+	}
+	return nil
+}
+
+// CaughtUp is closed once the table has read the topics up to where they ended when Run started.
+func (t *Table) CaughtUp() <-chan struct{} { return t.ready }
+
+// setCaughtUp marks the table caught up, once.
+func (t *Table) setCaughtUp() {
+	if t.caught.CompareAndSwap(false, true) {
+		close(t.ready)
+	}
+}
+
+// applyBan applies a USER_BANNED or USER_UNBANNED payload when it is newer than what the table holds.
+func (t *Table) applyBan(b event.Ban) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.entry(int64(b.UserID))
+	if b.BanVersion <= e.banVersion {
+		return false
+	}
+	e.banVersion, e.banned, e.reason, e.until = b.BanVersion, b.Banned, b.Reason, nil
+	if b.Until != nil {
+		until := time.Time(*b.Until)
+		e.until = &until
+	}
+	return true
+}
+
+// applyRole applies a USER_ROLE_CHANGED payload when it is newer than what the table holds.
+func (t *Table) applyRole(userID int64, role auth.Role, version int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.entry(userID)
+	if version <= e.roleVersion {
+		return false
+	}
+	e.role, e.roleVersion = role, version
+	return true
+}
+
+// entry returns the entry of a user, made when missing; t.mu is held.
+func (t *Table) entry(userID int64) *entry {
+	e := t.users[userID]
+	if e == nil {
+		e = &entry{}
+		t.users[userID] = e
+	}
+	return e
+}
