@@ -8,14 +8,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/app"
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	"board/internal/kafka"
+	"board/internal/outbox"
+	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/user"
 )
@@ -24,7 +30,8 @@ const userUsage = `Usage: board user create|grant|token|rotate-key [flags]
 
 Manages the user service's accounts and signing keys from the shell, on its SQL database (user):
   board user create --username NAME [--role moderator]   create a user; the password is the first line of stdin
-  board user grant --username NAME --role moderator|user  set a user's role (tokens already issued keep theirs)
+  board user grant --username NAME --role moderator|user  set a user's role; running services apply it at once,
+                                                          to tokens already issued too
   board user token --username NAME | --user-id N          print an access token signed with the signing keys,
                                                           without a password: for operators and benchmarks
   board user rotate-key                                   store a new signing key; every instance publishes it
@@ -156,8 +163,11 @@ func readPassword(r io.Reader) (string, error) {
 func userGrant(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	f := newUserFlags("grant", `Usage: board user grant --username NAME --role moderator|user [flags]
 
-Sets a user's role and prints the user as JSON. Tokens already issued keep the role they carry until they expire
-(an hour by default); the user signs in again for a token with the new role.`, stderr)
+Sets a user's role and prints the user as JSON. The change is an event (USER_ROLE_CHANGED) written with the role;
+the command publishes it to Kafka itself, so that every running service applies it within a second, to the tokens
+already issued as well: a demoted moderator loses their powers at once. Without --kafka-brokers it tries the
+embedded broker of a 'board serve' on --embedded-kafka-addr. When it cannot reach Kafka, the user service's relay
+publishes the event within --relay-min-age plus --relay-poll-interval (20 s by default).`, stderr)
 	username := f.fs.String("username", "", "the user's name")
 	var role auth.Role
 	roleFlag(f.fs, &role, "", "the role to set: moderator or user (required)")
@@ -167,16 +177,67 @@ Sets a user's role and prints the user as JSON. Tokens already issued keep the r
 	if *username == "" || role == "" {
 		return errors.New("--username and --role are required")
 	}
-	svc, closeEngines, err := f.service(ctx, stderr)
+	logger := f.cfg.NewLogger(stderr)
+	e := app.NewEngines(&f.cfg, logger)
+	defer func() { err = errors.Join(err, e.Close()) }() // a store that did not close cleanly fails the command
+	db, err := e.OpenService(ctx, "user")
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
+	ids, err := snowflake.New(snowflake.MaxNode, nil)
+	if err != nil {
+		return err
+	}
+	client, kafkaErr := reachKafka(ctx, &f.cfg)
+	var relay *outbox.Relay
+	if client != nil {
+		defer client.Close()
+		relay = outbox.NewRelay(db, client, nil, outbox.RelayConfig{TopicPrefix: f.cfg.TopicPrefix}, logger, nil)
+	}
+	svc, err := user.NewService(ctx, db, ids, user.Config{Outbox: outbox.New(db, f.cfg.OutboxShards, ids, time.Now, nil, relay)})
+	if err != nil {
+		return err
+	}
 	u, err := svc.Grant(ctx, *username, role)
 	if err != nil {
 		return err
 	}
+	if relay != nil {
+		pctx, cancel := context.WithTimeout(ctx, grantPublishTimeout)
+		kafkaErr = relay.PublishQueued(pctx)
+		cancel()
+	}
+	if kafkaErr != nil {
+		fmt.Fprintf(stderr, "the role is set, but the change was not published (%v): running services apply it within %v, once the user service's relay publishes it\n",
+			kafkaErr, f.cfg.RelayMinAge+f.cfg.RelayPollInterval)
+	}
 	return printUser(stdout, u)
+}
+
+// grantPublishTimeout bounds how long board user grant waits for Kafka: reaching it, and its acknowledgement.
+const grantPublishTimeout = 5 * time.Second
+
+// reachKafka returns a producer on the configured brokers, or on the embedded broker of a running 'board serve'
+// when none are configured, once it answers; an error when it does not.
+func reachKafka(ctx context.Context, cfg *app.Config) (*kgo.Client, error) {
+	brokers := app.SplitList(cfg.KafkaBrokers)
+	if len(brokers) == 0 {
+		if _, port, err := net.SplitHostPort(cfg.EmbeddedKafkaAddr); err != nil || port == "0" {
+			return nil, fmt.Errorf("no Kafka brokers given, and the embedded broker's address %q is not a fixed one", cfg.EmbeddedKafkaAddr)
+		}
+		brokers = []string{cfg.EmbeddedKafkaAddr}
+	}
+	client, err := kafka.NewProducer(brokers, grantPublishTimeout)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, grantPublishTimeout)
+	defer cancel()
+	if err := client.Ping(pctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka %v: %w", brokers, err)
+	}
+	return client, nil
 }
 
 func userToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {

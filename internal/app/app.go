@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 	if err := e.StartKafka(ctx); err != nil {
 		return a, err
 	}
+	if err := startStanding(ctx, e, a.consumers); err != nil {
+		return a, err
+	}
 	ids, err := leaseIDs(ctx, e)
 	if err != nil {
 		return a, err
@@ -93,10 +96,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 		}
 		var guard *httpio.Guard
 		if !s.pages {
-			guard = &httpio.Guard{Verify: tokens.Verify, Open: s.open, ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
+			guard = &httpio.Guard{Verify: tokens.Verify, Standing: e.Standing, Open: s.open,
+				ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
 			if limiter != nil {
 				guard.Limiter = limiter
 			}
+			checks = append(checks, httpio.Check{Name: "standing", Ping: e.Standing.Ready})
 		}
 		var doc []byte
 		if s.openAPI != nil {

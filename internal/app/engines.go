@@ -21,6 +21,7 @@ import (
 	"board/internal/kafka"
 	"board/internal/redisclient"
 	"board/internal/sqldb"
+	"board/internal/standing"
 )
 
 // Engines are the data engines a command runs on: the configured servers, or embedded ones started here.
@@ -29,9 +30,12 @@ type Engines struct {
 	Logger       *slog.Logger
 	Redis        redis.UniversalClient // made by StartRedis
 	redisAddrs   []string
-	KafkaBrokers []string       // found by StartKafka
-	Producer     *kgo.Client    // publishes events; made by StartKafka
-	closers      []func() error // run in reverse order by Close
+	KafkaBrokers []string    // found by StartKafka
+	Producer     *kgo.Client // publishes events; made by StartKafka
+	// Standing is the process's table of users' bans and roles, which every service's Guard consults; started by Run
+	// after Kafka, before the services.
+	Standing *standing.Table
+	closers  []func() error // run in reverse order by Close
 }
 
 // NewEngines returns no engines yet, logging to logger; commands start what they need.
@@ -150,7 +154,12 @@ func (e *Engines) StartKafka(ctx context.Context) error {
 	}
 	e.closers = append(e.closers, func() error { producer.Close(); return nil })
 	e.Producer = producer
-	if err := kafka.EnsureTopics(ctx, producer, event.Topics(e.Config.TopicPrefix), int32(e.Config.TopicPartitions)); err != nil {
+	// The compacted ones first: EnsureTopics would create them as plain topics.
+	partitions := int32(e.Config.TopicPartitions)
+	if err := kafka.EnsureCompactedTopics(ctx, producer, event.CompactedTopics(e.Config.TopicPrefix), partitions); err != nil {
+		return fmt.Errorf("create topics on %v: %w", e.KafkaBrokers, err)
+	}
+	if err := kafka.EnsureTopics(ctx, producer, event.Topics(e.Config.TopicPrefix), partitions); err != nil {
 		return fmt.Errorf("create topics on %v: %w", e.KafkaBrokers, err)
 	}
 	return nil

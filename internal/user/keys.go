@@ -17,6 +17,7 @@ import (
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/outbox"
 	"board/internal/sqldb"
 )
 
@@ -56,8 +57,13 @@ type Config struct {
 	// Limiter, when not nil, holds sign-in attempts per username to the limit SignInAccountLimit, on top of the
 	// per-address limit in front of the route: an attacker with many addresses still gets few guesses at an account.
 	Limiter httpio.Limiter
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Standing, when not nil, is what the process knows of bans: a banned user's sign-in answers 403 BANNED.
+	Standing httpio.Standing
+	// Outbox is where Grant writes its USER_ROLE_CHANGED events, in the transaction that changes the role; nil: an
+	// outbox of outbox.DefaultShards without a relay, whose rows wait for the service's relay to poll them.
+	Outbox *outbox.Outbox
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -1,6 +1,7 @@
 // Package user is the user service (SPEC §3.7): accounts with argon2id password hashes, sign-in that mints
 // Ed25519-signed access tokens, and the signing keys every service verifies those tokens with (published as a JWK
-// Set). It owns the SQL database "user"; it publishes no events.
+// Set). It owns the SQL database "user" and publishes USER_ROLE_CHANGED events through its outbox, so that a role
+// granted or taken back reaches every service at once (internal/standing).
 package user
 
 import (
@@ -15,7 +16,9 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -23,8 +26,11 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the user schema.
+// Migrate creates or upgrades the user schema and its outbox.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
+	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
 	return sqldb.Migrate(ctx, db, "user", migrations)
 }
 
@@ -72,6 +78,9 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	}
 	if err := keys.Load(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.Outbox == nil {
+		cfg.Outbox = outbox.New(db, outbox.DefaultShards, ids, cfg.Now, nil, nil)
 	}
 	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys}, nil
 }
@@ -197,6 +206,16 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (Token,
 	if !ok || hash == "" {
 		return Token{}, errBadCredentials
 	}
+	// Only the password's owner learns of the ban, after the same work as any sign-in.
+	if s.cfg.Standing != nil {
+		_, ban, err := s.cfg.Standing.Lookup(u.ID)
+		if err != nil {
+			return Token{}, err
+		}
+		if ban != nil {
+			return Token{}, auth.Banned(*ban)
+		}
+	}
 	s.rehash(ctx, u.ID, hash, password)
 	token, expires, err := s.keys.Sign(auth.Principal{UserID: u.ID, Role: u.Role})
 	if err != nil {
@@ -283,7 +302,8 @@ func (s *Service) ByUsername(ctx context.Context, username string) (User, error)
 	return u, err
 }
 
-// Grant sets a user's role. Tokens already issued keep the role they carry until they expire.
+// Grant sets a user's role and writes a USER_ROLE_CHANGED event with the user's next role_version in the same
+// transaction: every service applies it to the tokens already issued as soon as it is published (internal/standing).
 func (s *Service) Grant(ctx context.Context, username string, role auth.Role) (User, error) {
 	if _, err := auth.ParseRole(string(role)); err != nil {
 		return User{}, fault.Invalidf("INVALID_ROLE", "%v", err)
@@ -292,7 +312,18 @@ func (s *Service) Grant(ctx context.Context, username string, role auth.Role) (U
 	if err != nil {
 		return User{}, err
 	}
-	if _, err := s.db.ExecContext(ctx, "UPDATE users SET role = ? WHERE user_id = ?", string(role), u.ID); err != nil {
+	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE users SET role = ?, role_version = role_version + 1 WHERE user_id = ?",
+			string(role), u.ID); err != nil {
+			return err
+		}
+		var version int64
+		if err := tx.QueryRowContext(ctx, "SELECT role_version FROM users WHERE user_id = ?", u.ID).Scan(&version); err != nil {
+			return err
+		}
+		return emit(event.UserRoleChanged, u.ID, event.Role{UserID: apijson.ID(u.ID), Role: string(role), RoleVersion: version})
+	})
+	if err != nil {
 		return User{}, fmt.Errorf("grant role: %w", err)
 	}
 	u.Role = role
