@@ -84,7 +84,7 @@ type producer struct {
 // services lists every service the binary can run; this is the one place that imports them all.
 var services = []service{
 	// user comes first: in one process, the others fetch its signing keys where it listens.
-	{Service: Service{Name: "user", Database: "user"}, migrate: user.Migrate, openAPI: user.OpenAPI,
+	{Service: Service{Name: "user", Database: "user", Publishes: true}, migrate: user.Migrate, openAPI: user.OpenAPI,
 		open: user.OpenRoutes, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
 	{Service: Service{Name: "article", Database: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
@@ -110,7 +110,8 @@ var services = []service{
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
-	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload, Logger: e.Logger}
+	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
+		Standing: e.Standing, Outbox: r.ob, Logger: e.Logger}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}
