@@ -19,7 +19,8 @@ func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.C
 	svc := web.New(web.Config{
 		Origins: web.Origins{ArticleRead: origin("article-read", e.Config.ArticleReadAddr), HotArticle: origin("hot-article", e.Config.HotArticleAddr),
 			Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr), Like: origin("like", e.Config.LikeAddr),
-			View: origin("view", e.Config.ViewAddr), User: origin("user", e.Config.UserAddr)},
+			View: origin("view", e.Config.ViewAddr), User: origin("user", e.Config.UserAddr),
+			Moderation: origin("moderation", e.Config.ModerationAddr)},
 		Boards:        e.Config.Boards,
 		Tokens:        newVerifier(e, r),
 		Location:      e.Config.HotArticleTimeZone,

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The calls the pages make, one method per endpoint of SPEC §3. Reads of articles go through article-read; the
@@ -38,17 +39,20 @@ func (b *backend) article(ctx context.Context, articleID int64) (articleRead, er
 	return a, err
 }
 
-// articleSource reads an article from the article service itself: its counts are left zero.
-func (b *backend) articleSource(ctx context.Context, articleID int64) (articleRead, error) {
+// articleSource reads an article from the article service itself: its counts are left zero. With the reader's
+// token, a hidden article comes whole to its writer and to moderators (SPEC §3.9).
+func (b *backend) articleSource(ctx context.Context, v *viewer, articleID int64) (articleRead, error) {
 	var a articleRead
-	err := b.do(ctx, call{service: "article", method: http.MethodGet, url: b.origins.Article + "/v1/articles/" + id(articleID)}, &a)
+	err := b.do(ctx, call{service: "article", method: http.MethodGet, url: b.origins.Article + "/v1/articles/" + id(articleID), token: v.Token()}, &a)
 	return a, err
 }
 
-func (b *backend) comments(ctx context.Context, articleID, page, size int64) (commentPage, error) {
+// comments is a page of the article's thread; with the reader's token, hidden comments come whole to their
+// writers and to moderators.
+func (b *backend) comments(ctx context.Context, v *viewer, articleID, page, size int64) (commentPage, error) {
 	var p commentPage
 	q := url.Values{"articleId": {id(articleID)}, "page": {id(page)}, "pageSize": {id(size)}}
-	err := b.do(ctx, call{service: "comment", method: http.MethodGet, url: b.origins.Comment + "/v2/comments?" + q.Encode()}, &p)
+	err := b.do(ctx, call{service: "comment", method: http.MethodGet, url: b.origins.Comment + "/v2/comments?" + q.Encode(), token: v.Token()}, &p)
 	return p, err
 }
 
@@ -158,4 +162,82 @@ func (b *backend) signIn(ctx context.Context, username, password, client string)
 		err = &serviceError{service: "user", status: http.StatusBadGateway, err: errors.New("a token answer without a token")}
 	}
 	return t, err
+}
+
+// user is one account, by id.
+func (b *backend) user(ctx context.Context, userID int64) (userInfo, error) {
+	var u userInfo
+	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/users/" + id(userID)}, &u)
+	return u, err
+}
+
+// report reports an article or a comment ("article" or "comment" as targetType) to the moderators.
+func (b *backend) report(ctx context.Context, v *viewer, targetType string, targetID int64, reason, text string) error {
+	in := map[string]string{"targetType": targetType, "targetId": id(targetID), "reason": reason}
+	if text != "" {
+		in["text"] = text
+	}
+	return b.do(ctx, call{service: "moderation", method: http.MethodPost, url: b.origins.Moderation + "/v1/reports", body: in, token: v.token}, nil)
+}
+
+// reports is a page of the moderators' queue, oldest first.
+func (b *backend) reports(ctx context.Context, v *viewer, page, size int64) (reportQueue, error) {
+	var q reportQueue
+	query := url.Values{"page": {id(page)}, "pageSize": {id(size)}}
+	err := b.do(ctx, call{service: "moderation", method: http.MethodGet, url: b.origins.Moderation + "/v1/reports?" + query.Encode(), token: v.token}, &q)
+	return q, err
+}
+
+// resolve closes a target's open reports: "dismiss" shows it again, "remove" hides it for reason.
+func (b *backend) resolve(ctx context.Context, v *viewer, targetType string, targetID int64, action, reason string) error {
+	in := map[string]string{"targetType": targetType, "targetId": id(targetID), "action": action, "reason": reason}
+	return b.do(ctx, call{service: "moderation", method: http.MethodPost, url: b.origins.Moderation + "/v1/reports/resolutions", body: in, token: v.token}, nil)
+}
+
+// setArticleFlag locks or pins ("lock", "pin") the article when on, and undoes it when not.
+func (b *backend) setArticleFlag(ctx context.Context, v *viewer, articleID int64, flag string, on bool) error {
+	method := http.MethodPut
+	if !on {
+		method = http.MethodDelete
+	}
+	return b.do(ctx, call{service: "moderation", method: method, url: b.origins.Moderation + "/v1/articles/" + id(articleID) + "/" + flag, token: v.token}, nil)
+}
+
+// banOf is the user's ban, nil when there is none.
+func (b *backend) banOf(ctx context.Context, userID int64) (*ban, error) {
+	var out ban
+	err := b.do(ctx, call{service: "moderation", method: http.MethodGet, url: b.origins.Moderation + "/v1/bans/" + id(userID)}, &out)
+	if statusOf(err) == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// setBan bans the user until the given time, or for good when until is nil.
+func (b *backend) setBan(ctx context.Context, v *viewer, userID int64, reason string, until *time.Time) error {
+	in := map[string]string{"reason": reason}
+	if until != nil {
+		in["until"] = until.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	return b.do(ctx, call{service: "moderation", method: http.MethodPut, url: b.origins.Moderation + "/v1/bans/" + id(userID), body: in, token: v.token}, nil)
+}
+
+// unban lifts the user's ban; a user not banned is what the moderator wanted.
+func (b *backend) unban(ctx context.Context, v *viewer, userID int64) error {
+	err := b.do(ctx, call{service: "moderation", method: http.MethodDelete, url: b.origins.Moderation + "/v1/bans/" + id(userID), token: v.token}, nil)
+	if statusOf(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// modlog is a page of the moderation log, newest first. A moderator's token gets the whole log.
+func (b *backend) modlog(ctx context.Context, v *viewer, page, size int64) ([]logEntry, error) {
+	var out []logEntry
+	query := url.Values{"page": {id(page)}, "pageSize": {id(size)}}
+	err := b.do(ctx, call{service: "moderation", method: http.MethodGet, url: b.origins.Moderation + "/v1/modlog?" + query.Encode(), token: v.Token()}, &out)
+	return out, err
 }

@@ -18,9 +18,9 @@ import (
 )
 
 // Origins are the base URLs of the services the pages are made from: reads through article-read and hot-article,
-// writes through the producers, accounts through the user service.
+// writes through the producers, accounts through the user service, reports, bans and the log through moderation.
 type Origins struct {
-	ArticleRead, HotArticle, Article, Comment, Like, View, User string
+	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation string
 }
 
 // callTimeout bounds one backend call, within the page's own deadline: a page of two calls in parallel waits for
@@ -45,7 +45,15 @@ type serviceError struct {
 	message string
 	// retryAfter is a 429's Retry-After, in seconds.
 	retryAfter int
-	err        error
+	// ban is what a 403 BANNED says of the ban: its reason and its end (nil: for good).
+	ban *banInfo
+	err error
+}
+
+// banInfo is a ban as a 403 BANNED body carries it.
+type banInfo struct {
+	Reason string     `json:"reason"`
+	Until  *time.Time `json:"until"`
 }
 
 func (e *serviceError) Error() string {
@@ -118,9 +126,15 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	}
 	if resp.StatusCode >= 300 {
 		se := &serviceError{service: c.service, status: resp.StatusCode}
-		var e struct{ Code, Message string }
+		var e struct {
+			Code, Message string
+			banInfo
+		}
 		if json.Unmarshal(raw, &e) == nil {
 			se.code, se.message = e.Code, e.Message
+			if e.Code == codeBanned {
+				se.ban = &e.banInfo
+			}
 		}
 		se.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
 		return se
@@ -148,6 +162,13 @@ type articleRead struct {
 	ArticleCommentCount int64     `json:"articleCommentCount"`
 	ArticleLikeCount    int64     `json:"articleLikeCount"`
 	ArticleViewCount    int64     `json:"articleViewCount"`
+	// What moderation made of it (SPEC §3.9): Hidden is "", "pending" (hidden by reports until a moderator looks)
+	// or "removed", with HiddenReason shown in its place; a locked article takes no new comments; a pinned one
+	// comes first on its board.
+	Hidden       string `json:"hidden"`
+	HiddenReason string `json:"hiddenReason"`
+	Locked       bool   `json:"locked"`
+	Pinned       bool   `json:"pinned"`
 }
 
 type articleListPage struct {
@@ -156,13 +177,15 @@ type articleListPage struct {
 }
 
 type comment struct {
-	CommentID int64     `json:"commentId,string"`
-	Content   string    `json:"content"`
-	ArticleID int64     `json:"articleId,string"`
-	WriterID  int64     `json:"writerId,string"`
-	Path      string    `json:"path"`
-	Deleted   bool      `json:"deleted"`
-	CreatedAt time.Time `json:"createdAt"`
+	CommentID    int64     `json:"commentId,string"`
+	Content      string    `json:"content"`
+	ArticleID    int64     `json:"articleId,string"`
+	WriterID     int64     `json:"writerId,string"`
+	Path         string    `json:"path"`
+	Deleted      bool      `json:"deleted"`
+	CreatedAt    time.Time `json:"createdAt"`
+	Hidden       string    `json:"hidden"`
+	HiddenReason string    `json:"hiddenReason"`
 }
 
 type commentPage struct {
@@ -181,8 +204,49 @@ type hotArticle struct {
 }
 
 type userInfo struct {
-	UserID   int64  `json:"userId,string"`
-	Username string `json:"username"`
+	UserID    int64     `json:"userId,string"`
+	Username  string    `json:"username"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// reportTarget is an article or comment in the moderators' queue, with its open reports.
+type reportTarget struct {
+	TargetType      string           `json:"targetType"`
+	TargetID        int64            `json:"targetId,string"`
+	BoardID         int64            `json:"boardId,string"`
+	ArticleID       int64            `json:"articleId,string"`
+	Excerpt         string           `json:"excerpt"`
+	WriterID        int64            `json:"writerId,string"`
+	ReportCount     int64            `json:"reportCount"`
+	Reasons         map[string]int64 `json:"reasons"`
+	FirstReportedAt time.Time        `json:"firstReportedAt"`
+	Hidden          string           `json:"hidden"`
+}
+
+type reportQueue struct {
+	Targets []reportTarget `json:"targets"`
+	Count   int64          `json:"count"`
+}
+
+// ban is a user's ban; Until is nil for a ban for good.
+type ban struct {
+	UserID      int64      `json:"userId,string"`
+	Reason      string     `json:"reason"`
+	Until       *time.Time `json:"until"`
+	ModeratorID int64      `json:"moderatorId,string"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+// logEntry is one moderator action in the public log.
+type logEntry struct {
+	Action      string    `json:"action"`
+	TargetType  string    `json:"targetType"`
+	TargetID    int64     `json:"targetId,string"`
+	ArticleID   int64     `json:"articleId,string"` // the target's article; 0 for a user
+	ModeratorID int64     `json:"moderatorId,string"`
+	Reason      string    `json:"reason"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 type tokenReply struct {

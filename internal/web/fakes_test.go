@@ -54,13 +54,16 @@ type fakeArticle struct {
 	Title, Content         string
 	Created, Modified      time.Time
 	Comments, Likes, Views int64
+	Hidden, HiddenReason   string
+	Locked, Pinned         bool
 }
 
 type fakeComment struct {
-	ID, Article, Writer int64
-	Content, Path       string
-	Deleted             bool
-	Created             time.Time
+	ID, Article, Writer  int64
+	Content, Path        string
+	Deleted              bool
+	Created              time.Time
+	Hidden, HiddenReason string
 }
 
 type fakeUser struct {
@@ -89,7 +92,7 @@ func (s seen) String() string {
 }
 
 // services names the fake services, as Origins has them.
-var services = []string{"article-read", "hot-article", "article", "comment", "like", "view", "user"}
+var services = []string{"article-read", "hot-article", "article", "comment", "like", "view", "user", "moderation"}
 
 // fakes is the fleet of fake services with the data they answer from. The fixture:
 //
@@ -112,6 +115,7 @@ type fakes struct {
 	log       map[string][]seen
 	overrides map[string]http.HandlerFunc
 	issued    []tokenIssued
+	moderation
 
 	servers map[string]*httptest.Server
 }
@@ -149,16 +153,17 @@ func newFakes(t *testing.T) *fakes {
 			"20261122": {{ID: 1, Title: "First post", Created: t0, Score: 9, Likes: 2, Comments: 1, Views: 1}},
 			"20261101": {{ID: 2, Title: "November the first", Created: t0, Score: 3, Likes: 1}},
 		},
-		log:       map[string][]seen{},
-		overrides: map[string]http.HandlerFunc{},
-		servers:   map[string]*httptest.Server{},
+		log:        map[string][]seen{},
+		overrides:  map[string]http.HandlerFunc{},
+		servers:    map[string]*httptest.Server{},
+		moderation: moderation{bans: map[int64]fakeBan{}},
 	}
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "First post", Content: "Hello, board.", Created: t0, Modified: t0,
 		Comments: 2, Likes: 2, Views: 5})
 	f.putArticle(&fakeArticle{ID: 2, Board: 1, Writer: 11, Title: "Second post", Content: "Another one.", Created: t0.Add(time.Minute),
 		Modified: t0.Add(time.Minute)})
 	handlers := map[string]http.Handler{"article-read": f.articleReadMux(), "hot-article": f.hotMux(), "article": f.articleMux(),
-		"comment": f.commentMux(), "like": f.likeMux(), "view": f.viewMux(), "user": f.userMux()}
+		"comment": f.commentMux(), "like": f.likeMux(), "view": f.viewMux(), "user": f.userMux(), "moderation": f.moderationMux()}
 	for _, name := range services {
 		srv := httptest.NewServer(f.recorded(name, handlers[name]))
 		t.Cleanup(srv.Close)
@@ -251,7 +256,7 @@ func (f *fakes) handler(t *testing.T, changes ...func(*Config)) http.Handler {
 	cfg := Config{
 		Origins: Origins{ArticleRead: f.servers["article-read"].URL, HotArticle: f.servers["hot-article"].URL,
 			Article: f.servers["article"].URL, Comment: f.servers["comment"].URL, Like: f.servers["like"].URL,
-			View: f.servers["view"].URL, User: f.servers["user"].URL},
+			View: f.servers["view"].URL, User: f.servers["user"].URL, Moderation: f.servers["moderation"].URL},
 		Tokens:   auth.NewVerifier(auth.JWKS(f.servers["user"].Client(), f.servers["user"].URL+"/.well-known/jwks.json"), auth.VerifierConfig{}),
 		Location: time.UTC,
 		Client:   &http.Client{Transport: transport},
@@ -282,22 +287,32 @@ func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0
 
 func wireID(n int64) string { return strconv.FormatInt(n, 10) }
 
-func articleJSON(a *fakeArticle, counts bool) map[string]any {
-	m := map[string]any{"articleId": wireID(a.ID), "title": a.Title, "content": a.Content, "boardId": wireID(a.Board),
-		"writerId": wireID(a.Writer), "createdAt": wireTime(a.Created), "modifiedAt": wireTime(a.Modified)}
+// articleJSON is a as a service answers it; a hidden article is a placeholder unless whole is set (its writer or a
+// moderator asked the article service).
+func articleJSON(a *fakeArticle, counts bool, whole ...bool) map[string]any {
+	title, content := a.Title, a.Content
+	if a.Hidden != "" && (len(whole) == 0 || !whole[0]) {
+		title, content = "Hidden article", ""
+	}
+	m := map[string]any{"articleId": wireID(a.ID), "title": title, "content": content, "boardId": wireID(a.Board),
+		"writerId": wireID(a.Writer), "createdAt": wireTime(a.Created), "modifiedAt": wireTime(a.Modified),
+		"hidden": a.Hidden, "hiddenReason": a.HiddenReason, "locked": a.Locked, "pinned": a.Pinned}
 	if counts {
 		m["articleCommentCount"], m["articleLikeCount"], m["articleViewCount"] = a.Comments, a.Likes, a.Views
 	}
 	return m
 }
 
-func commentJSON(c fakeComment) map[string]any {
+// commentJSON is c as the comment service answers it; a hidden comment's content goes only to whole (its writer or
+// a moderator).
+func commentJSON(c fakeComment, whole ...bool) map[string]any {
 	content := c.Content
-	if c.Deleted {
+	if c.Deleted || c.Hidden != "" && (len(whole) == 0 || !whole[0]) {
 		content = ""
 	}
 	return map[string]any{"commentId": wireID(c.ID), "content": content, "articleId": wireID(c.Article),
-		"writerId": wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created)}
+		"writerId": wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
+		"hidden": c.Hidden, "hiddenReason": c.HiddenReason}
 }
 
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
@@ -322,6 +337,16 @@ func (f *fakes) acting(w http.ResponseWriter, r *http.Request) (auth.Principal, 
 		return auth.Principal{}, false
 	}
 	return p, true
+}
+
+// reader is the user a read's bearer token names, if it names one.
+func (f *fakes) reader(r *http.Request) (auth.Principal, bool) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return auth.Principal{}, false
+	}
+	p, err := f.verifier.Verify(r.Context(), raw)
+	return p, err == nil
 }
 
 // boardArticles is board's articles in article-read, newest first.
@@ -399,6 +424,7 @@ func (f *fakes) articleMux() http.Handler {
 		if !ok {
 			return
 		}
+		p, _ := f.reader(r)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		a := f.source[n]
@@ -406,7 +432,7 @@ func (f *fakes) articleMux() http.Handler {
 			writeError(w, http.StatusNotFound, "ARTICLE_NOT_FOUND", "no such article")
 			return
 		}
-		writeJSON(w, http.StatusOK, articleJSON(a, false))
+		writeJSON(w, http.StatusOK, articleJSON(a, false, p.UserID == a.Writer || p.Role == auth.RoleModerator))
 	})
 	mux.HandleFunc("POST /v1/articles", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := f.acting(w, r)
@@ -483,11 +509,12 @@ func (f *fakes) commentMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v2/comments", func(w http.ResponseWriter, r *http.Request) {
 		article, _ := strconv.ParseInt(r.URL.Query().Get("articleId"), 10, 64)
+		p, _ := f.reader(r)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		list := []map[string]any{}
 		for _, c := range f.comments[article] {
-			list = append(list, commentJSON(c))
+			list = append(list, commentJSON(c, p.UserID == c.Writer || p.Role == auth.RoleModerator))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"comments": list, "commentCount": len(list)})
 	})
@@ -504,6 +531,13 @@ func (f *fakes) commentMux() http.Handler {
 		article, _ := strconv.ParseInt(in.ArticleID, 10, 64)
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.refuseBanned(w, p.UserID) {
+			return
+		}
+		if a := f.source[article]; a != nil && a.Locked && p.Role != auth.RoleModerator {
+			writeError(w, http.StatusForbidden, "LOCKED", "the article is locked")
+			return
+		}
 		c := fakeComment{ID: int64(200 + len(f.comments[article])), Article: article, Writer: p.UserID, Content: in.Content,
 			Path: in.ParentPath + "zzzzz", Created: today}
 		f.comments[article] = append(f.comments[article], c)
@@ -645,6 +679,20 @@ func (f *fakes) userMux() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, list)
 	})
+	mux.HandleFunc("GET /v1/users/{userId}", func(w http.ResponseWriter, r *http.Request) {
+		n, ok := pathID(w, r, "userId")
+		if !ok {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		u := f.users[n]
+		if u == nil {
+			writeError(w, http.StatusNotFound, "USER_NOT_FOUND", "no such user")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"userId": wireID(u.ID), "username": u.Name, "role": string(u.Role), "createdAt": wireTime(t0)})
+	})
 	mux.HandleFunc("POST /v1/tokens", func(w http.ResponseWriter, r *http.Request) {
 		var in struct{ Username, Password string }
 		_ = json.NewDecoder(r.Body).Decode(&in)
@@ -652,6 +700,9 @@ func (f *fakes) userMux() http.Handler {
 		defer f.mu.Unlock()
 		for _, u := range f.users {
 			if u.Name == in.Username && u.Password == in.Password {
+				if f.refuseBanned(w, u.ID) {
+					return
+				}
 				tok, exp, err := auth.Sign(f.key, auth.Principal{UserID: u.ID, Role: u.Role}, time.Now(), time.Hour)
 				if err != nil {
 					writeError(w, http.StatusInternalServerError, "INTERNAL", err.Error())

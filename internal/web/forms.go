@@ -69,11 +69,15 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // formFailure turns a service's answer to a form into the message shown above the form, with the page's status:
-// input it refused, wrong credentials, a name taken, too many attempts. Anything else is "" (an error page).
+// input it refused, wrong credentials, a name taken, too many attempts, a ban, a locked article. Anything else is
+// "" (an error page).
 func formFailure(err error, unauthorized string) (int, string) {
 	var se *serviceError
 	if !errors.As(err, &se) {
 		return 0, ""
+	}
+	if msg := refusal(se); msg != "" {
+		return se.status, msg
 	}
 	switch se.status {
 	case http.StatusBadRequest, http.StatusConflict:
@@ -84,6 +88,20 @@ func formFailure(err error, unauthorized string) (int, string) {
 		return se.status, "Too many attempts. Please wait " + seconds(se.retryAfter) + " and try again."
 	}
 	return 0, ""
+}
+
+// refusal is what a reader is told of a write moderation refused: a ban (SPEC §3.9: with its reason and end) or
+// a locked article. "" for any other answer.
+func refusal(se *serviceError) string {
+	switch {
+	case se.status != http.StatusForbidden:
+		return ""
+	case se.ban != nil:
+		return bannedMessage(se.ban)
+	case se.code == codeLocked:
+		return "This article is locked: it takes no new comments."
+	}
+	return ""
 }
 
 func (s *Service) signUpForm(w http.ResponseWriter, r *http.Request) error {
@@ -259,7 +277,7 @@ func (s *Service) editForm(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return err
 	}
-	a, err := s.api.articleSource(r.Context(), articleID)
+	a, err := s.api.articleSource(r.Context(), v, articleID)
 	if err != nil {
 		return err
 	}

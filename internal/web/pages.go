@@ -30,6 +30,17 @@ var notices = map[string]string{
 	"welcome":   "Welcome! Your account is ready and you are signed in.",
 	"created":   "Your account is ready. Please sign in with it.",
 	"signedin":  "You are signed in.",
+	// Moderation.
+	"reported":        "Thank you: your report was sent to the moderators.",
+	"alreadyreported": "You have reported this already; the moderators have your report.",
+	"locked":          "The article is locked: no new comments. The page shows it in a moment.",
+	"unlocked":        "The article is unlocked. The page shows it in a moment.",
+	"pinned":          "The article is pinned to the top of its board. The page shows it in a moment.",
+	"unpinned":        "The article is no longer pinned. The page shows it in a moment.",
+	"dismissed":       "The reports were dismissed.",
+	"removed":         "It was removed; its reason is shown in its place.",
+	"banned":          "The user is banned.",
+	"unbanned":        "The user is no longer banned.",
 }
 
 func (s *Service) layout(r *http.Request, title string) layout {
@@ -58,6 +69,8 @@ type item struct {
 	Title, Writer          string
 	CreatedAt              time.Time
 	Likes, Comments, Views int64
+	Pinned                 bool
+	Hidden                 string
 }
 
 func (s *Service) items(ctx context.Context, as []articleRead) []item {
@@ -69,7 +82,7 @@ func (s *Service) items(ctx context.Context, as []articleRead) []item {
 	out := make([]item, len(as))
 	for i, a := range as {
 		out[i] = item{ID: a.ArticleID, Title: a.Title, Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
-			Likes: a.ArticleLikeCount, Comments: a.ArticleCommentCount, Views: a.ArticleViewCount}
+			Likes: a.ArticleLikeCount, Comments: a.ArticleCommentCount, Views: a.ArticleViewCount, Pinned: a.Pinned, Hidden: a.Hidden}
 	}
 	return out
 }
@@ -184,10 +197,15 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 
 // articleView is an article as its page shows it.
 type articleView struct {
-	ID, BoardID                int64
+	ID, BoardID, WriterID      int64
 	Title, Content, Writer     string
 	CreatedAt, ModifiedAt      time.Time
 	Likes, CommentCount, Views int64
+	Locked, Pinned             bool
+	// Hidden and HiddenReason say why the content is not shown; HiddenShown, that it is shown all the same, to
+	// its writer or a moderator.
+	Hidden, HiddenReason string
+	HiddenShown          bool
 }
 
 // Edited says whether the article changed after it was written.
@@ -195,13 +213,14 @@ func (a articleView) Edited() bool { return a.ModifiedAt.After(a.CreatedAt) }
 
 // commentView is a comment as the thread shows it.
 type commentView struct {
-	ID                  int64
-	Path                string
-	Depth               int
-	Content, Writer     string
-	CreatedAt           time.Time
-	Deleted             bool
-	CanReply, CanDelete bool
+	ID, WriterID                   int64
+	Path                           string
+	Depth                          int
+	Content, Writer                string
+	CreatedAt                      time.Time
+	Deleted                        bool
+	Hidden, HiddenReason           string
+	CanReply, CanDelete, CanReport bool
 }
 
 // likeBox is the like button and count, a fragment of the article page.
@@ -214,13 +233,15 @@ type likeBox struct {
 
 type articlePage struct {
 	layout
-	Board               Board
-	Article             articleView
-	CanChange           bool
-	Like                likeBox
-	Comments            []commentView
-	CommentsUnavailable bool
-	CommentPager        pager
+	Board     Board
+	Article   articleView
+	CanChange bool
+	// CanReport: a signed-in reader who did not write it; CanComment: not locked, or a moderator.
+	CanReport, CanComment bool
+	Like                  likeBox
+	Comments              []commentView
+	CommentsUnavailable   bool
+	CommentPager          pager
 }
 
 // maxDepth is the deepest a comment may be (SPEC §3.2: five levels of five characters).
@@ -257,7 +278,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		likedErr    error
 	)
 	wg.Go(func() { a, articleErr = s.api.article(ctx, articleID) })
-	wg.Go(func() { comments, commentsErr = s.api.comments(ctx, articleID, cpage, commentsPerPage) })
+	wg.Go(func() { comments, commentsErr = s.api.comments(ctx, v, articleID, cpage, commentsPerPage) })
 	if v != nil {
 		wg.Go(func() { liked, likedErr = s.api.liked(ctx, articleID, v.ID) })
 	}
@@ -274,8 +295,18 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	// Read your writes: the page a writer lands on after an edit names the edit's time, and a read model that has
 	// not applied the edit yet is passed over for the article service.
 	if since > 0 && a.ModifiedAt.UnixMilli() < since {
-		if src, err := s.api.articleSource(ctx, articleID); err == nil {
+		if src, err := s.api.articleSource(ctx, v, articleID); err == nil {
 			a.Title, a.Content, a.ModifiedAt = src.Title, src.Content, src.ModifiedAt
+		}
+	}
+	// A hidden article is a placeholder in the read model, which is public; its writer and moderators are shown
+	// the article service's own, which their token opens.
+	hiddenShown := false
+	if a.Hidden != "" && v.Owns(a.WriterID) {
+		if src, err := s.api.articleSource(ctx, v, articleID); err == nil {
+			a.Title, a.Content, hiddenShown = src.Title, src.Content, true
+		} else {
+			s.cfg.Logger.WarnContext(ctx, "a hidden article not shown to its writer or a moderator", "article", articleID, "err", err)
 		}
 	}
 
@@ -287,20 +318,27 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	data := articlePage{
 		layout: s.pageLayout(r, v, a.Title),
 		Board:  s.boardNamed(a.BoardID),
-		Article: articleView{ID: articleID, BoardID: a.BoardID, Title: a.Title, Content: a.Content,
+		Article: articleView{ID: articleID, BoardID: a.BoardID, WriterID: a.WriterID, Title: a.Title, Content: a.Content,
 			Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
-			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount},
+			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount,
+			Locked: a.Locked, Pinned: a.Pinned, Hidden: a.Hidden, HiddenReason: a.HiddenReason, HiddenShown: hiddenShown},
 		CanChange:           v.Owns(a.WriterID),
+		CanReport:           v != nil && v.ID != a.WriterID && a.Hidden != "removed",
+		CanComment:          v != nil && (!a.Locked || v.Moderator()),
 		Like:                likeBox{ArticleID: articleID, SignedIn: v != nil, Liked: liked, Count: a.ArticleLikeCount},
 		CommentsUnavailable: commentsErr != nil,
 		CommentPager:        newPager("comment-pages", "Comment pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
 	}
 	data.CommentPager.Fragment = "#comments"
 	for _, c := range comments.Comments {
+		if c.Hidden != "" && !v.Owns(c.WriterID) {
+			c.Content = "" // what the reason stands in place of: only its writer and moderators see it
+		}
 		depth := len(c.Path) / pathPerLvl
-		data.Comments = append(data.Comments, commentView{ID: c.CommentID, Path: c.Path, Depth: depth, Content: c.Content,
-			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted,
-			CanReply: v != nil && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID)})
+		data.Comments = append(data.Comments, commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
+			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, HiddenReason: c.HiddenReason,
+			CanReply: data.CanComment && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID),
+			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed"})
 	}
 	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
 		s.countView(v, articleID)

@@ -30,6 +30,14 @@ type viewer struct {
 // Moderator says whether the viewer may change what others wrote.
 func (v *viewer) Moderator() bool { return v != nil && v.Role == auth.RoleModerator }
 
+// Token is the viewer's access token, "" for no viewer: for the reads that show a writer or a moderator more.
+func (v *viewer) Token() string {
+	if v == nil {
+		return ""
+	}
+	return v.token
+}
+
 // Owns says whether the viewer may change what writerID wrote.
 func (v *viewer) Owns(writerID int64) bool { return v != nil && (v.ID == writerID || v.Moderator()) }
 

@@ -132,3 +132,19 @@ func commentBack(p commentFormPage) string {
 	}
 	return "/articles/" + id(p.ArticleID)
 }
+
+// flagAction is the path of the form that turns an article's lock or pin ("lock", "pin") to the other state.
+func flagAction(flag string, on bool) string {
+	if on {
+		return "/un" + flag
+	}
+	return "/" + flag
+}
+
+// banEnd says until when a ban lasts.
+func banEnd(b *ban) string {
+	if b.Until == nil {
+		return "for good"
+	}
+	return "until " + utc(*b.Until)
+}

@@ -158,6 +158,17 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("POST /articles/{articleId}/comments/{commentId}/delete", s.deleteComment)
 	handle("POST /articles/{articleId}/like", s.like(true))
 	handle("POST /articles/{articleId}/unlike", s.like(false))
+	handle("POST /articles/{articleId}/report", s.reportContent)
+	handle("POST /articles/{articleId}/lock", s.articleFlag("lock", true))
+	handle("POST /articles/{articleId}/unlock", s.articleFlag("lock", false))
+	handle("POST /articles/{articleId}/pin", s.articleFlag("pin", true))
+	handle("POST /articles/{articleId}/unpin", s.articleFlag("pin", false))
+	handle("GET /moderation/reports", s.queue)
+	handle("POST /moderation/reports/resolve", s.resolve)
+	handle("GET /users/{userId}", s.userProfile)
+	handle("POST /users/{userId}/ban", s.banUser)
+	handle("POST /users/{userId}/unban", s.unbanUser)
+	handle("GET /modlog", s.modlog)
 	handle("GET /hot", s.hot)
 	handle("GET /signin", s.signInForm)
 	handle("POST /signin", s.signIn)
@@ -271,6 +282,8 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// The session's token expired or its key was withdrawn: sign in again and come back.
 		s.clearSession(w, r)
 		http.Redirect(w, r, "/signin?expired=1&next="+returnPath(r), http.StatusSeeOther)
+	case refusal(se) != "":
+		s.renderError(w, r, http.StatusForbidden, "Not allowed", refusal(se), 0)
 	case se.status == http.StatusForbidden:
 		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Only its writer or a moderator may change this.", 0)
 	case se.status == http.StatusNotFound:

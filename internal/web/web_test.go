@@ -1013,6 +1013,9 @@ func TestEveryPageRenders(t *testing.T) {
 		{target: "/hot?date=2026-11-01", out: 200, in: 200, want: "November the first"},
 		{target: "/signin", out: 200, in: 303, want: `<form id="signin"`},
 		{target: "/signup", out: 200, in: 303, want: `<form id="signup"`},
+		{target: "/modlog", out: 200, in: 200, want: "<h1>Moderation log</h1>"},
+		{target: "/users/11", out: 200, in: 200, want: `<h1 id="user-name">bob</h1>`},
+		{target: "/moderation/reports", out: 303, in: 403},
 		{target: "/nope", out: 404, in: 404},
 	}
 	for _, signedIn := range []bool{false, true} {
