@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"board/internal/apijson"
+	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/snowflake"
 )
@@ -53,6 +54,9 @@ type Comment struct {
 	Path      string
 	Deleted   bool
 	CreatedAt time.Time
+	// Hidden and HiddenReason are the comment's moderation state, filled in by reads.
+	Hidden       event.Hidden
+	HiddenReason string
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).
@@ -62,7 +66,8 @@ type IDGenerator interface {
 
 // Service holds the comment rules over a Store. Who may write, and whether what a request carries is well-formed
 // (content, paths), are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is
-// given for whoever calls it.
+// given for whoever calls it. One rule needs the article's state and so is the Service's: a locked article takes
+// new comments from moderators only (the principal ctx carries), and LOCKED from anyone else.
 type Service struct {
 	store *Store
 	ids   IDGenerator
@@ -125,7 +130,8 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 	if parentID != 0 {
 		c.ParentID = parentID
 	}
-	if err := s.store.articles.Write(ctx, articleID, func() error { return s.store.Create(ctx, c) }); err != nil {
+	passLock := mayPassLock(ctx)
+	if err := s.store.articles.Write(ctx, articleID, func() error { return s.store.Create(ctx, c, passLock) }); err != nil {
 		return Comment{}, err
 	}
 	return c, nil
@@ -138,19 +144,24 @@ func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, paren
 		return Comment{}, err
 	}
 	var created Comment
+	passLock := mayPassLock(ctx)
 	err = s.store.articles.Write(ctx, articleID, func() error {
-		created, err = s.store.CreateV2(ctx, c, parentPath)
+		created, err = s.store.CreateV2(ctx, c, parentPath, passLock)
 		return err
 	})
 	return created, err
 }
 
-// Get returns a v1 comment.
-func (s *Service) Get(ctx context.Context, id int64) (Comment, error) { return s.store.Get(ctx, id) }
+// Get returns a v1 comment with its moderation state.
+func (s *Service) Get(ctx context.Context, id int64) (Comment, error) {
+	c, err := s.store.Get(ctx, id)
+	return s.store.withModerationOne(ctx, c, err)
+}
 
-// GetV2 returns a v2 comment.
+// GetV2 returns a v2 comment with its moderation state.
 func (s *Service) GetV2(ctx context.Context, id int64) (Comment, error) {
-	return s.store.GetV2(ctx, id)
+	c, err := s.store.GetV2(ctx, id)
+	return s.store.withModerationOne(ctx, c, err)
 }
 
 // Delete deletes a v1 comment by the rules in the package comment.
@@ -173,7 +184,8 @@ func (s *Service) delete(ctx context.Context, table string, id int64, del func(c
 	return s.store.articles.Write(ctx, articleID, func() error { return del(ctx, articleID, id) })
 }
 
-// List returns page (from 1) of an article's v1 comments, pageSize of them, roots each followed by their replies.
+// List returns page (from 1) of an article's v1 comments, pageSize of them, roots each followed by their replies;
+// List, ListV2, Scroll, ScrollV2, Get and GetV2 return comments with their moderation state.
 func (s *Service) List(ctx context.Context, articleID, page, pageSize int64) (Page, error) {
 	return s.list(ctx, s.store.Page, s.store.CountAfter, articleID, page, pageSize)
 }
@@ -190,6 +202,9 @@ func (s *Service) list(ctx context.Context, pageOf func(ctx context.Context, art
 	articleID, page, pageSize int64) (Page, error) {
 	offset := (page - 1) * pageSize
 	comments, err := pageOf(ctx, articleID, offset, pageSize)
+	if err == nil {
+		err = s.store.withModeration(ctx, articleID, comments)
+	}
 	if err != nil {
 		return Page{}, err
 	}
@@ -212,12 +227,20 @@ func (s *Service) list(ctx context.Context, pageOf func(ctx context.Context, art
 // Scroll returns the next pageSize v1 comments after the one at (lastParentID, lastID); from the first when both
 // are 0.
 func (s *Service) Scroll(ctx context.Context, articleID, pageSize, lastParentID, lastID int64) ([]Comment, error) {
-	return s.store.Scroll(ctx, articleID, pageSize, lastParentID, lastID)
+	comments, err := s.store.Scroll(ctx, articleID, pageSize, lastParentID, lastID)
+	if err == nil {
+		err = s.store.withModeration(ctx, articleID, comments)
+	}
+	return comments, err
 }
 
 // ScrollV2 returns the next pageSize v2 comments after lastPath ("" for the first).
 func (s *Service) ScrollV2(ctx context.Context, articleID, pageSize int64, lastPath string) ([]Comment, error) {
-	return s.store.ScrollV2(ctx, articleID, pageSize, lastPath)
+	comments, err := s.store.ScrollV2(ctx, articleID, pageSize, lastPath)
+	if err == nil {
+		err = s.store.withModeration(ctx, articleID, comments)
+	}
+	return comments, err
 }
 
 // ArticleCount returns how many comments of both versions an article has (deleted ones still count until removed).

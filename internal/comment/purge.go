@@ -19,8 +19,9 @@ var purgeOrder = []struct{ table, index, orderBy string }{
 }
 
 // Purge removes one batch of the comments of a deleted article (existence.Purge), in one transaction: the count row
-// goes down by what the batch removed, with a new version, and goes too once no comment is left, which is when
-// Purge reports done. It writes no events (package comment).
+// goes down by what the batch removed, with a new version. Once no comment is left, the comments' moderation state
+// goes, and then the count row and the article's lock, which is when Purge reports done. It writes no events
+// (package comment).
 //
 // The batch takes the writes' locks in their order: the existence row (shared; it refuses an article not recorded
 // as deleted), then the count row, so writes of the article are refused by then and purges of it by several
@@ -60,6 +61,25 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 			}
 		}
 		if done {
+			// The comments' moderation state goes after the comments, which it hides until then.
+			want := purgeBatchSize - removed
+			ids, err := s.purgeBatch(ctx, tx, "comment_moderation", byArticleComment, "comment_id DESC", articleID, want)
+			if err != nil {
+				return err
+			}
+			if len(ids) > 0 {
+				route, routeArgs := s.db.RouteBy("article_id", articleID)
+				in, args := sqldb.In("comment_id", ids)
+				if _, err := tx.ExecContext(ctx, "DELETE FROM comment_moderation WHERE "+route+in, append(routeArgs, args...)...); err != nil {
+					return err
+				}
+			}
+			done = int64(len(ids)) < want
+		}
+		if done {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM article_lock WHERE article_id = ?", articleID); err != nil {
+				return err
+			}
 			_, err := tx.ExecContext(ctx, "DELETE FROM article_comment_count WHERE article_id = ?", articleID)
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio"
 )
@@ -28,6 +29,10 @@ import (
 // deleted, which keeps its writer (deleting it again changes nothing). A handler checks in this order: its input
 // (400), the principal (401, 403 for a writerId), the comment (404), the ownership (403), then writes. Reads are
 // public.
+//
+// Moderation (SPEC §3.9), from the moderation topic (Service.Handlers). A POST on a locked article is 403 LOCKED,
+// except from a moderator. A hidden comment reads with an empty content and its hidden and hiddenReason to everyone
+// but its writer and moderators, whom a read with an access token shows the content too.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -56,32 +61,49 @@ type commentV1JSON struct {
 	ParentCommentID apijson.ID   `json:"parentCommentId"`
 	Deleted         bool         `json:"deleted"`
 	CreatedAt       apijson.Time `json:"createdAt"`
+	Hidden          event.Hidden `json:"hidden,omitempty"`
+	HiddenReason    string       `json:"hiddenReason,omitempty"`
 }
 
 type commentV2JSON struct {
-	CommentID apijson.ID   `json:"commentId"`
-	Content   string       `json:"content"`
-	ArticleID apijson.ID   `json:"articleId"`
-	WriterID  apijson.ID   `json:"writerId"`
-	Path      string       `json:"path"`
-	Deleted   bool         `json:"deleted"`
-	CreatedAt apijson.Time `json:"createdAt"`
+	CommentID    apijson.ID   `json:"commentId"`
+	Content      string       `json:"content"`
+	ArticleID    apijson.ID   `json:"articleId"`
+	WriterID     apijson.ID   `json:"writerId"`
+	Path         string       `json:"path"`
+	Deleted      bool         `json:"deleted"`
+	CreatedAt    apijson.Time `json:"createdAt"`
+	Hidden       event.Hidden `json:"hidden,omitempty"`
+	HiddenReason string       `json:"hiddenReason,omitempty"`
 }
 
 func toV1(c Comment) commentV1JSON {
 	return commentV1JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
-		apijson.Time(c.CreatedAt)}
+		apijson.Time(c.CreatedAt), c.Hidden, c.HiddenReason}
 }
 
 func toV2(c Comment) commentV2JSON {
 	return commentV2JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
-		apijson.Time(c.CreatedAt)}
+		apijson.Time(c.CreatedAt), c.Hidden, c.HiddenReason}
 }
 
-func mapAll[T any](cs []Comment, to func(Comment) T) []T {
+// seenBy is c as the request's principal may see it: a hidden comment shows its content to its writer and to
+// moderators only; anyone else (anonymous readers included) gets no content, and hidden and hiddenReason instead.
+func seenBy(r *http.Request, c Comment) Comment {
+	if c.Hidden == event.Visible {
+		return c
+	}
+	if p, ok := auth.FromContext(r.Context()); !ok || (p.UserID != c.WriterID && p.Role != auth.RoleModerator) {
+		c.Content = ""
+	}
+	return c
+}
+
+// mapAll is the wire form of comments as the request's principal may see them.
+func mapAll[T any](r *http.Request, cs []Comment, to func(Comment) T) []T {
 	out := make([]T, len(cs))
 	for i, c := range cs {
-		out[i] = to(c)
+		out[i] = to(seenBy(r, c))
 	}
 	return out
 }
@@ -173,7 +195,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, toV1(c))
+	httpio.Write(w, http.StatusOK, toV1(seenBy(r, c)))
 	return nil
 }
 
@@ -186,7 +208,7 @@ func (h handlers) getV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, toV2(c))
+	httpio.Write(w, http.StatusOK, toV2(seenBy(r, c)))
 	return nil
 }
 
@@ -259,7 +281,7 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, pageJSON[commentV1JSON]{mapAll(p.Comments, toV1), p.Count})
+	httpio.Write(w, http.StatusOK, pageJSON[commentV1JSON]{mapAll(r, p.Comments, toV1), p.Count})
 	return nil
 }
 
@@ -272,7 +294,7 @@ func (h handlers) listV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, pageJSON[commentV2JSON]{mapAll(p.Comments, toV2), p.Count})
+	httpio.Write(w, http.StatusOK, pageJSON[commentV2JSON]{mapAll(r, p.Comments, toV2), p.Count})
 	return nil
 }
 
@@ -305,7 +327,7 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, mapAll(cs, toV1))
+	httpio.Write(w, http.StatusOK, mapAll(r, cs, toV1))
 	return nil
 }
 
@@ -322,7 +344,7 @@ func (h handlers) scrollV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpio.Write(w, http.StatusOK, mapAll(cs, toV2))
+	httpio.Write(w, http.StatusOK, mapAll(r, cs, toV2))
 	return nil
 }
 

@@ -87,9 +87,14 @@ func (s *Store) ArticleCount(ctx context.Context, articleID int64) (count, versi
 	return count, version, err
 }
 
-// removeOne deletes a comment's row from table, uncounts it and records its COMMENT_DELETED.
+// removeOne deletes a comment's row from table, and its moderation state, uncounts it and records its
+// COMMENT_DELETED.
 func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE comment_id = ?", c.ID); err != nil {
+		return err
+	}
+	route, routeArgs := s.db.RouteBy("article_id", c.ArticleID)
+	if _, err := tx.ExecContext(ctx, "DELETE FROM comment_moderation WHERE "+route+"comment_id = ?", append(routeArgs, c.ID)...); err != nil {
 		return err
 	}
 	count, err := s.changeCount(ctx, tx, c.ArticleID, -1)

@@ -19,8 +19,8 @@ const byParent = "idx_article_id_parent_comment_id_comment_id"
 
 // Create inserts a v1 comment, counts it and records COMMENT_CREATED, in one transaction that starts with Require
 // (package comment), so it runs through the registry's Write. A reply's parent must be a root comment of the same
-// article that is not deleted.
-func (s *Store) Create(ctx context.Context, c Comment) error {
+// article that is not deleted. A locked article refuses it (LOCKED) unless passLock.
+func (s *Store) Create(ctx context.Context, c Comment, passLock bool) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
 			return err
@@ -28,6 +28,11 @@ func (s *Store) Create(ctx context.Context, c Comment) error {
 		count, err := s.changeCount(ctx, tx, c.ArticleID, +1)
 		if err != nil {
 			return err
+		}
+		if !passLock {
+			if err := s.checkUnlocked(ctx, tx, c.ArticleID); err != nil {
+				return err
+			}
 		}
 		if c.ParentID != c.ID {
 			if err := s.checkParent(ctx, tx, c); err != nil {

@@ -20,8 +20,8 @@ const byPath = "idx_article_id_path"
 // CreateV2 inserts a v2 comment under the comment at parentPath ("" for a root), counts it and records
 // COMMENT_CREATED, in one transaction, and returns it with its path: the next after its parent's largest child.
 // The transaction starts with Require (package comment), so it runs through the registry's Write. The parent must
-// exist in the same article and not be deleted.
-func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string) (Comment, error) {
+// exist in the same article and not be deleted. A locked article refuses it (LOCKED) unless passLock.
+func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string, passLock bool) (Comment, error) {
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
 			return err
@@ -29,6 +29,11 @@ func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string) (Com
 		count, err := s.changeCount(ctx, tx, c.ArticleID, +1) // locks the article: no other reply can take the path
 		if err != nil {
 			return err
+		}
+		if !passLock {
+			if err := s.checkUnlocked(ctx, tx, c.ArticleID); err != nil {
+				return err
+			}
 		}
 		top, err := s.topDescendant(ctx, tx, c.ArticleID, parentPath)
 		if err != nil {
