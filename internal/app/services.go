@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -86,7 +87,8 @@ var services = []service{
 	// user comes first: in one process, the others fetch its signing keys where it listens.
 	{Service: Service{Name: "user", Database: "user", Publishes: true}, migrate: user.Migrate, openAPI: user.OpenAPI,
 		open: user.OpenRoutes, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
-	{Service: Service{Name: "article", Database: "article", Publishes: true}, migrate: article.Migrate,
+	// article consumes the moderation topic for its articles' moderation state.
+	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
 	// article, so that in one process they look articles up where it listens.
@@ -123,18 +125,26 @@ func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	return user.Routes(svc, e.Logger), []httpio.Check{{Name: "database", Ping: r.db.Ping}}, nil
 }
 
-func buildArticle(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := article.NewService(article.NewStore(r.db, r.ob), r.ids, time.Now)
+	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
+		return nil, nil, err
+	}
 	return article.Routes(svc, e.Logger), r.checks(e), nil
 }
 
+// buildComment starts what startExistence would, with one consumer for the article topic's existence handlers and
+// the moderation topic's handlers (locks, hidden comments) together: the service has one consumer group.
 func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	articles := r.articles(e)
 	store := comment.NewStore(r.db, r.ob, articles)
-	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+	svc := comment.NewService(store, r.ids, time.Now)
+	handlers := articles.Handlers()
+	maps.Copy(handlers, svc.Handlers())
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
-	svc := comment.NewService(store, r.ids, time.Now)
+	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, store.Purge) })
 	return comment.Routes(svc, e.Logger), r.checks(e), nil
 }
 
