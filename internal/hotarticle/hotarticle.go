@@ -9,9 +9,11 @@
 // that day, so one script can change an article's state and the day's ranking together, on Redis Cluster too:
 //
 //	hot-article::{yyyyMMdd}::article::<articleId>   hash: title, created (ms), av (article version),
-//	                                                likes, lv, comments, cv (count and version), views;
+//	                                                likes, lv, comments, cv (count and version), views,
+//	                                                hidden, mv (moderation state and version);
 //	                                                or, once deleted, only the tombstone: deleted = version
-//	hot-article::{yyyyMMdd}::list                   sorted set: every live, created article of the day by score
+//	hot-article::{yyyyMMdd}::list                   sorted set: every live, created, visible article of the day
+//	                                                by score
 //
 // Every event is applied by one Lua script (applyScript) that changes a field only if the event is newer than
 // what the hash holds (higher version; for views, which only grow, a higher count), then re-scores the article
@@ -20,7 +22,9 @@
 //   - counts that arrive before the article wait in its hash; ARTICLE_CREATED (or a later ARTICLE_UPDATED, which
 //     carries the same fields) puts the article in the list with them;
 //   - ARTICLE_DELETED leaves a tombstone that refuses every later event, so nothing brings the article back;
-//   - a count that goes down (a newer version with a smaller count) lowers the score.
+//   - a count that goes down (a newer version with a smaller count) lowers the score;
+//   - ARTICLE_MODERATED that hides the article (SPEC §3.9) takes it out of the list but keeps its hash, whose counts
+//     go on following their events, so that a restore (hidden back to "") ranks it again with its latest counts.
 //
 // # Exact ranking
 //
@@ -150,10 +154,11 @@ func member(articleID int64) string { return fmt.Sprintf("%019d", articleID) }
 
 // applyScript applies one event to an article's state and re-scores it in its day's list.
 // KEYS: the article's hash, the day's list (one hash slot). ARGV: the change ('article', 'deleted', 'likes',
-// 'comments' or 'views'), the list member, the expiry in Unix ms, then per change:
+// 'comments', 'views' or 'moderation'), the list member, the expiry in Unix ms, then per change:
 //
 //	article: version, title, createdAt ms     deleted: version
 //	likes, comments: count, version           views: count
+//	moderation: version, hidden ('' or why)
 //
 // Returns 1 if the state changed, 0 if the event was old news.
 var applyScript = redis.NewScript(`
@@ -181,11 +186,16 @@ elseif change == 'comments' then
 elseif change == 'views' then
   if not newer('views', ARGV[4]) then return 0 end
   redis.call('HSET', h, 'views', ARGV[4])
+elseif change == 'moderation' then
+  if not newer('mv', ARGV[4]) then return 0 end
+  redis.call('HSET', h, 'mv', ARGV[4], 'hidden', ARGV[5])
 else
   return redis.error_reply('unknown change ' .. change)
 end
 redis.call('PEXPIREAT', h, expireAt)
-if redis.call('HEXISTS', h, 'av') == 1 then
+if (redis.call('HGET', h, 'hidden') or '') ~= '' then
+  redis.call('ZREM', list, member)
+elseif redis.call('HEXISTS', h, 'av') == 1 then
   local c = redis.call('HMGET', h, 'likes', 'comments', 'views')
   local score = 3 * (tonumber(c[1]) or 0) + 2 * (tonumber(c[2]) or 0) + (tonumber(c[3]) or 0)
   redis.call('ZADD', list, score, member)
@@ -272,6 +282,15 @@ func toChange(env event.Envelope) (change, error) {
 			return c, err
 		}
 		c.articleID, c.kind, c.args = int64(p.ArticleID), "views", []any{p.ArticleViewCount}
+	case event.ArticleModerated:
+		p, err := event.Payload[event.ArticleModeration](env)
+		if err != nil {
+			return c, err
+		}
+		c.articleID, c.kind, c.args = int64(p.ArticleID), "moderation", []any{p.ModerationVersion, string(p.Hidden)}
+		if p.ModerationVersion <= 0 {
+			return c, fault.Invalidf("NO_VERSION", "%s %d carries no moderationVersion", env.Type, env.EventID)
+		}
 	default:
 		return c, fault.Invalidf("UNKNOWN_EVENT", "hot-article has no use for %s", env.Type)
 	}
@@ -281,13 +300,14 @@ func toChange(env event.Envelope) (change, error) {
 	return c, nil
 }
 
-// Handlers are the consumer's handlers: Apply for every event type.
+// Handlers are the consumer's handlers: Apply for every event type the ranking follows.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
 	return map[event.Type]kafka.Handler{
 		event.ArticleCreated: s.Apply, event.ArticleUpdated: s.Apply, event.ArticleDeleted: s.Apply,
 		event.CommentCreated: s.Apply, event.CommentDeleted: s.Apply,
 		event.ArticleLiked: s.Apply, event.ArticleUnliked: s.Apply,
-		event.ArticleViewed: s.Apply,
+		event.ArticleViewed:    s.Apply,
+		event.ArticleModerated: s.Apply,
 	}
 }
 
@@ -307,7 +327,7 @@ func (s *Service) Day(ctx context.Context, name string) ([]HotArticle, error) {
 		if ids[i], err = strconv.ParseInt(m, 10, 64); err != nil {
 			return nil, fmt.Errorf("hot-article list %s holds %q: %w", name, m, err)
 		}
-		reads[i] = pipe.HMGet(ctx, s.articleKey(name, ids[i]), "title", "created", "likes", "comments", "views")
+		reads[i] = pipe.HMGet(ctx, s.articleKey(name, ids[i]), "title", "created", "likes", "comments", "views", "hidden")
 	}
 	if len(members) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -323,19 +343,19 @@ func (s *Service) Day(ctx context.Context, name string) ([]HotArticle, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hot-article %s/%d: %w", name, ids[i], err)
 		}
-		if ok { // else deleted since the list was read
+		if ok { // else deleted or hidden since the list was read
 			list = append(list, a)
 		}
 	}
 	return list, nil
 }
 
-// toHotArticle reads an article's hash fields (title, created, likes, comments, views); ok is false when the
-// article is no longer there to show.
+// toHotArticle reads an article's hash fields (title, created, likes, comments, views, hidden); ok is false when
+// the article is no longer there to show.
 func toHotArticle(id int64, fields []any) (a HotArticle, ok bool, err error) {
 	title, hasTitle := fields[0].(string)
 	created, hasCreated := fields[1].(string)
-	if !hasTitle || !hasCreated {
+	if hidden, _ := fields[5].(string); !hasTitle || !hasCreated || hidden != "" {
 		return a, false, nil
 	}
 	a = HotArticle{ArticleID: id, Title: title}

@@ -169,6 +169,17 @@ func viewed(id, count int64) event.Envelope {
 	return envelope(event.ArticleViewed, event.View{ArticleID: apijson.ID(id), ArticleViewCount: count})
 }
 
+// moderated is an ARTICLE_MODERATED that leaves article id hidden as hidden ("" for visible) at version.
+func moderated(id, version int64, hidden event.Hidden) event.Envelope {
+	action := event.ActionRestore
+	if hidden != event.Visible {
+		action = event.ActionRemove
+	}
+	return envelope(event.ArticleModerated, event.ArticleModeration{ArticleID: apijson.ID(id), BoardID: 1, WriterID: 7,
+		Hidden: hidden, HiddenReason: "reason " + string(hidden), Action: action, ModeratorID: 3,
+		ModeratedAt: apijson.Time(snowflake.Timestamp(id).Add(time.Minute)), ModerationVersion: version})
+}
+
 // hot is the entry an article with these latest values has in a day's list.
 func hot(id int64, title string, likes, comments, views int64) HotArticle {
 	return HotArticle{ArticleID: id, Title: title, CreatedAt: snowflake.Timestamp(id), Score: Score(likes, comments, views),
@@ -275,6 +286,32 @@ func TestCases(t *testing.T) {
 					[]HotArticle{hot(a[2], "two", 0, 0, 20), hot(a[1], "one", 0, 0, 0)}},
 			}
 		}},
+		{"a hidden article leaves the list, keeps counting, and comes back with its counts when restored",
+			func(a []int64) []step {
+				return []step{
+					{[]event.Envelope{created(a[1], 1, "one"), liked(a[1], 2, 1), created(a[2], 1, "two"), viewed(a[2], 1)},
+						[]HotArticle{hot(a[1], "one", 2, 0, 0), hot(a[2], "two", 0, 0, 1)}},
+					{[]event.Envelope{moderated(a[1], 1, event.Pending)}, []HotArticle{hot(a[2], "two", 0, 0, 1)}},
+					{[]event.Envelope{liked(a[1], 3, 2), commented(a[1], 1, 1), updated(a[1], 2, "one v2")},
+						[]HotArticle{hot(a[2], "two", 0, 0, 1)}},
+					{[]event.Envelope{moderated(a[1], 2, event.Visible)},
+						[]HotArticle{hot(a[1], "one v2", 3, 1, 0), hot(a[2], "two", 0, 0, 1)}},
+					{[]event.Envelope{moderated(a[1], 1, event.Pending)}, // old news
+						[]HotArticle{hot(a[1], "one v2", 3, 1, 0), hot(a[2], "two", 0, 0, 1)}},
+					{[]event.Envelope{moderated(a[1], 3, event.Removed), moderated(a[1], 2, event.Visible)},
+						[]HotArticle{hot(a[2], "two", 0, 0, 1)}},
+				}
+			}},
+		{"moderation out of order: the newest version wins, before or after ARTICLE_CREATED", func(a []int64) []step {
+			return []step{
+				{[]event.Envelope{moderated(a[1], 2, event.Visible), moderated(a[1], 1, event.Removed),
+					created(a[1], 1, "one"), moderated(a[2], 1, event.Pending), liked(a[2], 4, 1), created(a[2], 1, "two")},
+					[]HotArticle{hot(a[1], "one", 0, 0, 0)}},
+				{[]event.Envelope{moderated(a[2], 3, event.Visible), moderated(a[2], 2, event.Removed)},
+					[]HotArticle{hot(a[2], "two", 4, 0, 0), hot(a[1], "one", 0, 0, 0)}},
+				{[]event.Envelope{deleted(a[2], 2), moderated(a[2], 4, event.Visible)}, []HotArticle{hot(a[1], "one", 0, 0, 0)}},
+			}
+		}},
 		{"equal scores: the newer article first", func(a []int64) []step {
 			return []step{
 				{[]event.Envelope{created(a[2], 1, "two"), created(a[12], 1, "twelve"), created(a[1], 1, "one"),
@@ -329,14 +366,15 @@ func TestCases(t *testing.T) {
 	}
 }
 
-// TestHandlers checks that the consumer hands every event type to the service (SPEC §3.5: all four topics).
+// TestHandlers checks that the consumer hands every event type to the service (SPEC §3.5: all four topics, and the
+// moderation topic's ARTICLE_MODERATED).
 func TestHandlers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, redisclienttest.Mini(t), time.UTC)
 	handlers := f.svc.Handlers()
 	id := snowflake.Compose(f.dayStart(0), 1, 0)
 	events := []event.Envelope{created(id, 1, "t"), updated(id, 2, "u"), commented(id, 2, 1), uncommented(id, 1, 2),
-		liked(id, 2, 1), unliked(id, 1, 2), viewed(id, 5), deleted(id, 3)}
+		liked(id, 2, 1), unliked(id, 1, 2), viewed(id, 5), moderated(id, 1, event.Visible), deleted(id, 3)}
 	if len(handlers) != len(events) {
 		t.Errorf("%d handlers, want %d", len(handlers), len(events))
 	}
@@ -612,6 +650,10 @@ func TestMalformed(t *testing.T) {
 		{event.ArticleViewed, `[1,2]`},
 		{event.ArticleViewed, `null`},
 		{event.ArticleViewed, `{"articleId":` + id + `,"articleViewCount":3`},
+		{event.ArticleModerated, `{"articleId":"` + id + `","hidden":"removed"}`},
+		{event.ArticleModerated, `{"hidden":"removed","moderationVersion":2}`},
+		{event.ArticleModerated, `{"articleId":"` + id + `","hidden":5,"moderationVersion":2}`},
+		{event.CommentModerated, `{"articleId":"` + id + `","commentId":"5","hidden":"removed","moderationVersion":2}`},
 		{event.Type("ARTICLE_PINNED"), `{"articleId":"` + id + `"}`},
 	} {
 		env := event.Envelope{EventID: 1, Type: tc.typ, Payload: json.RawMessage(tc.payload)}
