@@ -33,7 +33,7 @@ func (l *recordingLimiter) Allow(_ context.Context, limit, key string) error {
 
 // guardedServer serves routes that echo the acting user, behind a Guard whose tokens are "token-<id>" for users and
 // "mod-<id>" for moderators.
-func guardedServer(t *testing.T, limiter *recordingLimiter) string {
+func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing) string {
 	api := http.NewServeMux()
 	echo := func(w http.ResponseWriter, r *http.Request) {
 		p, ok := auth.FromContext(r.Context())
@@ -56,7 +56,7 @@ func guardedServer(t *testing.T, limiter *recordingLimiter) string {
 	}
 	srv := testServer(t, func(s *Server) {
 		s.API = api
-		s.Guard = &Guard{Verify: verify, Limiter: limiter, Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
+		s.Guard = &Guard{Verify: verify, Standing: standing, Limiter: limiter, Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
 	})
 	return srv.URL
 }
@@ -92,13 +92,16 @@ func guardRequest(t *testing.T, method, url, authorization string) guardAnswer {
 func TestGuard(t *testing.T) {
 	t.Parallel()
 	limiter := &recordingLimiter{over: map[string]bool{}}
-	base := guardedServer(t, limiter)
+	base := guardedServer(t, limiter, nil)
 
-	// Reads are public, a token or not (a bad one is not even looked at).
+	// Reads are public; a read with a token acts for its user, and a bad token is refused.
 	if a := guardRequest(t, "GET", base+"/v1/things", ""); a.status != 200 || a.body["acting"] != false {
 		t.Errorf("GET without a token: %d %v", a.status, a.body)
 	}
-	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer forged"); a.status != 200 {
+	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer mod-9"); a.status != 200 || a.body["user"] != 9.0 || a.body["role"] != "moderator" {
+		t.Errorf("GET with a token: %d %v", a.status, a.body)
+	}
+	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer forged"); a.status != 401 || a.body["code"] != "UNAUTHENTICATED" {
 		t.Errorf("GET with a bad token: %d %v", a.status, a.body)
 	}
 
@@ -147,6 +150,83 @@ func TestGuard(t *testing.T) {
 	want := []string{"write test:7", "write test:9", "write test:7", "sign-in 127.0.0.1", "sign-in 127.0.0.1"}
 	if strings.Join(limiter.asked, ",") != strings.Join(want, ",") {
 		t.Errorf("limiter asked %v, want %v", limiter.asked, want)
+	}
+}
+
+// fakeStanding is a table of bans and roles by user id; loading answers as a table not caught up yet.
+type fakeStanding struct {
+	mu      sync.Mutex
+	loading bool
+	roles   map[int64]auth.Role
+	bans    map[int64]auth.Ban
+}
+
+func (f *fakeStanding) Lookup(userID int64) (auth.Role, *auth.Ban, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loading {
+		return "", nil, fault.Unavailablef(nil, "STANDING_UNAVAILABLE", "loading")
+	}
+	if b, ok := f.bans[userID]; ok {
+		return f.roles[userID], &b, nil
+	}
+	return f.roles[userID], nil, nil
+}
+
+func (f *fakeStanding) set(fn func()) { f.mu.Lock(); defer f.mu.Unlock(); fn() }
+
+// A banned user's writes answer 403 BANNED with the ban's reason and end; their reads go on. The role the user holds
+// now replaces the token's, on writes and on reads with a token.
+func TestGuardStanding(t *testing.T) {
+	t.Parallel()
+	limiter := &recordingLimiter{over: map[string]bool{}}
+	standing := &fakeStanding{roles: map[int64]auth.Role{}, bans: map[int64]auth.Ban{}}
+	base := guardedServer(t, limiter, standing)
+
+	until := time.Date(2031, 2, 3, 4, 5, 6, 789e6, time.UTC)
+	standing.set(func() { standing.bans[7] = auth.Ban{Reason: "spam", Until: &until} })
+	a := guardRequest(t, "POST", base+"/v1/things", "Bearer token-7")
+	if a.status != 403 || a.body["code"] != "BANNED" || a.body["reason"] != "spam" || a.body["until"] != "2031-02-03T04:05:06.789Z" ||
+		!strings.Contains(a.body["message"].(string), "spam") {
+		t.Errorf("a banned user's write: %d %v", a.status, a.body)
+	}
+	standing.set(func() { standing.bans[7] = auth.Ban{Reason: "abuse"} })
+	if a := guardRequest(t, "DELETE", base+"/v1/things/1", "Bearer token-7"); a.status != 403 || a.body["code"] != "BANNED" ||
+		a.body["until"] != nil || len(a.body) != 4 {
+		t.Errorf("a write of a user banned for good: %d %v", a.status, a.body)
+	}
+	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer token-7"); a.status != 200 || a.body["user"] != 7.0 {
+		t.Errorf("a banned user's read: %d %v", a.status, a.body)
+	}
+	if len(limiter.asked) != 0 {
+		t.Errorf("a banned user's writes were counted against their limit: %v", limiter.asked)
+	}
+
+	// A demoted moderator: a user on writes and on reads, whatever the token says; a promoted user the other way.
+	standing.set(func() { standing.roles[9] = auth.RoleUser; standing.roles[7] = auth.RoleModerator; delete(standing.bans, 7) })
+	for _, method := range []string{"GET", "POST"} {
+		if a := guardRequest(t, method, base+"/v1/things", "Bearer mod-9"); a.status != 200 || a.body["role"] != "user" {
+			t.Errorf("%s of a demoted moderator: %d %v", method, a.status, a.body)
+		}
+		if a := guardRequest(t, method, base+"/v1/things", "Bearer token-7"); a.status != 200 || a.body["role"] != "moderator" {
+			t.Errorf("%s of a promoted user: %d %v", method, a.status, a.body)
+		}
+	}
+
+	// Until the table has read the bans, writes answer 503 and reads go on with the token's role.
+	standing.set(func() { standing.loading = true })
+	if a := guardRequest(t, "POST", base+"/v1/things", "Bearer token-7"); a.status != 503 || a.body["code"] != "STANDING_UNAVAILABLE" {
+		t.Errorf("a write while the table loads: %d %v", a.status, a.body)
+	}
+	if a := guardRequest(t, "GET", base+"/v1/things", "Bearer mod-9"); a.status != 200 || a.body["role"] != "moderator" {
+		t.Errorf("a read while the table loads: %d %v", a.status, a.body)
+	}
+	// Open routes and reads without a token never ask.
+	if a := guardRequest(t, "POST", base+"/v1/sign-in", ""); a.status != 200 {
+		t.Errorf("open route while the table loads: %d %v", a.status, a.body)
+	}
+	if a := guardRequest(t, "GET", base+"/v1/things", ""); a.status != 200 || a.body["acting"] != false {
+		t.Errorf("a read without a token while the table loads: %d %v", a.status, a.body)
 	}
 }
 
