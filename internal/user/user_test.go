@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"board/internal/auth"
+	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/snowflake"
 	"board/internal/snowflake/snowflaketest"
@@ -529,7 +530,92 @@ func TestGrant(t *testing.T) {
 		if m, err := svc.Create(ctx, "ivan", "password1", auth.RoleModerator); err != nil || m.Role != auth.RoleModerator {
 			t.Errorf("create a moderator: %+v, %v", m, err)
 		}
+
+		// Each grant wrote its event, with the version the user's row holds, in its transaction.
+		if _, err := svc.Grant(ctx, "heidi", auth.RoleUser); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.QueryContext(ctx, "SELECT event_type, record_key, payload FROM outbox ORDER BY outbox_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var typ, payload string
+			var key int64
+			if err := rows.Scan(&typ, &key, &payload); err != nil {
+				t.Fatal(err)
+			}
+			r := decode[event.Role](t, []byte(payload))
+			if key != u.ID || int64(r.UserID) != u.ID {
+				t.Errorf("event of user %d keyed %d: %s", u.ID, key, payload)
+			}
+			got = append(got, fmt.Sprintf("%s %s %d", typ, r.Role, r.RoleVersion))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"USER_ROLE_CHANGED moderator 1", "USER_ROLE_CHANGED user 2"}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("outbox holds %v, want %v", got, want)
+		}
+		var version int64
+		if err := db.QueryRowContext(ctx, "SELECT role_version FROM users WHERE user_id = ?", u.ID).Scan(&version); err != nil || version != 2 {
+			t.Errorf("role_version %d, %v", version, err)
+		}
 	})
+}
+
+// banned is a standing table that bans one user.
+type banned struct {
+	userID int64
+	ban    auth.Ban
+	err    error
+}
+
+func (b banned) Lookup(userID int64) (auth.Role, *auth.Ban, error) {
+	if b.err != nil {
+		return "", nil, b.err
+	}
+	if userID == b.userID {
+		return "", &b.ban, nil
+	}
+	return "", nil, nil
+}
+
+// A banned user's sign-in answers 403 BANNED with the reason and end; a wrong password still answers 401, so that
+// nobody but the user learns of the ban.
+func TestSignInBanned(t *testing.T) {
+	t.Parallel()
+	db := sqldbtest.OpenSQLite(t, Migrate)
+	ctx := context.Background()
+	until := time.Date(2031, 1, 2, 3, 4, 5, 600e6, time.UTC)
+	standing := &banned{ban: auth.Ban{Reason: "spam", Until: &until}}
+	svc, err := NewService(ctx, db, snowflaketest.NewIDs(firstID), Config{Hash: cheap, Standing: standing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judy, err := svc.SignUp(ctx, "judy", "password1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	standing.userID = judy.ID
+	c := newClient(t, svc, nil)
+	status, _, raw := c.do("POST", "/v1/tokens", creds{"judy", "password1"})
+	body := decode[map[string]any](t, raw)
+	if status != 403 || body["code"] != "BANNED" || body["reason"] != "spam" || body["until"] != "2031-01-02T03:04:05.600Z" {
+		t.Errorf("sign-in of a banned user: %d %s", status, raw)
+	}
+	c.wantError("POST", "/v1/tokens", creds{"judy", "wrong-password"}, 401, "BAD_CREDENTIALS")
+	if _, err := svc.SignUp(ctx, "kim", "password1"); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, raw := c.do("POST", "/v1/tokens", creds{"kim", "password1"}); status != 200 {
+		t.Errorf("sign-in of another user: %d %s", status, raw)
+	}
+	standing.err = fault.Unavailablef(nil, "STANDING_UNAVAILABLE", "loading")
+	c.wantError("POST", "/v1/tokens", creds{"kim", "password1"}, 503, "STANDING_UNAVAILABLE")
 }
 
 func TestConfigChecks(t *testing.T) {
