@@ -156,18 +156,36 @@ func NewService(rdb redis.UniversalClient, views ViewCounts, cfg Config) *Servic
 	return &Service{rdb: rdb, reads: cfg.Reads, cfg: cfg, deepPages: newDeepPages(cfg.DeepPageTTL), origins: newOrigins(cfg.Origins, cfg.Client), views: views}
 }
 
-// ArticleRead is an article with its counts.
+// ArticleRead is an article with its moderation state and counts.
 type ArticleRead struct {
 	Article      articleJSON
+	Moderation   Moderation
 	CommentCount int64
 	LikeCount    int64
 	ViewCount    int64
 }
 
-// appendJSON appends a's wire form: the article's object with the three counts added to it, as encoding/json
-// writes it, without decoding the article.
+// Placeholder titles of hidden articles: article-read is a public cache, so it shows every reader what a reader
+// who is neither a moderator nor the writer sees (those read the article service).
+const (
+	removedTitle = "[removed]"
+	pendingTitle = "[hidden pending review]"
+)
+
+// appendJSON appends a's wire form: the article's object with its moderation state and the three counts added to
+// it, as encoding/json writes it, without decoding the article unless it is hidden.
 func (a ArticleRead) appendJSON(dst []byte) []byte {
-	dst = append(dst, a.Article[:len(a.Article)-1]...)
+	article, m := a.Article, a.Moderation
+	if m.Hidden != event.Visible {
+		article = masked(article, m.Hidden)
+	}
+	dst = append(dst, article[:len(article)-1]...)
+	if m.Hidden == event.Visible && !m.Locked && !m.Pinned {
+		dst = append(dst, `,"hidden":"","hiddenReason":"","locked":false,"pinned":false`...)
+	} else {
+		raw, _ := json.Marshal(m) // strings and bools: cannot fail
+		dst = append(append(dst, ','), raw[1:len(raw)-1]...)
+	}
 	dst = append(dst, `,"articleCommentCount":`...)
 	dst = strconv.AppendInt(dst, a.CommentCount, 10)
 	dst = append(dst, `,"articleLikeCount":`...)
@@ -177,13 +195,42 @@ func (a ArticleRead) appendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// masked is a hidden article's wire form: its placeholder title and no content.
+func masked(a articleJSON, hidden event.Hidden) articleJSON {
+	var art Article
+	if err := json.Unmarshal([]byte(a), &art); err != nil {
+		return a // not an article's JSON: never stored (isArticleJSON)
+	}
+	art.Title, art.Content = removedTitle, ""
+	if hidden == event.Pending {
+		art.Title = pendingTitle
+	}
+	out, err := encodeArticle(art)
+	if err != nil {
+		return a
+	}
+	return out
+}
+
+// id is the article's id, read from the start of its wire form.
+func (a articleJSON) id() int64 {
+	rest := strings.TrimPrefix(string(a), `{"articleId":"`)
+	end := strings.IndexByte(rest, '"')
+	if end < 0 {
+		return 0
+	}
+	id, _ := strconv.ParseInt(rest[:end], 10, 64)
+	return id
+}
+
 func (s *Service) modelKey(articleID int64) string {
 	return s.cfg.KeyPrefix + "article-read::article::{" + strconv.FormatInt(articleID, 10) + "}"
 }
 
+// boardKeys are a board's keys, in boardScript's order: list, meta, deleted, moderation, pinned.
 func (s *Service) boardKeys(boardID int64) []string {
 	base := s.cfg.KeyPrefix + "article-read::board::{" + strconv.FormatInt(boardID, 10) + "}::"
-	return []string{base + "list", base + "meta", base + "deleted"}
+	return []string{base + "list", base + "meta", base + "deleted", base + "moderation", base + "pinned"}
 }
 
 // member is an article's name in a board list: its id zero-padded, so that lexicographic order is numeric order.
@@ -291,24 +338,51 @@ func (s *Service) trusted(ctx context.Context, eventID int64) (string, error) {
 	return "0", nil
 }
 
-// boardScript applies an article's creation or deletion, or a backfill, to its board's list, and the board count
-// if newer. KEYS: list, meta, deleted. ARGV: the change ('created', 'deleted' or 'backfill'), now (Unix ms), the
-// list size, the count, its version, then for created/deleted the member and its score, for a backfill the floor
-// it proves (empty when it read the whole board), the instant its read began less a margin (Unix ms), and the
-// members and scores it read, newest first.
+// boardScript applies an article's creation, deletion or moderation, or a backfill, to its board's list, and the
+// board count if newer. KEYS: list, meta, deleted, moderation, pinned. ARGV: the change ('created', 'deleted',
+// 'moderated' or 'backfill'), now (Unix ms), the list size, the count, its version, then for created/deleted the
+// member and its score, for moderated the member, its score, the moderation version and two flags, hidden and
+// pinned ('1' or '0'), for a backfill the floor it proves (empty when it read the whole board), the instant its read
+// began less a margin (Unix ms), and the members and scores it read, newest first.
+//
+// The moderation hash holds, per member, the newest moderation applied as '<version>:<hidden><pinned>', so that
+// a late event never undoes a newer one; a hidden article stays out of the list (the list then proves every live,
+// visible article at or above the floor), and the pinned set holds the pinned, visible, undeleted articles.
 var boardScript = redis.NewScript(strings.ReplaceAll(`
-local list, meta, deleted = KEYS[1], KEYS[2], KEYS[3]
+local list, meta, deleted, moderation, pinned = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local change, now, size = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local floor = redis.call('HGET', meta, 'floor') or ''
+local function record(member)
+  local r = redis.call('HGET', moderation, member)
+  if not r then return -1, '0', '0' end
+  local v, h, p = string.match(r, '^(%d+):(%d)(%d)$')
+  return tonumber(v), h, p
+end
 local function add(member, score)
-  if (floor == '' or member >= floor) and not redis.call('ZSCORE', deleted, member) then
+  local _, hidden = record(member)
+  if (floor == '' or member >= floor) and hidden == '0' and not redis.call('ZSCORE', deleted, member) then
     redis.call('ZADD', list, score, member)
   end
 end
 if change == 'created' then
   add(ARGV[6], ARGV[7])
+elseif change == 'moderated' then
+  local member, version, hidden, pin = ARGV[6], tonumber(ARGV[8]), ARGV[9], ARGV[10]
+  if version <= record(member) then return 0 end
+  redis.call('HSET', moderation, member, version .. ':' .. hidden .. pin)
+  if hidden == '1' then
+    redis.call('ZREM', list, member)
+  else
+    add(member, ARGV[7])
+  end
+  if pin == '1' and hidden == '0' and not redis.call('ZSCORE', deleted, member) then
+    redis.call('ZADD', pinned, ARGV[7], member)
+  else
+    redis.call('ZREM', pinned, member)
+  end
 elseif change == 'deleted' then
   redis.call('ZREM', list, ARGV[6])
+  redis.call('ZREM', pinned, ARGV[6])
   redis.call('ZADD', deleted, now, ARGV[6])
   redis.call('ZREMRANGEBYSCORE', deleted, '-inf', now - ${recent})
   redis.call('PEXPIRE', deleted, ${recent})
@@ -325,6 +399,13 @@ elseif change == 'backfill' then
     if (floor == '' or m >= floor) and not read[m] then redis.call('ZREM', list, m) end
   end
   redis.call('HSET', meta, 'synced', '1')
+  -- Below the floor a moderation record keeps nothing out of the list: only a pin needs it there.
+  if floor ~= '' then
+    local records = redis.call('HGETALL', moderation)
+    for i = 1, #records, 2 do
+      if records[i] < floor and string.sub(records[i+1], -1) == '0' then redis.call('HDEL', moderation, records[i]) end
+    end
+  end
 end
 -- Keep the newest size ids; what falls off raises the floor to the oldest id kept.
 if redis.call('ZCARD', list) > size then
@@ -372,6 +453,8 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleLikeCountVersion", env.Type, env.EventID)
 		}
 		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
+	case event.ArticleModerated:
+		return s.applyModeration(ctx, env)
 	}
 	return fault.Invalidf("UNKNOWN_EVENT", "article-read has no use for %s", env.Type)
 }
@@ -443,12 +526,68 @@ func (s *Service) applyModel(ctx context.Context, eventID, articleID int64, fiel
 	return nil
 }
 
-// Handlers are the consumer's handlers: Apply for the article, comment and like events.
+// applyModeration applies an ARTICLE_MODERATED to the article's model and to its board's list and pinned set,
+// each only if newer than the moderation it holds.
+//
+// The model takes it even when it holds nothing else of the article, for a day from now as a rebuild would keep
+// it: the article service learns the moderation from the same event, at its own pace, so a rebuild that read an
+// article from it just before would otherwise keep the older state. It is written as trusted whatever the epoch:
+// one article's moderation events share a partition and arrive in order, and the article service's answer (with
+// its moderationVersion) is what a rebuild checks it against.
+func (s *Service) applyModeration(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.ArticleModeration](env)
+	if err != nil {
+		return err
+	}
+	id := int64(p.ArticleID)
+	if id <= 0 || p.BoardID <= 0 || p.ModerationVersion <= 0 {
+		return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks an id, board or moderationVersion", env.Type, env.EventID)
+	}
+	switch p.Hidden {
+	case event.Visible, event.Pending, event.Removed:
+	default:
+		return fault.Invalidf("UNKNOWN_HIDDEN", "%s %d says hidden %q", env.Type, env.EventID, p.Hidden)
+	}
+	m := Moderation{Hidden: p.Hidden, HiddenReason: p.HiddenReason, Locked: p.Locked, Pinned: p.Pinned}
+	if m.Hidden == event.Visible {
+		m.HiddenReason = ""
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	keep := max(keepUntil(id).UnixMilli(), now.Add(ModelTTL).UnixMilli())
+	applied, err := modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now.UnixMilli(), "1", "mod", "mv",
+		p.ModerationVersion, string(raw)).Int64()
+	if err != nil {
+		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))
+	}
+	if applied == modelTombstone {
+		return nil // deleted: its delete took it out of the list and the pinned set
+	}
+	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), "moderated", now.UnixMilli(), ListSize, -1, -1,
+		member(id), memberScore(id), p.ModerationVersion, flag(m.Hidden != event.Visible), flag(m.Pinned)).Err(); err != nil {
+		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
+	}
+	return nil
+}
+
+// flag is a boolean as boardScript takes it.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Handlers are the consumer's handlers: Apply for the article, comment, like and article moderation events.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
 	return map[event.Type]kafka.Handler{
 		event.ArticleCreated: s.Apply, event.ArticleUpdated: s.Apply, event.ArticleDeleted: s.Apply,
 		event.CommentCreated: s.Apply, event.CommentDeleted: s.Apply,
 		event.ArticleLiked: s.Apply, event.ArticleUnliked: s.Apply,
+		event.ArticleModerated: s.Apply,
 	}
 }
 

@@ -48,6 +48,7 @@ type truthArticle struct {
 	article Article
 	version int64
 	deleted bool
+	mod     Moderation // with its version
 }
 
 func newTruth(now func() time.Time) *truth {
@@ -237,7 +238,7 @@ func (tr *truth) wantLocked(id int64) (ArticleRead, bool) {
 	if err != nil {
 		panic(err)
 	}
-	return ArticleRead{Article: article, CommentCount: counter(tr.comments, id).Value,
+	return ArticleRead{Article: article, Moderation: a.mod, CommentCount: counter(tr.comments, id).Value,
 		LikeCount: counter(tr.likes, id).Value, ViewCount: tr.views[id]}, true
 }
 
@@ -277,7 +278,7 @@ func cmpInt(a, b int64) int {
 }
 
 // page is the article service's offset page: the articles and the capped count (SPEC §3.1).
-func (tr *truth) page(boardID, pageNo, pageSize int64) ([]Article, int64) {
+func (tr *truth) page(boardID, pageNo, pageSize int64) ([]originArticle, int64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	ids := tr.liveLocked(boardID)
@@ -287,7 +288,7 @@ func (tr *truth) page(boardID, pageNo, pageSize int64) ([]Article, int64) {
 }
 
 // scroll is the article service's infinite scroll: pageSize articles older than lastID (0: from the newest).
-func (tr *truth) scroll(boardID, pageSize, lastID int64) []Article {
+func (tr *truth) scroll(boardID, pageSize, lastID int64) []originArticle {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	ids := tr.liveLocked(boardID)
@@ -304,16 +305,37 @@ func (tr *truth) scroll(boardID, pageSize, lastID int64) []Article {
 	return tr.articlesLocked(ids[from:min(from+int(pageSize), len(ids))])
 }
 
-func (tr *truth) articlesLocked(ids []int64) []Article {
-	as := make([]Article, len(ids))
+func (tr *truth) articlesLocked(ids []int64) []originArticle {
+	as := make([]originArticle, len(ids))
 	for i, id := range ids {
-		as[i] = tr.articles[id].article
+		as[i] = tr.articles[id].origin()
 	}
 	return as
 }
 
+// origin is the article as the article service answers it, moderation included.
+func (a *truthArticle) origin() originArticle {
+	return originArticle{Article: a.article, Moderation: a.mod, ModerationVersion: a.mod.Version}
+}
+
+// moderate sets an article's moderation state as the moderation service would, and records its ARTICLE_MODERATED.
+func (tr *truth) moderate(id int64, hidden event.Hidden, locked, pinned bool) event.Envelope {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	a := tr.articles[id]
+	reason := ""
+	if hidden != event.Visible {
+		reason = "why " + string(hidden)
+	}
+	a.mod = Moderation{Hidden: hidden, HiddenReason: reason, Locked: locked, Pinned: pinned, Version: a.mod.Version + 1}
+	return tr.emit(event.ArticleModerated, event.ArticleModeration{ArticleID: a.article.ArticleID,
+		BoardID: a.article.BoardID, WriterID: a.article.WriterID, Hidden: hidden, HiddenReason: reason, Locked: locked,
+		Pinned: pinned, Action: "test", ModeratorID: 3, ModeratedAt: apijson.Time(apijson.Millis(tr.now())),
+		ModerationVersion: a.mod.Version})
+}
+
 // wantReads returns articles as article-read should answer them.
-func (tr *truth) wantReads(as []Article) []ArticleRead {
+func (tr *truth) wantReads(as []originArticle) []ArticleRead {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	out := make([]ArticleRead, len(as))
@@ -468,7 +490,7 @@ func (o *origin) getArticle(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"code": "ARTICLE_NOT_FOUND", "message": "no such article"})
 		return
 	}
-	writeVersioned(w, found.article, found.version)
+	writeVersioned(w, found.origin(), found.version)
 }
 
 func queryInt(r *http.Request, name string) (int64, bool) {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"board/internal/boardpage"
+	"board/internal/event"
 )
 
 // Page is an offset page with the capped count its page links need (boardpage.CountLimit), as the article service
@@ -121,27 +122,130 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (bo
 
 // List returns page (from 1) of a board, pageSize articles newest first, with the capped count of the article
 // service. From Redis when the board's list covers the page; else from the article service (and the list is
-// backfilled in the background when the page lies within its reach).
+// backfilled in the background when the page lies within its reach). Page 1 shows the board's pinned articles
+// first, in the page's first places.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
 	for healed := false; ; healed = true {
-		p, gone, err := s.list(ctx, boardID, page, pageSize)
-		if len(gone) == 0 || healed || err != nil {
+		p, stale, err := s.list(ctx, boardID, page, pageSize)
+		if err == nil && page == 1 {
+			var pinned []ArticleRead
+			if pinned, err = s.pinned(ctx, boardID, &stale); err == nil {
+				p.Articles = withPinned(pinned, p.Articles, int(pageSize))
+			}
+		}
+		if stale.none() || healed || err != nil {
 			return p, err
 		}
-		if err := s.forget(ctx, boardID, gone); err != nil {
+		if err := s.heal(ctx, boardID, stale); err != nil {
 			return Page{}, err
 		}
 	}
 }
 
-// list is one attempt of List; gone are listed articles that turned out deleted, which left the page short.
-func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, []int64, error) {
+// staleEntries are what a read found a board's keys to hold wrongly: listed or pinned articles that turned out
+// deleted, and listed or pinned ones whose model says they are hidden (the list or its moderation record lost, as
+// a flushed Redis loses them). They left the answer short, and heal sets them right.
+type staleEntries struct {
+	gone   []int64
+	hidden []ArticleRead
+}
+
+func (st staleEntries) none() bool { return len(st.gone) == 0 && len(st.hidden) == 0 }
+
+// visible drops from articles read from a board's list those their models say are hidden, noting them in stale.
+func visible(as []ArticleRead, stale *staleEntries) []ArticleRead {
+	shown := as[:0]
+	for _, a := range as {
+		if a.Moderation.Hidden != event.Visible {
+			stale.hidden = append(stale.hidden, a)
+			continue
+		}
+		shown = append(shown, a)
+	}
+	return shown
+}
+
+// heal removes from a board's keys what a read found stale: deleted articles as their ARTICLE_DELETED would, hidden
+// ones as their ARTICLE_MODERATED would (version-checked, so a newer restore already applied stands).
+func (s *Service) heal(ctx context.Context, boardID int64, stale staleEntries) error {
+	if err := s.forget(ctx, boardID, stale.gone); err != nil {
+		return err
+	}
+	if len(stale.hidden) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, a := range stale.hidden {
+		id, m := a.Article.id(), a.Moderation
+		boardScript.Eval(ctx, pipe, s.boardKeys(boardID), "moderated", s.cfg.Now().UnixMilli(), ListSize, -1, -1,
+			member(id), memberScore(id), m.Version, "1", flag(m.Pinned))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return redisFault(err)
+	}
+	return nil
+}
+
+// pinned returns a board's pinned articles, newest first (read through the near cache), noting in stale those
+// found deleted or hidden, which it leaves out.
+func (s *Service) pinned(ctx context.Context, boardID int64, stale *staleEntries) ([]ArticleRead, error) {
+	key := s.boardKeys(boardID)[4]
+	members, err := s.reads.DoCache(ctx, s.reads.B().Zrange().Key(key).Min("0").Max("-1").Rev().Cache(), nearTTL).AsStrSlice()
+	if err != nil {
+		return nil, redisFault(err)
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	as, gone, err := s.withCounts(ctx, ids, nil)
+	if err != nil {
+		return nil, err
+	}
+	stale.gone = append(stale.gone, gone...)
+	as = visible(as, stale)
+	for i := range as {
+		as[i].Moderation.Pinned = true // the pinned set says so, whatever an older model says
+	}
+	return as, nil
+}
+
+// withPinned returns the first page of a board: its pinned articles first, then the page's others, size in all.
+func withPinned(pinned, page []ArticleRead, size int) []ArticleRead {
+	if len(pinned) == 0 {
+		return page
+	}
+	out := make([]ArticleRead, 0, size)
+	isPinned := map[int64]bool{}
+	for _, a := range pinned[:min(len(pinned), size)] {
+		out = append(out, a)
+		isPinned[a.Article.id()] = true
+	}
+	for _, a := range page {
+		if len(out) == size {
+			break
+		}
+		if !isPinned[a.Article.id()] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// list is one attempt of List, without the pinned articles; stale are what it found wrong in the board's list,
+// which left the page short.
+func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, staleEntries, error) {
 	offset := (page - 1) * pageSize
 	board := boardState{} // past the list's reach: not read
 	if offset < ListSize {
 		var err error
 		if board, err = s.readBoard(ctx, boardID, 0, offset, pageSize); err != nil {
-			return Page{}, nil, err
+			return Page{}, staleEntries{}, err
 		}
 	}
 	if !board.covers(pageSize) {
@@ -149,17 +253,22 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 			s.backfillSoon(boardID)
 		}
 		p, err := s.originPage(ctx, boardID, page, pageSize)
-		return p, nil, err
+		return p, staleEntries{}, err
 	}
 	articles, gone, err := s.withCounts(ctx, board.ids, nil)
 	if err != nil {
-		return Page{}, nil, err
+		return Page{}, staleEntries{}, err
 	}
-	return Page{Articles: articles, Count: min(board.count, boardpage.CountLimit(page, pageSize))}, gone, nil
+	stale := staleEntries{gone: gone}
+	articles = visible(articles, &stale)
+	return Page{Articles: articles, Count: min(board.count, boardpage.CountLimit(page, pageSize))}, stale, nil
 }
 
 // forget removes from a board's list articles found deleted, as their ARTICLE_DELETED would.
 func (s *Service) forget(ctx context.Context, boardID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	pipe := s.rdb.Pipeline()
 	for _, id := range ids {
 		// Count and version -1: the board count is left as it is.
@@ -172,24 +281,33 @@ func (s *Service) forget(ctx context.Context, boardID int64, ids []int64) error 
 	return nil
 }
 
-// Scroll returns the pageSize articles of a board after lastID (0: from the newest), newest first.
+// Scroll returns the pageSize articles of a board after lastID (0: from the newest), newest first. The first
+// answer (lastID 0) shows the board's pinned articles first, but leaves the last place to an article that is not
+// pinned: the next request goes on after the last article, which must then be the newest one not yet shown.
 func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, error) {
 	for healed := false; ; healed = true {
-		as, gone, err := s.scroll(ctx, boardID, pageSize, lastID)
-		if len(gone) == 0 || healed || err != nil {
+		as, stale, err := s.scroll(ctx, boardID, pageSize, lastID)
+		if err == nil && lastID == 0 {
+			var pinned []ArticleRead
+			if pinned, err = s.pinned(ctx, boardID, &stale); err == nil {
+				as = withPinned(pinned[:min(len(pinned), int(pageSize)-1)], as, int(pageSize))
+			}
+		}
+		if stale.none() || healed || err != nil {
 			return as, err
 		}
-		if err := s.forget(ctx, boardID, gone); err != nil {
+		if err := s.heal(ctx, boardID, stale); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// scroll is one attempt of Scroll; gone are listed articles that turned out deleted, which left the answer short.
-func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, []int64, error) {
+// scroll is one attempt of Scroll, without the pinned articles; stale are what it found wrong in the board's list,
+// which left the answer short.
+func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, staleEntries, error) {
 	board, err := s.readBoard(ctx, boardID, lastID, 0, pageSize)
 	if err != nil {
-		return nil, nil, err
+		return nil, staleEntries{}, err
 	}
 	// A last id not in the list (deleted, below the floor, no article) or a run the list does not cover is the
 	// article service's to answer.
@@ -198,9 +316,11 @@ func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 			s.backfillSoon(boardID)
 		}
 		as, err := s.originScroll(ctx, boardID, pageSize, lastID)
-		return as, nil, err
+		return as, staleEntries{}, err
 	}
-	return s.withCounts(ctx, board.ids, nil)
+	as, gone, err := s.withCounts(ctx, board.ids, nil)
+	stale := staleEntries{gone: gone}
+	return visible(as, &stale), stale, err
 }
 
 func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
@@ -229,23 +349,52 @@ func (s *Service) originScroll(ctx context.Context, boardID, pageSize, lastID in
 	return articles, err
 }
 
-func encodeArticles(as []Article) ([]articleJSON, error) {
-	out := make([]articleJSON, len(as))
+// knownArticle is an article as a page of the article service gave it: its wire form and its moderation state.
+type knownArticle struct {
+	article articleJSON
+	mod     Moderation
+}
+
+func encodeArticles(as []originArticle) ([]knownArticle, error) {
+	out := make([]knownArticle, len(as))
 	for i, a := range as {
 		var err error
-		if out[i], err = encodeArticle(a); err != nil {
+		if out[i].article, err = encodeArticle(a.Article); err != nil {
 			return nil, err
 		}
+		out[i].mod = a.moderation()
 	}
 	return out, nil
 }
 
-func articleIDs(as []Article) []int64 {
+func articleIDs(as []originArticle) []int64 {
 	ids := make([]int64, len(as))
 	for i, a := range as {
 		ids[i] = int64(a.ArticleID)
 	}
 	return ids
+}
+
+// notHidden returns those of ids that the board's moderation records do not say are hidden.
+func (s *Service) notHidden(ctx context.Context, boardID int64, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	members := make([]string, len(ids))
+	for i, id := range ids {
+		members[i] = member(id)
+	}
+	records, err := s.rdb.HMGet(ctx, s.boardKeys(boardID)[3], members...).Result()
+	if err != nil {
+		return nil, redisFault(err)
+	}
+	shown := ids[:0:0]
+	for i, r := range records {
+		if rec, _ := r.(string); len(rec) < 2 || rec[len(rec)-2] != '1' { // '<version>:<hidden><pinned>'
+			shown = append(shown, ids[i])
+		}
+	}
+	return shown, nil
 }
 
 // backfillSoon starts a backfill of a board's list in the background, unless one is running in this process or
@@ -276,8 +425,9 @@ func (s *Service) backfillSoon(boardID int64) {
 	}()
 }
 
-// Backfill reads the board's newest ListSize article ids and its count from the article service and merges them
-// into the board's list, which from then on counts as synced.
+// Backfill reads the board's newest ListSize visible article ids and its count from the article service and
+// merges them into the board's list, which from then on counts as synced. Articles the board's moderation records
+// say are hidden do not count: the script leaves them out of the list, which would be short of them for good.
 func (s *Service) Backfill(ctx context.Context, boardID int64) error {
 	// Ids older than the read's start (less a margin for clock skew and slow commits) that the read does not return
 	// are not live, whatever late events listed them.
@@ -292,11 +442,16 @@ func (s *Service) Backfill(ctx context.Context, boardID int64) error {
 		if err != nil {
 			return err
 		}
-		ids = append(ids, articleIDs(as)...)
+		read := articleIDs(as)
+		shown, err := s.notHidden(ctx, boardID, read)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, shown...)
 		if len(as) < 100 {
 			break
 		}
-		lastID = ids[len(ids)-1]
+		lastID = read[len(read)-1]
 	}
 	floor := "" // read to the end of the board
 	if len(ids) == ListSize {

@@ -397,6 +397,14 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 		{"a type article-read has no use for", event.Envelope{EventID: 1, Type: event.ArticleViewed,
 			Payload: payload(event.View{ArticleID: 5, ArticleViewCount: 100})}, false},
 		{"an unknown type", event.Envelope{EventID: 1, Type: "ARTICLE_PINNED", Payload: payload(full)}, false},
+		{"moderation without version", event.Envelope{EventID: 1, Type: event.ArticleModerated,
+			Payload: payload(event.ArticleModeration{ArticleID: 5, BoardID: 1, Hidden: event.Removed})}, false},
+		{"moderation without board", event.Envelope{EventID: 1, Type: event.ArticleModerated,
+			Payload: payload(event.ArticleModeration{ArticleID: 5, ModerationVersion: 2})}, false},
+		{"moderation hiding for no known reason", event.Envelope{EventID: 1, Type: event.ArticleModerated,
+			Payload: payload(event.ArticleModeration{ArticleID: 5, BoardID: 1, Hidden: "gone", ModerationVersion: 2})}, false},
+		{"a comment's moderation", event.Envelope{EventID: 1, Type: event.CommentModerated,
+			Payload: payload(event.CommentModeration{CommentID: 6, ArticleID: 5, ModerationVersion: 2})}, false},
 	}
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
@@ -416,19 +424,20 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 	})
 }
 
-// TestHandlers: the consumer hands article-read the article, comment and like events, and nothing else.
+// TestHandlers: the consumer hands article-read the article, comment, like and article moderation events, and
+// nothing else.
 func TestHandlers(t *testing.T) {
 	t.Parallel()
 	svc := NewService(nil, loadViews{}, Config{})
 	got := svc.Handlers()
 	for _, typ := range []event.Type{event.ArticleCreated, event.ArticleUpdated, event.ArticleDeleted,
-		event.CommentCreated, event.CommentDeleted, event.ArticleLiked, event.ArticleUnliked} {
+		event.CommentCreated, event.CommentDeleted, event.ArticleLiked, event.ArticleUnliked, event.ArticleModerated} {
 		if got[typ] == nil {
 			t.Errorf("no handler for %s", typ)
 		}
 	}
-	if len(got) != 7 {
-		t.Errorf("%d handlers, want 7", len(got))
+	if len(got) != 8 {
+		t.Errorf("%d handlers, want 8", len(got))
 	}
 	if got, want := NewService(nil, loadViews{}, Config{KeyPrefix: "p:"}).KeyPattern(), "p:article-read::*"; got != want {
 		t.Errorf("KeyPattern = %q, want %q", got, want)

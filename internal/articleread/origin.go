@@ -14,6 +14,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/boardpage"
+	"board/internal/event"
 	"board/internal/fault"
 )
 
@@ -124,16 +125,43 @@ type Article struct {
 	ModifiedAt apijson.Time `json:"modifiedAt"`
 }
 
+// Moderation is an article's moderation state (SPEC §3.9), as answers carry it after the article's fields.
+type Moderation struct {
+	// Hidden is "" (shown), "pending" (hidden by reports, pending review) or "removed" (by a moderator); a hidden
+	// article is answered with a placeholder title, no content and HiddenReason.
+	Hidden       event.Hidden `json:"hidden"`
+	HiddenReason string       `json:"hiddenReason"`
+	Locked       bool         `json:"locked"`
+	Pinned       bool         `json:"pinned"`
+	// Version is the moderation version the state is at (not on the wire).
+	Version int64 `json:"-"`
+}
+
+// originArticle is an article as the article service answers it: the article, its moderation state, and the
+// version of that state when the service tells it (0 when it does not, older than any event).
+type originArticle struct {
+	Article
+	Moderation
+	ModerationVersion int64 `json:"moderationVersion"`
+}
+
+// moderation is the article's moderation state with its version.
+func (a originArticle) moderation() Moderation {
+	m := a.Moderation
+	m.Version = a.ModerationVersion
+	return m
+}
+
 // versioned is a value and the version of the row it was read from.
 type versioned[T any] struct {
 	Value   T
 	Version int64
 }
 
-func (o *origins) article(ctx context.Context, id int64) (versioned[Article], error) {
-	var a Article
+func (o *origins) article(ctx context.Context, id int64) (versioned[originArticle], error) {
+	var a originArticle
 	v, err := o.get(ctx, "article", o.base.Article, "/v1/articles/"+strconv.FormatInt(id, 10), &a)
-	return versioned[Article]{a, v}, err
+	return versioned[originArticle]{a, v}, err
 }
 
 func (o *origins) commentCount(ctx context.Context, articleID int64) (versioned[int64], error) {
@@ -161,7 +189,7 @@ func (o *origins) boardCount(ctx context.Context, boardID int64) (versioned[int6
 }
 
 // page is an offset page of the article service.
-type page = boardpage.Page[Article]
+type page = boardpage.Page[originArticle]
 
 func (o *origins) page(ctx context.Context, boardID, pageNo, pageSize int64) (page, error) {
 	var p page
@@ -170,8 +198,8 @@ func (o *origins) page(ctx context.Context, boardID, pageNo, pageSize int64) (pa
 	return p, err
 }
 
-func (o *origins) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]Article, error) {
-	var as []Article
+func (o *origins) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]originArticle, error) {
+	var as []originArticle
 	q := boardpage.ScrollRequest{BoardID: boardID, PageSize: pageSize, LastArticleID: lastID}.Query()
 	_, err := o.getFound(ctx, "article", o.base.Article, "/v1/articles/infinite-scroll?"+q.Encode(), &as)
 	return as, err

@@ -2,6 +2,7 @@ package articleread
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,19 +15,32 @@ import (
 	"board/internal/snowflake"
 )
 
-// model is what Redis holds of an article's query model; a nil part is not held.
+// model is what Redis holds of an article's query model; a nil part is not held. The moderation state is no part
+// of a complete model: an article without one was never moderated, as far as events and its origin have said.
 type model struct {
 	article  *versioned[articleJSON]
 	comments *versioned[int64]
 	likes    *versioned[int64]
+	mod      *versioned[Moderation]
 	deleted  bool
+}
+
+// moderation is the model's moderation state: none held is none.
+func (m model) moderation() Moderation {
+	if m.mod == nil {
+		return Moderation{}
+	}
+	mod := m.mod.Value
+	mod.Version = m.mod.Version
+	return mod
 }
 
 func (m model) complete() bool {
 	return m.deleted || m.article != nil && m.comments != nil && m.likes != nil
 }
 
-var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted", "article?", "comments?", "likes?"}
+var modelFields = []string{"article", "av", "comments", "cv", "likes", "lv", "deleted", "article?", "comments?", "likes?",
+	"mod", "mv"}
 
 // parseModel reads the values of modelFields, field(i) giving the i-th if the hash holds it. A group marked
 // unverified, or an article stored in another version's format, counts as not held.
@@ -70,6 +84,17 @@ func parseModel(field func(i int) (string, bool)) (model, error) {
 			return m, err
 		}
 		*part.dst = &versioned[int64]{n, v}
+	}
+	if raw, ok := field(10); ok {
+		mv, _, err := num(11)
+		if err != nil {
+			return m, err
+		}
+		var mod Moderation
+		if err := json.Unmarshal([]byte(raw), &mod); err != nil {
+			return m, err
+		}
+		m.mod = &versioned[Moderation]{mod, mv}
 	}
 	return m, nil
 }
@@ -134,7 +159,7 @@ func (s *Service) viewCount(ctx context.Context, id int64) (int64, error) {
 // concurrent rebuilds of one article: into one in this process (singleflight), and across processes behind a short
 // Redis lock whose holder the others wait for. known, when not nil, is the article as a page of the article service
 // gave it, which spares the article call.
-func (s *Service) rebuild(ctx context.Context, id int64, known *articleJSON) (model, error) {
+func (s *Service) rebuild(ctx context.Context, id int64, known *knownArticle) (model, error) {
 	ch := s.rebuilds.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
 		// Shared by every caller, so not ended by the first one leaving: bounded on its own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
@@ -152,7 +177,7 @@ func (s *Service) rebuild(ctx context.Context, id int64, known *articleJSON) (mo
 	}
 }
 
-func (s *Service) rebuildOnce(ctx context.Context, id int64, known *articleJSON) (model, error) {
+func (s *Service) rebuildOnce(ctx context.Context, id int64, known *knownArticle) (model, error) {
 	lock := s.modelKey(id) + "::rebuild"
 	held, err := redislock.TryAcquire(ctx, s.rdb, lock, rebuildLockTTL)
 	if err != nil {
@@ -209,8 +234,10 @@ func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (mode
 
 // fetchMissing fills the parts m lacks from their origins, concurrently, and returns what it fetched as
 // modelScript's field groups. A page's article (known) fills the answer but is not written back: it carries no
-// version, and a version is what keeps a late event from overwriting it.
-func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *articleJSON) ([]any, error) {
+// version, and a version is what keeps a late event from overwriting it. An article read from the article service
+// brings its moderation state too, written back with the version the service tells (0, older than any event,
+// when it tells none).
+func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *knownArticle) ([]any, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -229,19 +256,30 @@ func (s *Service) fetchMissing(ctx context.Context, id int64, m *model, known *a
 	}
 	switch {
 	case m.article == nil && known != nil:
-		m.article = &versioned[articleJSON]{Value: *known}
+		m.article = &versioned[articleJSON]{Value: known.article}
+		if m.mod == nil {
+			m.mod = &versioned[Moderation]{known.mod, known.mod.Version}
+		}
 	case m.article == nil:
 		// First, alone: an article the origin does not have needs no counts.
 		a, err := s.origins.article(ctx, id)
 		if err != nil {
 			return nil, asNotFound(err)
 		}
-		raw, err := encodeArticle(a.Value)
+		raw, err := encodeArticle(a.Value.Article)
 		if err != nil {
 			return nil, err
 		}
 		m.article = &versioned[articleJSON]{raw, a.Version}
 		groups = append(groups, "article", "av", max(a.Version, 0), string(raw))
+		if mv := a.Value.ModerationVersion; m.mod == nil || mv > m.mod.Version {
+			mod, err := json.Marshal(a.Value.Moderation)
+			if err != nil {
+				return nil, err
+			}
+			m.mod = &versioned[Moderation]{a.Value.Moderation, mv}
+			groups = append(groups, "mod", "mv", max(mv, 0), string(mod))
+		}
 	}
 	if m.comments == nil {
 		fetch(func() ([]any, error) {
@@ -298,7 +336,7 @@ func (s *Service) writeRebuilt(ctx context.Context, id int64, groups []any) erro
 // withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
 // missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. An article that turns out
 // deleted (since the list was read, or listed by a late event) is left out of the answer and returned in gone.
-func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJSON) (list []ArticleRead, gone []int64, err error) {
+func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArticle) (list []ArticleRead, gone []int64, err error) {
 	models, views, err := s.readModels(ctx, ids)
 	if err != nil {
 		return nil, nil, err
@@ -309,11 +347,14 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 	for i, id := range ids {
 		m := models[i]
 		if known != nil && m.article == nil && m.comments != nil && m.likes != nil && !m.deleted {
-			m.article = &versioned[articleJSON]{Value: known[i]} // the page gave what the model lacks
+			m.article = &versioned[articleJSON]{Value: known[i].article} // the page gave what the model lacks
+			if m.mod == nil {
+				m.mod = &versioned[Moderation]{known[i].mod, known[i].mod.Version}
+			}
 		}
 		if views[i].cached && m.complete() && !m.deleted {
-			out[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value, LikeCount: m.likes.Value,
-				ViewCount: views[i].count}
+			out[i] = ArticleRead{Article: m.article.Value, Moderation: m.moderation(), CommentCount: m.comments.Value,
+				LikeCount: m.likes.Value, ViewCount: views[i].count}
 			if !views[i].fresh {
 				// Served as it is while it is refreshed: a page of many articles would otherwise wait, more often
 				// than not, for one of their counts.
@@ -325,7 +366,7 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 		}
 		wg.Go(func() {
 			if !m.complete() {
-				var k *articleJSON
+				var k *knownArticle
 				if known != nil {
 					k = &known[i]
 				}
@@ -338,8 +379,8 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []articleJS
 				return
 			}
 			views, err := s.viewCount(ctx, id)
-			out[i], errs[i] = ArticleRead{Article: m.article.Value, CommentCount: m.comments.Value,
-				LikeCount: m.likes.Value, ViewCount: views}, err
+			out[i], errs[i] = ArticleRead{Article: m.article.Value, Moderation: m.moderation(),
+				CommentCount: m.comments.Value, LikeCount: m.likes.Value, ViewCount: views}, err
 		})
 	}
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/article"
+	"board/internal/event"
 	"board/internal/httpio/httpiotest"
 	"board/internal/redisclient/redisclienttest"
 )
@@ -37,8 +38,9 @@ func TestRoutesAnswers(t *testing.T) {
 		wantJSON := map[string]any{
 			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "boardId": "3",
 			"writerId": strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
-			"modifiedAt": got["modifiedAt"], "articleCommentCount": json.Number("1"),
-			"articleLikeCount": json.Number("2"), "articleViewCount": json.Number("321"),
+			"modifiedAt": got["modifiedAt"], "hidden": "", "hiddenReason": "", "locked": false, "pinned": false,
+			"articleCommentCount": json.Number("1"),
+			"articleLikeCount":    json.Number("2"), "articleViewCount": json.Number("321"),
 		}
 		if diff := cmp.Diff(wantJSON, got); diff != "" {
 			t.Errorf("GET article (-want +got):\n%s", diff)
@@ -148,7 +150,8 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 }
 
 // TestSplicedAnswers checks that an answer spliced from the stored wire form reads byte for byte as encoding/json
-// writes the same article and counts, escapes included.
+// writes the same article, moderation state and counts, escapes included; a hidden article's title and content
+// are its placeholder and nothing.
 func TestSplicedAnswers(t *testing.T) {
 	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01", BoardID: 2, WriterID: 3,
 		CreatedAt: apijson.Time(time.UnixMilli(1_700_000_000_123)), ModifiedAt: apijson.Time(time.UnixMilli(1_700_000_000_456))}
@@ -156,17 +159,33 @@ func TestSplicedAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := ArticleRead{Article: stored, CommentCount: 4, LikeCount: 5, ViewCount: 6}
-	want, err := json.Marshal(struct {
-		Article
-		ArticleCommentCount int64 `json:"articleCommentCount"`
-		ArticleLikeCount    int64 `json:"articleLikeCount"`
-		ArticleViewCount    int64 `json:"articleViewCount"`
-	}{a, 4, 5, 6})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		mod            Moderation
+		title, content string
+	}{
+		{Moderation{}, a.Title, a.Content},
+		{Moderation{Locked: true, Pinned: true, Version: 3}, a.Title, a.Content},
+		{Moderation{Hidden: event.Removed, HiddenReason: `spam "<x>"`, Locked: true, Version: 4}, "[removed]", ""},
+		{Moderation{Hidden: event.Pending, HiddenReason: "reported", Version: 1}, "[hidden pending review]", ""},
+	} {
+		read := ArticleRead{Article: stored, Moderation: tc.mod, CommentCount: 4, LikeCount: 5, ViewCount: 6}
+		shown := a
+		shown.Title, shown.Content = tc.title, tc.content
+		want, err := json.Marshal(struct {
+			Article
+			Moderation
+			ArticleCommentCount int64 `json:"articleCommentCount"`
+			ArticleLikeCount    int64 `json:"articleLikeCount"`
+			ArticleViewCount    int64 `json:"articleViewCount"`
+		}{shown, tc.mod, 4, 5, 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("spliced %s\nwant    %s", got, want)
+		}
 	}
-	if got := read.appendJSON(nil); string(got) != string(want) {
-		t.Errorf("spliced %s\nwant    %s", got, want)
+	if got := stored.id(); got != 7 {
+		t.Errorf("id() of %s = %d, want 7", stored, got)
 	}
 }
