@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -241,4 +242,52 @@ func TestTokenMinter(t *testing.T) {
 	if p, err := f.verify(token); err != nil || p != (auth.Principal{UserID: 9, Role: auth.RoleModerator}) {
 		t.Errorf("a moderator's token verifies as %v, %v", p, err)
 	}
+}
+
+// board user grant publishes the role change itself: a running board applies it to a token signed before it, within
+// moments rather than at the relay's next poll or the token's expiry; and back.
+func TestGrantReachesRunningServices(t *testing.T) {
+	t.Parallel()
+	flags := testFlags(t, t.TempDir())
+	p := startProgram(t, flags)
+	_, bobToken := signUp(t, p, "bob")
+	_, erinToken := signUp(t, p, "erin")
+	a := sendAs(t, bearer(bobToken), "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "bob's", "content": "c", "boardId": 3})
+	var art struct{ ArticleID string }
+	if a.status != http.StatusCreated || json.Unmarshal(a.body, &art) != nil {
+		t.Fatalf("bob writes: %d %s", a.status, a.body)
+	}
+	articleURL := p.urls["article"] + "/v1/articles/" + art.ArticleID
+	edit := func() int {
+		return sendAs(t, bearer(erinToken), "PUT", articleURL, map[string]any{"title": "edited", "content": "c"}).status
+	}
+	if s := edit(); s != http.StatusForbidden {
+		t.Fatalf("erin edits bob's article before the grant: %d", s)
+	}
+	grant := func(role string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args := append([]string{"user", "grant", "--username", "erin", "--role", role, "--kafka-brokers",
+			strings.Join(p.logs.kafkaAddrs(), ",")}, engineArgs(flags)...)
+		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("board user grant: %v\n%s", err, errOut.String())
+		}
+		if strings.Contains(errOut.String(), "not published") {
+			t.Errorf("board user grant did not publish: %s", errOut.String())
+		}
+	}
+	grant("moderator")
+	eventually(t, func() string {
+		if s := edit(); s != http.StatusOK {
+			return fmt.Sprintf("erin, made a moderator, edits with her old token: %d", s)
+		}
+		return ""
+	})
+	grant("user")
+	eventually(t, func() string {
+		if s := edit(); s != http.StatusForbidden {
+			return fmt.Sprintf("erin, a user again, edits with her old token: %d", s)
+		}
+		return ""
+	})
 }
