@@ -371,6 +371,7 @@ func (s *Service) unbanUser(w http.ResponseWriter, r *http.Request) error {
 type logItem struct {
 	logEntry
 	Moderator string
+	User      string // the name of a user acted on
 }
 
 // What is how the log names the action.
@@ -384,8 +385,13 @@ func (l logItem) What() string {
 var actionWords = map[string]string{"hide": "hid, on reports,", "remove": "removed", "restore": "restored", "dismiss": "dismissed the reports on",
 	"lock": "locked", "unlock": "unlocked", "pin": "pinned", "unpin": "unpinned", "ban": "banned", "unban": "unbanned"}
 
-// Target names what the action was done to.
-func (l logItem) Target() string { return l.TargetType + " " + id(l.TargetID) }
+// Target names what the action was done to: a user by name, an article or comment by id.
+func (l logItem) Target() string {
+	if l.TargetType == "user" && l.User != "" {
+		return l.User
+	}
+	return l.TargetType + " " + id(l.TargetID)
+}
 
 // Link is the address of what the action was done to, "" when the log does not say.
 func (l logItem) Link() string {
@@ -429,16 +435,22 @@ func (s *Service) modlog(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) logItems(ctx context.Context, entries []logEntry) []logItem {
-	var mods []int64
+	var users []int64
 	for _, e := range entries {
 		if e.ModeratorID != 0 {
-			mods = append(mods, e.ModeratorID)
+			users = append(users, e.ModeratorID)
+		}
+		if e.TargetType == "user" {
+			users = append(users, e.TargetID)
 		}
 	}
-	names := s.names.lookup(ctx, mods)
+	names := s.names.lookup(ctx, users)
 	out := make([]logItem, len(entries))
 	for i, e := range entries {
 		out[i] = logItem{logEntry: e, Moderator: names[e.ModeratorID]}
+		if e.TargetType == "user" {
+			out[i].User = names[e.TargetID]
+		}
 		if e.ModeratorID == 0 {
 			out[i].Moderator = "Reports"
 		}

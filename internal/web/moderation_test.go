@@ -632,7 +632,7 @@ func TestUserPage(t *testing.T) {
 		t.Errorf("the ban sent %+v", last)
 	}
 	body = get(t, h, "/users/11?notice=banned", mia).Body.String()
-	mustContain(t, "bob's page banned", body, "The user is banned.", `id="ban"`, "Banned until 29 Nov 2026 12:00 UTC: Spam links",
+	mustContain(t, "bob's page banned", body, "The user is banned.", `id="ban"`, `Banned until <time datetime="2026-11-29T12:00:00.000Z">29 Nov 2026 12:00 UTC</time>: Spam links`,
 		`id="unban-form"`, "Change the ban")
 
 	post(t, h, "/users/11/ban", url.Values{"reason": {"For good"}, "duration": {"forever"}}, mia)
@@ -679,7 +679,7 @@ func TestModlog(t *testing.T) {
 
 	body := get(t, h, "/modlog", "").Body.String()
 	mustContain(t, "the log", body, `<a class="user log-moderator" href="/users/12">mia</a>`, `<span class="log-action">locked</span>`,
-		`<a class="log-target" href="/articles/1">article 1</a>`, `<a class="log-target" href="/users/11">user 11</a>`,
+		`<a class="log-target" href="/articles/1">article 1</a>`, `<a class="log-target" href="/users/11">bob</a>`,
 		"Spam &lt;i&gt;links&lt;/i&gt;", `<span class="log-moderator">Reports</span>`, `href="/articles/1#c-100"`)
 	if hide, lock := strings.Index(body, `data-action="hide"`), strings.Index(body, `data-action="lock"`); hide < 0 || lock < hide {
 		t.Errorf("the log is not newest first:\n%s", body)

@@ -140,11 +140,3 @@ func flagAction(flag string, on bool) string {
 	}
 	return "/" + flag
 }
-
-// banEnd says until when a ban lasts.
-func banEnd(b *ban) string {
-	if b.Until == nil {
-		return "for good"
-	}
-	return "until " + utc(*b.Until)
-}
