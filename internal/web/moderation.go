@@ -12,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 
 	"board/internal/apijson"
+	"board/internal/auth"
 	"board/internal/fault"
 )
 
@@ -301,7 +302,7 @@ func (s *Service) userProfile(w http.ResponseWriter, r *http.Request) error {
 		s.cfg.Logger.WarnContext(ctx, "ban unknown on a user's page", "user", userID, "err", banErr)
 	}
 	return s.render(w, r, http.StatusOK, userView(userPage{layout: s.pageLayout(r, v, u.Username), User: u, Ban: b,
-		BanUnavailable: banErr != nil, CanBan: v.Moderator() && v.ID != userID}))
+		BanUnavailable: banErr != nil, CanBan: v.Moderator() && v.ID != userID && u.Role != string(auth.RoleModerator)}))
 }
 
 // banDurations are the lengths of a ban a moderator picks from; 0 is for good.

@@ -261,6 +261,10 @@ func (f *fakes) moderationMux() http.Handler {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if u := f.users[n]; u != nil && u.Role == auth.RoleModerator {
+			writeError(w, http.StatusForbidden, "FORBIDDEN", "a moderator cannot ban a moderator: take the role back first")
+			return
+		}
 		f.bans[n] = fakeBan{Reason: in.Reason, Until: in.Until}
 		f.logAction("ban", "user", n, 0, p.UserID, in.Reason)
 		writeJSON(w, http.StatusOK, map[string]any{"userId": wireID(n), "reason": in.Reason})
@@ -611,6 +615,17 @@ func TestUserPage(t *testing.T) {
 	mustContain(t, "bob's page for mia", get(t, h, "/users/11", mia).Body.String(), `id="ban-form"`, `<option value="forever">`)
 	mustNotContain(t, "mia's own page", get(t, h, "/users/12", mia).Body.String(), `id="ban-form"`)
 	mustContain(t, "mia's page", get(t, h, "/users/12", "").Body.String(), `id="user-moderator"`)
+	// Another moderator's page has no ban form, and says why; a ban sent all the same says the service's reason.
+	f.mu.Lock()
+	f.users[14] = &fakeUser{ID: 14, Name: "max", Role: auth.RoleModerator}
+	f.mu.Unlock()
+	body = get(t, h, "/users/14", mia).Body.String()
+	mustContain(t, "another moderator's page", body, `id="no-ban"`)
+	mustNotContain(t, "another moderator's page", body, `id="ban-form"`)
+	if w := post(t, h, "/users/14/ban", url.Values{"reason": {"x"}, "duration": {"1d"}}, mia); w.Code != http.StatusForbidden ||
+		!strings.Contains(w.Body.String(), "a moderator cannot ban a moderator") {
+		t.Errorf("a moderator bans a moderator: status %d\n%s", w.Code, w.Body)
+	}
 	mustContain(t, "the article page links its writer", get(t, h, "/articles/1", "").Body.String(), `<a class="user" href="/users/10">`)
 
 	if w := post(t, h, "/users/11/ban", url.Values{"reason": {"Spam"}, "duration": {"7d"}}, alice); w.Code != http.StatusForbidden {

@@ -284,6 +284,9 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		http.Redirect(w, r, "/signin?expired=1&next="+returnPath(r), http.StatusSeeOther)
 	case refusal(se) != "":
 		s.renderError(w, r, http.StatusForbidden, "Not allowed", refusal(se), 0)
+	case se.status == http.StatusForbidden && se.service == "moderation" && se.message != "":
+		// Moderation refuses for reasons of its own (a moderator is not banned), which its message says.
+		s.renderError(w, r, http.StatusForbidden, "Not allowed", se.message, 0)
 	case se.status == http.StatusForbidden:
 		s.renderError(w, r, http.StatusForbidden, "Not allowed", "Only its writer or a moderator may change this.", 0)
 	case se.status == http.StatusNotFound:
