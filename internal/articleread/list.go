@@ -2,6 +2,7 @@ package articleread
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -122,17 +123,15 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (bo
 
 // List returns page (from 1) of a board, pageSize articles newest first, with the capped count of the article
 // service. From Redis when the board's list covers the page; else from the article service (and the list is
-// backfilled in the background when the page lies within its reach). Page 1 shows the board's pinned articles
-// first, in the page's first places.
+// backfilled in the background when the page lies within its reach).
+//
+// The pages show the board's pinned articles first, then its others: page 1 starts with the pinned ones, and the
+// pages after it go on with the others from where page 1 left them, so that pins neither hide an article from the
+// pages nor show one twice. Pages the article service answers (past the list's reach, or before the list is
+// synced) are its own, less the pinned articles: around them pins may show an article on two pages or none.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
 	for healed := false; ; healed = true {
 		p, stale, err := s.list(ctx, boardID, page, pageSize)
-		if err == nil && page == 1 {
-			var pinned []ArticleRead
-			if pinned, err = s.pinned(ctx, boardID, &stale); err == nil {
-				p.Articles = withPinned(pinned, p.Articles, int(pageSize))
-			}
-		}
 		if stale.none() || healed || err != nil {
 			return p, err
 		}
@@ -186,22 +185,27 @@ func (s *Service) heal(ctx context.Context, boardID int64, stale staleEntries) e
 	return nil
 }
 
-// pinned returns a board's pinned articles, newest first (read through the near cache), noting in stale those
-// found deleted or hidden, which it leaves out.
-func (s *Service) pinned(ctx context.Context, boardID int64, stale *staleEntries) ([]ArticleRead, error) {
+// pinnedIDs returns a board's pinned articles, newest first, read through the near cache.
+func (s *Service) pinnedIDs(ctx context.Context, boardID int64) ([]int64, error) {
 	key := s.boardKeys(boardID)[4]
 	members, err := s.reads.DoCache(ctx, s.reads.B().Zrange().Key(key).Min("0").Max("-1").Rev().Cache(), nearTTL).AsStrSlice()
 	if err != nil {
 		return nil, redisFault(err)
-	}
-	if len(members) == 0 {
-		return nil, nil
 	}
 	ids := make([]int64, 0, len(members))
 	for _, m := range members {
 		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
 			ids = append(ids, id)
 		}
+	}
+	return ids, nil
+}
+
+// pinned returns the pinned articles ids with their counts, noting in stale those found deleted or hidden, which
+// it leaves out.
+func (s *Service) pinned(ctx context.Context, ids []int64, stale *staleEntries) ([]ArticleRead, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	as, gone, err := s.withCounts(ctx, ids, nil)
 	if err != nil {
@@ -215,7 +219,7 @@ func (s *Service) pinned(ctx context.Context, boardID int64, stale *staleEntries
 	return as, nil
 }
 
-// withPinned returns the first page of a board: its pinned articles first, then the page's others, size in all.
+// withPinned returns the first scroll of a board: its pinned articles first, then the scroll's others, size in all.
 func withPinned(pinned, page []ArticleRead, size int) []ArticleRead {
 	if len(pinned) == 0 {
 		return page
@@ -237,31 +241,116 @@ func withPinned(pinned, page []ArticleRead, size int) []ArticleRead {
 	return out
 }
 
-// list is one attempt of List, without the pinned articles; stale are what it found wrong in the board's list,
-// which left the page short.
+// list is one attempt of List; stale are what it found wrong in the board's keys, which left the page short.
 func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, staleEntries, error) {
-	offset := (page - 1) * pageSize
-	board := boardState{} // past the list's reach: not read
-	if offset < ListSize {
-		var err error
-		if board, err = s.readBoard(ctx, boardID, 0, offset, pageSize); err != nil {
-			return Page{}, staleEntries{}, err
+	var stale staleEntries
+	pinnedIDs, err := s.pinnedIDs(ctx, boardID)
+	if err != nil {
+		return Page{}, stale, err
+	}
+	// The page's places in the board's order with its pinned articles first: some pinned ones first, then the others
+	// from place first on, want of them.
+	start, pins := (page-1)*pageSize, int64(len(pinnedIDs))
+	lead, err := s.pinned(ctx, pinnedIDs[min(start, pins):min(start+pageSize, pins)], &stale)
+	if err != nil {
+		return Page{}, stale, err
+	}
+	first, want := max(start-pins, 0), pageSize-max(min(start+pageSize, pins)-start, 0)
+	isPinned := make(map[int64]bool, len(pinnedIDs))
+	for _, id := range pinnedIDs {
+		isPinned[id] = true
+	}
+	rank, skips := first, int64(0) // first's rank in the list, and how many pinned ones the list has from there
+	if first < ListSize && pins > 0 {
+		if rank, skips, err = s.rankAmongPinned(ctx, boardID, first, pinnedIDs); err != nil {
+			return Page{}, stale, err
 		}
 	}
-	if !board.covers(pageSize) {
-		if offset < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
+	board := boardState{} // past the list's reach: not read
+	if rank < ListSize && want > 0 {
+		if board, err = s.readBoard(ctx, boardID, 0, rank, want+skips); err != nil {
+			return Page{}, stale, err
+		}
+	}
+	var rest []ArticleRead
+	var count int64
+	switch {
+	case want == 0:
+		if count, err = s.boardCount(ctx, boardID); err != nil {
+			return Page{}, stale, err
+		}
+	case board.covers(want + skips):
+		ids := make([]int64, 0, want)
+		for _, id := range board.ids {
+			if !isPinned[id] && int64(len(ids)) < want {
+				ids = append(ids, id)
+			}
+		}
+		var gone []int64
+		if rest, gone, err = s.withCounts(ctx, ids, nil); err != nil {
+			return Page{}, stale, err
+		}
+		stale.gone = append(stale.gone, gone...)
+		rest = visible(rest, &stale)
+		count = board.count
+	default:
+		if rank < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
 		p, err := s.originPage(ctx, boardID, page, pageSize)
-		return p, staleEntries{}, err
+		if err != nil {
+			return Page{}, stale, err
+		}
+		for _, a := range p.Articles {
+			if !isPinned[a.Article.id()] && int64(len(rest)) < want {
+				rest = append(rest, a)
+			}
+		}
+		count = p.Count
 	}
-	articles, gone, err := s.withCounts(ctx, board.ids, nil)
-	if err != nil {
-		return Page{}, staleEntries{}, err
+	articles := append(append(make([]ArticleRead, 0, len(lead)+len(rest)), lead...), rest...)
+	return Page{Articles: articles, Count: min(count, boardpage.CountLimit(page, pageSize))}, stale, nil
+}
+
+// rankAmongPinned returns the rank in a board's list of the article at place first of the board's order less its
+// pinned articles, and how many pinned articles the list holds from that rank on, which a read from there skips.
+func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pinnedIDs []int64) (rank, skips int64, err error) {
+	key := s.boardKeys(boardID)[0]
+	cmds := make([]rueidis.CacheableTTL, len(pinnedIDs))
+	for i, id := range pinnedIDs {
+		cmds[i] = rueidis.CT(s.reads.B().Zrevrank().Key(key).Member(member(id)).Cache(), nearTTL)
 	}
-	stale := staleEntries{gone: gone}
-	articles = visible(articles, &stale)
-	return Page{Articles: articles, Count: min(board.count, boardpage.CountLimit(page, pageSize))}, stale, nil
+	var ranks []int64
+	for _, res := range s.reads.DoMultiCache(ctx, cmds...) {
+		r, err := res.AsInt64()
+		if rueidis.IsRedisNil(err) {
+			continue // not listed: older than the list, or hidden or deleted since
+		}
+		if err != nil {
+			return 0, 0, redisFault(err)
+		}
+		ranks = append(ranks, r)
+	}
+	slices.Sort(ranks)
+	rank = first
+	for _, r := range ranks {
+		if r <= rank {
+			rank++
+		} else {
+			skips++
+		}
+	}
+	return rank, skips, nil
+}
+
+// boardCount returns the board's count as its list's meta holds it, else as the article service counts it.
+func (s *Service) boardCount(ctx context.Context, boardID int64) (int64, error) {
+	board, err := s.readBoard(ctx, boardID, 0, 0, 1)
+	if err != nil || board.countKnown {
+		return board.count, err
+	}
+	c, err := s.origins.boardCount(ctx, boardID)
+	return c.Value, err
 }
 
 // forget removes from a board's list articles found deleted, as their ARTICLE_DELETED would.
@@ -288,9 +377,12 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 	for healed := false; ; healed = true {
 		as, stale, err := s.scroll(ctx, boardID, pageSize, lastID)
 		if err == nil && lastID == 0 {
-			var pinned []ArticleRead
-			if pinned, err = s.pinned(ctx, boardID, &stale); err == nil {
-				as = withPinned(pinned[:min(len(pinned), int(pageSize)-1)], as, int(pageSize))
+			var ids []int64
+			if ids, err = s.pinnedIDs(ctx, boardID); err == nil {
+				var pinned []ArticleRead
+				if pinned, err = s.pinned(ctx, ids[:min(len(ids), int(pageSize)-1)], &stale); err == nil {
+					as = withPinned(pinned, as, int(pageSize))
+				}
 			}
 		}
 		if stale.none() || healed || err != nil {

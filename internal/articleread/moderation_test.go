@@ -39,6 +39,23 @@ func (tr *truth) shown(boardID int64) []int64 {
 	return ids
 }
 
+// pinnedFirst returns the shown articles of a board as its pages show them from a synced list: the pinned ones
+// first, newest first, then the others.
+func (tr *truth) pinnedFirst(boardID int64) []int64 {
+	shown := tr.shown(boardID)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var pinned, others []int64
+	for _, id := range shown {
+		if tr.articles[id].mod.Pinned {
+			pinned = append(pinned, id)
+		} else {
+			others = append(others, id)
+		}
+	}
+	return append(pinned, others...)
+}
+
 // firstPage returns the ids of a board's first page of size as article-read answers it from a synced list: the
 // pinned articles first (newest first; for a scroll, leaving the last place to one that is not), then the newest
 // others.
@@ -54,7 +71,7 @@ func (tr *truth) firstPage(boardID int64, size int, scroll bool) []int64 {
 	tr.mu.Unlock()
 	slots := min(len(pinned), size)
 	if scroll {
-		slots = min(len(pinned), size-1)
+		slots = min(len(pinned), max(size-1, 0))
 	}
 	page := slices.Clone(pinned[:slots])
 	for _, id := range shown {
@@ -271,8 +288,9 @@ func TestHiddenAfterAFlush(t *testing.T) {
 }
 
 // TestPinnedFirst: pinned articles come first on page 1 and on the first scroll, marked pinned, without repeating
-// them further down that page and keeping its size; other pages and later scrolls are the board's order; pins
-// applied out of order end at the newest; unpinned, hidden or deleted articles leave the first places.
+// them further down that page and keeping its size; later pages go on with the others, each once, and later
+// scrolls in the board's order; pins applied out of order end at the newest; unpinned, hidden or deleted articles
+// leave the first places.
 func TestPinnedFirst(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
@@ -305,11 +323,19 @@ func TestPinnedFirst(t *testing.T) {
 				}
 				e.wantIDs(t, fmt.Sprintf("%s: second scroll of %d", what, size), next, shown[from:min(from+size, len(shown))])
 			}
-			p, err := e.svc.List(ctx, 16, 2, 5)
-			if err != nil {
-				t.Fatal(err)
+			// Every page: the pinned ones first, then the others, each once.
+			order := e.truth.pinnedFirst(16)
+			for _, size := range []int64{1, 2, 3, 5} {
+				for page := int64(1); (page-1)*size <= int64(len(order)); page++ {
+					p, err := e.svc.List(ctx, 16, page, size)
+					if err != nil {
+						t.Fatal(err)
+					}
+					from := min((page-1)*size, int64(len(order)))
+					e.wantIDs(t, fmt.Sprintf("%s: page %d of %d", what, page, size), p.Articles,
+						order[from:min(from+size, int64(len(order)))])
+				}
 			}
-			e.wantIDs(t, what+": page 2 of 5", p.Articles, e.truth.shown(16)[5:10])
 		}
 		mark := e.truth.eventCount()
 		e.truth.moderate(live[7], event.Visible, false, true)
@@ -334,6 +360,30 @@ func TestPinnedFirst(t *testing.T) {
 		e.applyNew(t, mark)
 		check("all unpinned")
 		e.checkPages(t, 16, true, false)
+	})
+}
+
+// TestPinnedFirstFromTheOrigin: before a board's list is synced, its pages come from the article service, and page
+// 1 still shows the pinned articles first, keeping its size.
+func TestPinnedFirstFromTheOrigin(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		e := newEnv(t, b)
+		for range 6 {
+			e.truth.create(18)
+		}
+		live := e.truth.live(18)
+		e.truth.moderate(live[4], event.Visible, false, true)
+		e.applyNew(t, 0)
+		before := e.origin.calledOf(epPage)
+		p, err := e.svc.List(context.Background(), 18, 1, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.wantIDs(t, "page 1 from the origin", p.Articles, []int64{live[4], live[0], live[1]})
+		if e.origin.calledOf(epPage) == before {
+			t.Error("the page did not come from the article service")
+		}
 	})
 }
 
