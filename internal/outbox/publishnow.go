@@ -12,14 +12,13 @@ import (
 // needs no coordinator for this.
 func (r *Relay) PublishQueued(ctx context.Context) error {
 	var msgs []Message
-	for len(msgs) < cap(r.queue) {
+	for drained := false; !drained; {
 		select {
 		case m := <-r.queue:
 			msgs = append(msgs, m)
-			continue
 		default:
+			drained = true
 		}
-		break
 	}
 	if len(msgs) == 0 {
 		return nil
