@@ -212,6 +212,10 @@ func masked(a articleJSON, hidden event.Hidden) articleJSON {
 	return out
 }
 
+// masked reports whether the article is the placeholder the article service answers anonymous readers while it is
+// hidden: an article's content is never empty otherwise.
+func (a articleJSON) masked() bool { return strings.Contains(string(a), `,"content":"",`) }
+
 // id is the article's id, read from the start of its wire form.
 func (a articleJSON) id() int64 {
 	rest := strings.TrimPrefix(string(a), `{"articleId":"`)

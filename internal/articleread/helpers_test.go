@@ -313,9 +313,17 @@ func (tr *truth) articlesLocked(ids []int64) []originArticle {
 	return as
 }
 
-// origin is the article as the article service answers it, moderation included.
+// origin is the article as the article service answers article-read (an anonymous reader), moderation included:
+// a placeholder while hidden. It tells no moderationVersion, as the article service does not.
 func (a *truthArticle) origin() originArticle {
-	return originArticle{Article: a.article, Moderation: a.mod, ModerationVersion: a.mod.Version}
+	shown := a.article
+	switch a.mod.Hidden {
+	case event.Removed:
+		shown.Title, shown.Content = removedTitle, ""
+	case event.Pending:
+		shown.Title, shown.Content = pendingTitle, ""
+	}
+	return originArticle{Article: shown, Moderation: a.mod}
 }
 
 // moderate sets an article's moderation state as the moderation service would, and records its ARTICLE_MODERATED.

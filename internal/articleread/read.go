@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"board/internal/event"
 	"board/internal/redislock"
 	"board/internal/snowflake"
 )
@@ -95,6 +96,9 @@ func parseModel(field func(i int) (string, bool)) (model, error) {
 			return m, err
 		}
 		m.mod = &versioned[Moderation]{mod, mv}
+	}
+	if m.article != nil && m.moderation().Hidden == event.Visible && m.article.Value.masked() {
+		m.article = nil // read from the article service while hidden, and restored since: read it again
 	}
 	return m, nil
 }
