@@ -536,8 +536,8 @@ func (s *Service) applyModel(ctx context.Context, eventID, articleID int64, fiel
 // The model takes it even when it holds nothing else of the article, for a day from now as a rebuild would keep
 // it: the article service learns the moderation from the same event, at its own pace, so a rebuild that read an
 // article from it just before would otherwise keep the older state. It is written as trusted whatever the epoch:
-// one article's moderation events share a partition and arrive in order, and the article service's answer (with
-// its moderationVersion) is what a rebuild checks it against.
+// one article's moderation events share a partition (keyed by its board) and arrive in order, and what a rebuild
+// reads from the article service goes through the same version check.
 func (s *Service) applyModeration(ctx context.Context, env event.Envelope) error {
 	p, err := event.Payload[event.ArticleModeration](env)
 	if err != nil {
