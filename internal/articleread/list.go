@@ -248,8 +248,8 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 	if err != nil {
 		return Page{}, stale, err
 	}
-	// The page's places in the board's order with its pinned articles first: some pinned ones first, then the others
-	// from place first on, want of them.
+	// The page's places in the order "pinned articles, then the others": the pinned ones of its places (lead), then
+	// want others from place first of the others on.
 	start, pins := (page-1)*pageSize, int64(len(pinnedIDs))
 	lead, err := s.pinned(ctx, pinnedIDs[min(start, pins):min(start+pageSize, pins)], &stale)
 	if err != nil {
