@@ -203,7 +203,10 @@ func TestGuardStanding(t *testing.T) {
 	}
 
 	// A demoted moderator: a user on writes and on reads, whatever the token says; a promoted user the other way.
-	standing.set(func() { standing.roles[9] = auth.RoleUser; standing.roles[7] = auth.RoleModerator; delete(standing.bans, 7) })
+	standing.set(func() {
+		standing.roles[9], standing.roles[7] = auth.RoleUser, auth.RoleModerator
+		delete(standing.bans, 7)
+	})
 	for _, method := range []string{"GET", "POST"} {
 		if a := guardRequest(t, method, base+"/v1/things", "Bearer mod-9"); a.status != 200 || a.body["role"] != "user" {
 			t.Errorf("%s of a demoted moderator: %d %v", method, a.status, a.body)

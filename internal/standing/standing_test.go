@@ -3,7 +3,6 @@ package standing
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"board/internal/kafka"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 func ban(user, version int64, banned bool, reason string, until *time.Time) event.Ban {
 	b := event.Ban{UserID: apijson.ID(user), Banned: banned, Reason: reason, BanVersion: version}
