@@ -354,7 +354,7 @@ func TestHungDatabaseAnswers503(t *testing.T) {
 		http.StatusServiceUnavailable, nil)
 	var ready map[string]string
 	call(t, "GET", api+"/readyz", nil, http.StatusServiceUnavailable, &ready)
-	if want := map[string]string{"database": "unavailable", "redis": "ok", "kafka": "ok"}; !maps.Equal(ready, want) {
+	if want := map[string]string{"database": "unavailable", "redis": "ok", "kafka": "ok", "standing": "ok"}; !maps.Equal(ready, want) {
 		t.Errorf("readyz = %v, want %v", ready, want)
 	}
 }
