@@ -65,9 +65,6 @@ type reportPage struct {
 	Reason, Text string
 }
 
-// maxReportText is the longest a report's own words may be (issue 27: other, with text up to 500 characters).
-const maxReportText = 500
-
 // reportContent reports the article of the path, or one of its comments, and goes back to it with a notice: sent,
 // or already sent before. A report the service refused comes back in a form of its own, its text kept.
 func (s *Service) reportContent(w http.ResponseWriter, r *http.Request) error {
