@@ -254,14 +254,15 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			c.NearCacheMB = n
 			return nil
 		})
-	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, and the web pages sign in at",
-		"article":      "article-read rebuilds its model from, comment, like and view look unknown articles up at, and the web pages write to",
-		"comment":      "article-read rebuilds its model from and the web pages read threads from and write to",
+	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, and the web pages sign in at",
+		"article":      "article-read rebuilds its model from, comment, like, view and moderation look articles up at, and the web pages write to",
+		"comment":      "article-read rebuilds its model from, moderation looks comments up at, and the web pages read threads from and write to",
 		"like":         "article-read rebuilds its model from and the web pages write to",
 		"view":         "article-read rebuilds its model from and the web pages count views at",
 		"article-read": "the web pages read articles from",
-		"hot-article":  "the web pages read hot articles from"}
-	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article"} {
+		"hot-article":  "the web pages read hot articles from",
+		"moderation":   "the web pages report to and moderate through"}
+	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
