@@ -23,7 +23,7 @@ func buildModeration(ctx context.Context, e *Engines, r deps) (*http.ServeMux, [
 	svc := moderation.New(r.db, r.ob, r.ids, moderation.Config{
 		Origins: moderation.Origins{Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr),
 			User: origin("user", e.Config.UserAddr)},
-		ReportThreshold: e.Config.ReportThreshold, Now: time.Now, Logger: e.Logger})
+		ReportThreshold: e.Config.ReportThreshold, Now: time.Now})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}

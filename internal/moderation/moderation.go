@@ -25,7 +25,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -106,8 +105,7 @@ type Config struct {
 	// LookupTimeout bounds each lookup; 0 is DefaultLookupTimeout.
 	LookupTimeout time.Duration
 	// Now is the clock; nil is time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
 }
 
 // Service holds the moderation rules over its database. Who may call what is the HTTP layer's check (Routes): a
@@ -130,9 +128,6 @@ func New(db *sqldb.DB, ob *outbox.Outbox, ids IDGenerator, cfg Config) *Service 
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	client := cfg.Client
 	if client == nil {
