@@ -92,11 +92,9 @@ func unpinOne(ctx context.Context, tx *sql.Tx, boardID int64) error {
 // moderation never knew has nothing to undo.
 func (s *Service) moderateArticle(ctx context.Context, articleID int64, on bool,
 	apply func(context.Context, *sql.Tx, outbox.Emit, *targetRow) error) (ArticleState, error) {
-	exists, err := s.hasTarget(ctx, Article, articleID)
-	if err != nil {
-		return ArticleState{}, err
-	}
-	if !exists {
+	board, err := s.boardOf(ctx, Article, articleID)
+	switch {
+	case errors.Is(err, errNoTarget):
 		if !on {
 			return ArticleState{}, nil
 		}
@@ -109,10 +107,13 @@ func (s *Service) moderateArticle(ctx context.Context, articleID int64, on bool,
 		if err := s.ensureTarget(ctx, a); err != nil {
 			return ArticleState{}, err
 		}
+		board = a.boardID
+	case err != nil:
+		return ArticleState{}, err
 	}
 	var t targetRow
 	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		if t, err = s.lockTarget(ctx, tx, Article, articleID); errors.Is(err, errNoTarget) {
+		if t, err = s.lockTarget(ctx, tx, Article, articleID, board); errors.Is(err, errNoTarget) {
 			if !on {
 				return nil
 			}
@@ -177,7 +178,7 @@ func (s *Service) Ban(ctx context.Context, moderatorID, userID int64, reason str
 		if err := emit(event.UserBanned, userID, banPayload(b, true, version)); err != nil {
 			return err
 		}
-		return s.log(ctx, tx, LogEntry{Action: event.ActionBan, TargetType: User, TargetID: userID, ModeratorID: moderatorID, Reason: reason})
+		return s.log(ctx, tx, userID, LogEntry{Action: event.ActionBan, TargetType: User, TargetID: userID, ModeratorID: moderatorID, Reason: reason})
 	})
 	if err != nil {
 		return Ban{}, err
@@ -200,7 +201,7 @@ func (s *Service) Unban(ctx context.Context, moderatorID, userID int64) error {
 		if err := emit(event.UserUnbanned, userID, banPayload(b, false, version)); err != nil {
 			return err
 		}
-		return s.log(ctx, tx, LogEntry{Action: event.ActionUnban, TargetType: User, TargetID: userID, ModeratorID: moderatorID})
+		return s.log(ctx, tx, userID, LogEntry{Action: event.ActionUnban, TargetType: User, TargetID: userID, ModeratorID: moderatorID})
 	})
 }
 

@@ -26,9 +26,9 @@ func (s *Service) articleDeleted(ctx context.Context, env event.Envelope) error 
 	if p.ArticleID <= 0 {
 		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
 	}
-	id := int64(p.ArticleID)
+	id, board := int64(p.ArticleID), int64(p.BoardID)
 	return s.db.Transact(ctx, func(tx *sql.Tx) error {
-		t, err := s.lockTarget(ctx, tx, Article, id)
+		t, err := s.lockTarget(ctx, tx, Article, id, board)
 		switch {
 		case err == nil && t.pinned:
 			if err := unpinOne(ctx, tx, t.boardID); err != nil {
@@ -37,10 +37,10 @@ func (s *Service) articleDeleted(ctx context.Context, env event.Envelope) error 
 		case err != nil && !errors.Is(err, errNoTarget):
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM report WHERE article_id = ?", id); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM report WHERE board_id = ? AND article_id = ?", board, id); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM moderation_target WHERE article_id = ?", id)
+		_, err = tx.ExecContext(ctx, "DELETE FROM moderation_target WHERE board_id = ? AND article_id = ?", board, id)
 		return err
 	})
 }
@@ -57,11 +57,17 @@ func (s *Service) commentDeleted(ctx context.Context, env event.Envelope) error 
 		return fault.Invalidf("INVALID_COMMENT_ID", "%s without a valid commentId", env.Type)
 	}
 	id := int64(p.CommentID)
+	board, err := s.boardOf(ctx, Comment, id)
+	if errors.Is(err, errNoTarget) {
+		return nil // never reported, or forgotten already: a report makes the row first
+	} else if err != nil {
+		return err
+	}
 	return s.db.Transact(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM report WHERE target_type = ? AND target_id = ?", string(Comment), id); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM report WHERE board_id = ? AND target_type = ? AND target_id = ?", board, string(Comment), id); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM moderation_target WHERE target_type = ? AND target_id = ?", string(Comment), id)
+		_, err := tx.ExecContext(ctx, "DELETE FROM moderation_target WHERE board_id = ? AND target_type = ? AND target_id = ?", board, string(Comment), id)
 		return err
 	})
 }

@@ -264,21 +264,26 @@ func scanTarget(row interface{ Scan(...any) error }) (targetRow, error) {
 // errNoTarget says a target has no row.
 var errNoTarget = errors.New("moderation target has no row")
 
-// lockTarget reads a target's row and locks it until the transaction ends.
-func (s *Service) lockTarget(ctx context.Context, tx *sql.Tx, typ TargetType, id int64) (targetRow, error) {
-	t, err := scanTarget(tx.QueryRowContext(ctx, "SELECT "+targetColumns+" FROM moderation_target WHERE target_type = ? AND target_id = ?"+
-		s.db.ForUpdate(), string(typ), id))
+// lockTarget reads a target's row and locks it until the transaction ends. Every statement of a transaction names
+// the board, the shard key of content moderation, so that behind Vitess the transaction stays on the board's shard.
+func (s *Service) lockTarget(ctx context.Context, tx *sql.Tx, typ TargetType, id, boardID int64) (targetRow, error) {
+	t, err := scanTarget(tx.QueryRowContext(ctx, "SELECT "+targetColumns+" FROM moderation_target WHERE board_id = ? AND target_type = ? AND target_id = ?"+
+		s.db.ForUpdate(), boardID, string(typ), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, errNoTarget
 	}
 	return t, err
 }
 
-// hasTarget reports whether a target has a row.
-func (s *Service) hasTarget(ctx context.Context, typ TargetType, id int64) (bool, error) {
-	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM moderation_target WHERE target_type = ? AND target_id = ?", string(typ), id).Scan(&n)
-	return n > 0, err
+// boardOf returns the board of a target that has a row, errNoTarget for one without. It reads outside any
+// transaction: behind Vitess, a read that names no board asks every shard, which a transaction may not.
+func (s *Service) boardOf(ctx context.Context, typ TargetType, id int64) (int64, error) {
+	var board int64
+	err := s.db.QueryRowContext(ctx, "SELECT board_id FROM moderation_target WHERE target_type = ? AND target_id = ?", string(typ), id).Scan(&board)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errNoTarget
+	}
+	return board, err
 }
 
 // ensureTarget creates a target's row from what a lookup found, unless it has one; an existing row gets the
@@ -295,7 +300,8 @@ func (s *Service) ensureTarget(ctx context.Context, t found) error {
 func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *targetRow, action, reason string, moderatorID int64) error {
 	t.version++
 	if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET hidden = ?, hidden_reason = ?, locked = ?, pinned = ?, moderation_version = ? "+
-		"WHERE target_type = ? AND target_id = ?", string(t.hidden), t.hiddenReason, t.locked, t.pinned, t.version, string(t.typ), t.id); err != nil {
+		"WHERE board_id = ? AND target_type = ? AND target_id = ?", string(t.hidden), t.hiddenReason, t.locked, t.pinned, t.version, t.boardID,
+		string(t.typ), t.id); err != nil {
 		return err
 	}
 	now := apijson.Time(s.now())
@@ -312,17 +318,18 @@ func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *t
 	if err != nil {
 		return err
 	}
-	return s.log(ctx, tx, LogEntry{Action: action, TargetType: t.typ, TargetID: t.id, ArticleID: t.articleID, ModeratorID: moderatorID, Reason: reason})
+	return s.log(ctx, tx, t.boardID, LogEntry{Action: action, TargetType: t.typ, TargetID: t.id, ArticleID: t.articleID, ModeratorID: moderatorID, Reason: reason})
 }
 
-// log writes a moderation log entry, at the service's now.
-func (s *Service) log(ctx context.Context, tx *sql.Tx, e LogEntry) error {
+// log writes a moderation log entry, at the service's now, on the shard of the transaction's other rows: shardKey
+// is the target's board, or the user of a ban.
+func (s *Service) log(ctx context.Context, tx *sql.Tx, shardKey int64, e LogEntry) error {
 	id, err := s.nextID()
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO modlog (log_id, action, target_type, target_id, article_id, moderator_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-		id, e.Action, string(e.TargetType), e.TargetID, e.ArticleID, e.ModeratorID, e.Reason, s.now())
+	_, err = tx.ExecContext(ctx, "INSERT INTO modlog (log_id, shard_key, action, target_type, target_id, article_id, moderator_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		id, shardKey, e.Action, string(e.TargetType), e.TargetID, e.ArticleID, e.ModeratorID, e.Reason, s.now())
 	return err
 }
 
@@ -349,7 +356,7 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 	}
 	exists := fault.Conflictf("REPORT_EXISTS", "you have an open report of this %s already", typ)
 	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		row, err := s.lockTarget(ctx, tx, typ, targetID)
+		row, err := s.lockTarget(ctx, tx, typ, targetID, t.boardID)
 		if errors.Is(err, errNoTarget) {
 			return targetNotFound(typ, targetID) // deleted since the lookup
 		} else if err != nil {
@@ -357,28 +364,28 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 		}
 		// Under the target's lock, so no other report of it comes between; the unique key backs this up.
 		var open int64
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM report WHERE target_type = ? AND target_id = ? AND reporter_id = ? AND resolution_id = 0",
-			string(typ), targetID, reporterID).Scan(&open); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM report WHERE board_id = ? AND target_type = ? AND target_id = ? AND reporter_id = ? AND resolution_id = 0",
+			t.boardID, string(typ), targetID, reporterID).Scan(&open); err != nil {
 			return err
 		}
 		if open > 0 {
 			return exists
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO report (report_id, target_type, target_id, article_id, reporter_id, reason, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			r.ID, string(typ), targetID, r.ArticleID, reporterID, string(reason), text, r.CreatedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO report (report_id, board_id, target_type, target_id, article_id, reporter_id, reason, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			r.ID, t.boardID, string(typ), targetID, r.ArticleID, reporterID, string(reason), text, r.CreatedAt); err != nil {
 			if sqldb.IsDuplicate(err) {
 				return exists
 			}
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET open_reports = open_reports + 1, queued_at = COALESCE(queued_at, ?) WHERE target_type = ? AND target_id = ?",
-			r.CreatedAt, string(typ), targetID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET open_reports = open_reports + 1, queued_at = COALESCE(queued_at, ?) WHERE board_id = ? AND target_type = ? AND target_id = ?",
+			r.CreatedAt, t.boardID, string(typ), targetID); err != nil {
 			return err
 		}
 		if row.openReports+1 < int64(s.cfg.ReportThreshold) || row.hidden != event.Visible {
 			return nil
 		}
-		counts, err := reasonCounts(ctx, tx, typ, targetID)
+		counts, err := reasonCounts(ctx, tx, typ, targetID, t.boardID)
 		if err != nil {
 			return err
 		}
@@ -408,9 +415,9 @@ func pendingReason(n int64, counts map[Reason]int64) string {
 }
 
 // reasonCounts counts a target's open reports by reason.
-func reasonCounts(ctx context.Context, tx *sql.Tx, typ TargetType, id int64) (map[Reason]int64, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT reason, COUNT(*) FROM report WHERE target_type = ? AND target_id = ? AND resolution_id = 0 GROUP BY reason",
-		string(typ), id)
+func reasonCounts(ctx context.Context, tx *sql.Tx, typ TargetType, id, boardID int64) (map[Reason]int64, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT reason, COUNT(*) FROM report WHERE board_id = ? AND target_type = ? AND target_id = ? AND resolution_id = 0 GROUP BY reason",
+		boardID, string(typ), id)
 	if err != nil {
 		return nil, err
 	}
@@ -489,25 +496,32 @@ func (s *Service) Resolve(ctx context.Context, moderatorID int64, typ TargetType
 	if err != nil {
 		return 0, err
 	}
+	noReports := fault.NotFoundf("NO_OPEN_REPORTS", "%s %d has no open reports", typ, targetID)
+	board, err := s.boardOf(ctx, typ, targetID)
+	if errors.Is(err, errNoTarget) {
+		return 0, noReports
+	} else if err != nil {
+		return 0, err
+	}
 	var resolved int64
 	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		row, err := s.lockTarget(ctx, tx, typ, targetID)
+		row, err := s.lockTarget(ctx, tx, typ, targetID, board)
 		if err != nil && !errors.Is(err, errNoTarget) {
 			return err
 		}
 		if errors.Is(err, errNoTarget) || row.openReports == 0 {
-			return fault.NotFoundf("NO_OPEN_REPORTS", "%s %d has no open reports", typ, targetID)
+			return noReports
 		}
-		res, err := tx.ExecContext(ctx, "UPDATE report SET resolution_id = ? WHERE target_type = ? AND target_id = ? AND resolution_id = 0",
-			resolution, string(typ), targetID)
+		res, err := tx.ExecContext(ctx, "UPDATE report SET resolution_id = ? WHERE board_id = ? AND target_type = ? AND target_id = ? AND resolution_id = 0",
+			resolution, board, string(typ), targetID)
 		if err != nil {
 			return err
 		}
 		if resolved, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET open_reports = 0, queued_at = NULL WHERE target_type = ? AND target_id = ?",
-			string(typ), targetID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET open_reports = 0, queued_at = NULL WHERE board_id = ? AND target_type = ? AND target_id = ?",
+			board, string(typ), targetID); err != nil {
 			return err
 		}
 		switch {
@@ -518,7 +532,7 @@ func (s *Service) Resolve(ctx context.Context, moderatorID int64, typ TargetType
 			row.hidden, row.hiddenReason = event.Visible, ""
 			return s.change(ctx, tx, emit, &row, event.ActionRestore, reason, moderatorID)
 		}
-		return s.log(ctx, tx, LogEntry{Action: actionDismiss, TargetType: typ, TargetID: targetID, ArticleID: row.articleID,
+		return s.log(ctx, tx, board, LogEntry{Action: actionDismiss, TargetType: typ, TargetID: targetID, ArticleID: row.articleID,
 			ModeratorID: moderatorID, Reason: reason})
 	})
 	return resolved, err

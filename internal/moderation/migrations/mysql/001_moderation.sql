@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS moderation_target (
 -- one open report per user per target, and any number of resolved ones.
 CREATE TABLE IF NOT EXISTS report (
     report_id     BIGINT        NOT NULL PRIMARY KEY,
+    board_id      BIGINT        NOT NULL,
     target_type   VARCHAR(16)   NOT NULL,
     target_id     BIGINT        NOT NULL,
     article_id    BIGINT        NOT NULL,
@@ -58,8 +59,10 @@ CREATE TABLE IF NOT EXISTS ban (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
 -- What moderators did (moderator_id 0: the reports' threshold), listed newest first by log_id, a Snowflake id.
+-- shard_key is the target's board, or the banned user: the shard key of the transaction that writes the entry.
 CREATE TABLE IF NOT EXISTS modlog (
     log_id       BIGINT        NOT NULL PRIMARY KEY,
+    shard_key    BIGINT        NOT NULL,
     action       VARCHAR(16)   NOT NULL,
     target_type  VARCHAR(16)   NOT NULL,
     target_id    BIGINT        NOT NULL,

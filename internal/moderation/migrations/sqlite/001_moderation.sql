@@ -21,6 +21,7 @@ CREATE INDEX idx_moderation_target_article_id ON moderation_target (article_id);
 
 CREATE TABLE report (
     report_id     INTEGER  NOT NULL PRIMARY KEY,
+    board_id      INTEGER  NOT NULL,
     target_type   TEXT     NOT NULL,
     target_id     INTEGER  NOT NULL,
     article_id    INTEGER  NOT NULL,
@@ -51,6 +52,7 @@ CREATE TABLE ban (
 
 CREATE TABLE modlog (
     log_id       INTEGER  NOT NULL PRIMARY KEY,
+    shard_key    INTEGER  NOT NULL,
     action       TEXT     NOT NULL,
     target_type  TEXT     NOT NULL,
     target_id    INTEGER  NOT NULL,
