@@ -14,8 +14,8 @@ import (
 
 // moderated is what the tests read of an article's moderation state, from article-read or the article service.
 type moderated struct {
-	ArticleID, Title, Content, Hidden, HiddenReason string
-	Locked, Pinned                                  bool
+	ArticleID, Title, Content, Hidden, RemovedReason string
+	Locked, Pinned                                   bool
 }
 
 // grant runs `board user grant` beside a program, as an operator would, and signs the user in again.
@@ -118,7 +118,7 @@ func TestModerationFlow(t *testing.T) {
 	eventually(t, func() string {
 		var m moderated
 		getAs(t, "", p.urls["article-read"]+"/v1/articles/"+spam, &m)
-		if m.Hidden != "pending" || m.Content != "" || m.HiddenReason == "" {
+		if m.Hidden != "pending" || m.Content != "" || m.RemovedReason == "" {
 			return fmt.Sprintf("article-read shows the reported article as %+v, want it hidden pending review", m)
 		}
 		var page struct{ Articles []moderated }
@@ -133,7 +133,7 @@ func TestModerationFlow(t *testing.T) {
 	var own, public moderated
 	getAs(t, aliceToken, p.urls["article"]+"/v1/articles/"+spam, &own)
 	getAs(t, "", p.urls["article"]+"/v1/articles/"+spam, &public)
-	if own.Content == "" || own.Hidden != "pending" || public.Content != "" || public.HiddenReason == "" {
+	if own.Content == "" || own.Hidden != "pending" || public.Content != "" || public.RemovedReason == "" {
 		t.Errorf("the article service shows its writer %+v and the public %+v", own, public)
 	}
 
@@ -159,7 +159,7 @@ func TestModerationFlow(t *testing.T) {
 	eventually(t, func() string {
 		var m moderated
 		getAs(t, "", p.urls["article-read"]+"/v1/articles/"+spam, &m)
-		if m.Hidden != "removed" || m.HiddenReason != "adverts are not welcome" || m.Content != "" {
+		if m.Hidden != "removed" || m.RemovedReason != "adverts are not welcome" || m.Content != "" {
 			return fmt.Sprintf("article-read shows the removed article as %+v", m)
 		}
 		return ""

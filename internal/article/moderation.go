@@ -15,13 +15,13 @@ import (
 // Moderation is what moderation has made of an article (SPEC §3.9), as the latest ARTICLE_MODERATED applied here
 // says; the zero value is an article never moderated.
 type Moderation struct {
-	Hidden       event.Hidden
-	HiddenReason string // shown in place of the content while hidden
-	Locked       bool   // no new comments (the comment service enforces it)
-	Pinned       bool
+	Hidden        event.Hidden
+	RemovedReason string // shown in place of the content while hidden
+	Locked        bool   // no new comments (the comment service enforces it)
+	Pinned        bool
 }
 
-// maxReasonChars bounds a stored hiddenReason (the column's size); a longer one is cut, not refused, so that one
+// maxReasonChars bounds a stored removedReason (the column's size); a longer one is cut, not refused, so that one
 // long reason cannot hold up the topic.
 const maxReasonChars = 1000
 
@@ -43,12 +43,12 @@ func (s *Service) applyModerated(ctx context.Context, env event.Envelope) error 
 	case p.Hidden != event.Visible && p.Hidden != event.Pending && p.Hidden != event.Removed:
 		return fault.Invalidf("INVALID_HIDDEN", "%s with hidden %q", env.Type, p.Hidden)
 	}
-	reason := p.HiddenReason
+	reason := p.RemovedReason
 	if utf8.RuneCountInString(reason) > maxReasonChars {
 		reason = string([]rune(reason)[:maxReasonChars])
 	}
 	return s.store.ApplyModeration(ctx, int64(p.ArticleID),
-		Moderation{Hidden: p.Hidden, HiddenReason: reason, Locked: p.Locked, Pinned: p.Pinned}, p.ModerationVersion)
+		Moderation{Hidden: p.Hidden, RemovedReason: reason, Locked: p.Locked, Pinned: p.Pinned}, p.ModerationVersion)
 }
 
 // ApplyModeration records an article's moderation state at version, unless the state recorded is as new or newer
@@ -67,14 +67,14 @@ func (s *Store) ApplyModeration(ctx context.Context, id int64, m Moderation, ver
 		}
 		// Insert the state if the article has none; an upsert that changes nothing sets a column to itself (Vitess
 		// refuses any update of the shard key). Then replace an older state.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO article_moderation (article_id, board_id, hidden, hidden_reason, locked,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO article_moderation (article_id, board_id, hidden, removed_reason, locked,
 				pinned, moderation_version) VALUES (?, ?, ?, ?, ?, ?, ?)`+s.db.OnConflictUpdate("article_id", "moderation_version = moderation_version"),
-			id, boardID, m.Hidden, m.HiddenReason, m.Locked, m.Pinned, version); err != nil {
+			id, boardID, m.Hidden, m.RemovedReason, m.Locked, m.Pinned, version); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE article_moderation SET hidden = ?, hidden_reason = ?, locked = ?, pinned = ?,
+		_, err = tx.ExecContext(ctx, `UPDATE article_moderation SET hidden = ?, removed_reason = ?, locked = ?, pinned = ?,
 				moderation_version = ? WHERE board_id = ? AND article_id = ? AND moderation_version < ?`,
-			m.Hidden, m.HiddenReason, m.Locked, m.Pinned, version, boardID, id, version)
+			m.Hidden, m.RemovedReason, m.Locked, m.Pinned, version, boardID, id, version)
 		return err
 	})
 }
@@ -95,7 +95,7 @@ func (s *Store) withModeration(ctx context.Context, boardID int64, articles []Ar
 		ids[i] = a.ID
 	}
 	in, args := sqldb.In("article_id", ids)
-	rows, err := s.db.QueryContext(ctx, "SELECT article_id, hidden, hidden_reason, locked, pinned FROM article_moderation WHERE board_id = ? AND "+in,
+	rows, err := s.db.QueryContext(ctx, "SELECT article_id, hidden, removed_reason, locked, pinned FROM article_moderation WHERE board_id = ? AND "+in,
 		append([]any{boardID}, args...)...)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (s *Store) withModeration(ctx context.Context, boardID int64, articles []Ar
 	for rows.Next() {
 		var id int64
 		var m Moderation
-		if err := rows.Scan(&id, &m.Hidden, &m.HiddenReason, &m.Locked, &m.Pinned); err != nil {
+		if err := rows.Scan(&id, &m.Hidden, &m.RemovedReason, &m.Locked, &m.Pinned); err != nil {
 			return err
 		}
 		states[id] = m

@@ -52,7 +52,7 @@ func TestApplyModeration(t *testing.T) {
 		}
 		state := func(hidden event.Hidden, reason string, locked, pinned bool, version int64) event.ArticleModeration {
 			return event.ArticleModeration{ArticleID: apijson.ID(a.ID), BoardID: 7, WriterID: 9, Hidden: hidden,
-				HiddenReason: reason, Locked: locked, Pinned: pinned, ModerationVersion: version}
+				RemovedReason: reason, Locked: locked, Pinned: pinned, ModerationVersion: version}
 		}
 		want := func(what string, m Moderation) {
 			t.Helper()
@@ -71,11 +71,11 @@ func TestApplyModeration(t *testing.T) {
 			event event.ArticleModeration
 			want  Moderation
 		}{
-			{"v2 first", state(event.Pending, "reported", false, false, 2), Moderation{Hidden: event.Pending, HiddenReason: "reported"}},
-			{"v1 late", state(event.Visible, "", true, false, 1), Moderation{Hidden: event.Pending, HiddenReason: "reported"}},
-			{"v2 again", state(event.Removed, "x", true, true, 2), Moderation{Hidden: event.Pending, HiddenReason: "reported"}},
-			{"v4", state(event.Removed, "spam", true, true, 4), Moderation{Hidden: event.Removed, HiddenReason: "spam", Locked: true, Pinned: true}},
-			{"v3 late", state(event.Visible, "", false, false, 3), Moderation{Hidden: event.Removed, HiddenReason: "spam", Locked: true, Pinned: true}},
+			{"v2 first", state(event.Pending, "reported", false, false, 2), Moderation{Hidden: event.Pending, RemovedReason: "reported"}},
+			{"v1 late", state(event.Visible, "", true, false, 1), Moderation{Hidden: event.Pending, RemovedReason: "reported"}},
+			{"v2 again", state(event.Removed, "x", true, true, 2), Moderation{Hidden: event.Pending, RemovedReason: "reported"}},
+			{"v4", state(event.Removed, "spam", true, true, 4), Moderation{Hidden: event.Removed, RemovedReason: "spam", Locked: true, Pinned: true}},
+			{"v3 late", state(event.Visible, "", false, false, 3), Moderation{Hidden: event.Removed, RemovedReason: "spam", Locked: true, Pinned: true}},
 			{"v5 restore and unlock", state(event.Visible, "", false, true, 5), Moderation{Pinned: true}},
 		} {
 			if err := apply(ctx, moderated(t, step.event)); err != nil {
@@ -144,8 +144,8 @@ func TestRoutesHidden(t *testing.T) {
 		removed, pending, plain := ids[0], ids[1], ids[2]
 		apply := svc.Handlers()[event.ArticleModerated]
 		for _, p := range []event.ArticleModeration{
-			{ArticleID: apijson.ID(removed), Hidden: event.Removed, HiddenReason: "spam", Locked: true, ModerationVersion: 3},
-			{ArticleID: apijson.ID(pending), Hidden: event.Pending, HiddenReason: "reported by 5 users", ModerationVersion: 1},
+			{ArticleID: apijson.ID(removed), Hidden: event.Removed, RemovedReason: "spam", Locked: true, ModerationVersion: 3},
+			{ArticleID: apijson.ID(pending), Hidden: event.Pending, RemovedReason: "reported by 5 users", ModerationVersion: 1},
 			{ArticleID: apijson.ID(plain), Pinned: true, ModerationVersion: 1},
 		} {
 			if err := apply(ctx, moderated(t, p)); err != nil {
@@ -164,13 +164,13 @@ func TestRoutesHidden(t *testing.T) {
 		}
 		revealed := []any{
 			with(real(plain, 2), "pinned", true),
-			with(real(pending, 1), "hidden", "pending", "hiddenReason", "reported by 5 users"),
-			with(real(removed, 0), "hidden", "removed", "hiddenReason", "spam", "locked", true),
+			with(real(pending, 1), "hidden", "pending", "removedReason", "reported by 5 users"),
+			with(real(removed, 0), "hidden", "removed", "removedReason", "spam", "locked", true),
 		}
 		masked := []any{
 			revealed[0],
-			with(real(pending, 1), "title", "[hidden pending review]", "content", "", "hidden", "pending", "hiddenReason", "reported by 5 users"),
-			with(real(removed, 0), "title", "[removed]", "content", "", "hidden", "removed", "hiddenReason", "spam", "locked", true),
+			with(real(pending, 1), "title", "[hidden pending review]", "content", "", "hidden", "pending", "removedReason", "reported by 5 users"),
+			with(real(removed, 0), "title", "[removed]", "content", "", "hidden", "removed", "removedReason", "spam", "locked", true),
 		}
 		for _, tc := range []struct {
 			who  string
@@ -206,7 +206,7 @@ func TestRoutesHidden(t *testing.T) {
 		r := httpiotest.Call(httpiotest.As(h, writer), "PUT", path, `{"title":"mended","content":"better"}`)
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
-		if got["title"] != "mended" || got["content"] != "better" || got["hidden"] != "removed" || got["hiddenReason"] != "spam" {
+		if got["title"] != "mended" || got["content"] != "better" || got["hidden"] != "removed" || got["removedReason"] != "spam" {
 			t.Errorf("PUT by the writer of a removed article = %v, want its new content, still removed", got)
 		}
 		got = httpiotest.DecodeJSON(t, httpiotest.Call(h, "GET", path, "").Body).(map[string]any)

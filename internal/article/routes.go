@@ -28,9 +28,9 @@ import (
 // article (404), the ownership (403), then writes; so a bad request is a 400 whoever sends it, and a missing
 // article a 404 before anyone's rights to it are weighed. Reads are public.
 //
-// Moderation (SPEC §3.9). Articles carry their moderation state (hidden, hiddenReason, locked, pinned; left out
+// Moderation (SPEC §3.9). Articles carry their moderation state (hidden, removedReason, locked, pinned; left out
 // while zero), which the service keeps from the moderation topic (Service.Handlers). A hidden article reads as a
-// placeholder title, no content and its hiddenReason to everyone but its writer and moderators, whom a read with an
+// placeholder title, no content and its removedReason to everyone but its writer and moderators, whom a read with an
 // access token shows the real title and content too. Its writer may still update it; it stays hidden.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
@@ -48,17 +48,17 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 
 // articleJSON is the wire form of an Article. The moderation fields are left out while zero.
 type articleJSON struct {
-	ArticleID    apijson.ID   `json:"articleId"`
-	Title        string       `json:"title"`
-	Content      string       `json:"content"`
-	BoardID      apijson.ID   `json:"boardId"`
-	WriterID     apijson.ID   `json:"writerId"`
-	CreatedAt    apijson.Time `json:"createdAt"`
-	ModifiedAt   apijson.Time `json:"modifiedAt"`
-	Hidden       event.Hidden `json:"hidden,omitempty"`
-	HiddenReason string       `json:"hiddenReason,omitempty"`
-	Locked       bool         `json:"locked,omitempty"`
-	Pinned       bool         `json:"pinned,omitempty"`
+	ArticleID     apijson.ID   `json:"articleId"`
+	Title         string       `json:"title"`
+	Content       string       `json:"content"`
+	BoardID       apijson.ID   `json:"boardId"`
+	WriterID      apijson.ID   `json:"writerId"`
+	CreatedAt     apijson.Time `json:"createdAt"`
+	ModifiedAt    apijson.Time `json:"modifiedAt"`
+	Hidden        event.Hidden `json:"hidden,omitempty"`
+	RemovedReason string       `json:"removedReason,omitempty"`
+	Locked        bool         `json:"locked,omitempty"`
+	Pinned        bool         `json:"pinned,omitempty"`
 }
 
 // Titles shown in place of a hidden article's.
@@ -82,7 +82,7 @@ func toJSON(r *http.Request, a Article) articleJSON {
 	}
 	return articleJSON{ArticleID: apijson.ID(a.ID), Title: title, Content: content, BoardID: apijson.ID(a.BoardID),
 		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
-		Hidden: a.Hidden, HiddenReason: a.HiddenReason, Locked: a.Locked, Pinned: a.Pinned}
+		Hidden: a.Hidden, RemovedReason: a.RemovedReason, Locked: a.Locked, Pinned: a.Pinned}
 }
 
 func toJSONList(r *http.Request, as []Article) []articleJSON {

@@ -181,7 +181,7 @@ func (a ArticleRead) appendJSON(dst []byte) []byte {
 	}
 	dst = append(dst, article[:len(article)-1]...)
 	if m.Hidden == event.Visible && !m.Locked && !m.Pinned {
-		dst = append(dst, `,"hidden":"","hiddenReason":"","locked":false,"pinned":false`...)
+		dst = append(dst, `,"hidden":"","removedReason":"","locked":false,"pinned":false`...)
 	} else {
 		raw, _ := json.Marshal(m) // strings and bools: cannot fail
 		dst = append(append(dst, ','), raw[1:len(raw)-1]...)
@@ -552,9 +552,9 @@ func (s *Service) applyModeration(ctx context.Context, env event.Envelope) error
 	default:
 		return fault.Invalidf("UNKNOWN_HIDDEN", "%s %d says hidden %q", env.Type, env.EventID, p.Hidden)
 	}
-	m := Moderation{Hidden: p.Hidden, HiddenReason: p.HiddenReason, Locked: p.Locked, Pinned: p.Pinned}
+	m := Moderation{Hidden: p.Hidden, RemovedReason: p.RemovedReason, Locked: p.Locked, Pinned: p.Pinned}
 	if m.Hidden == event.Visible {
-		m.HiddenReason = ""
+		m.RemovedReason = ""
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {

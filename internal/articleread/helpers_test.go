@@ -335,9 +335,9 @@ func (tr *truth) moderate(id int64, hidden event.Hidden, locked, pinned bool) ev
 	if hidden != event.Visible {
 		reason = "why " + string(hidden)
 	}
-	a.mod = Moderation{Hidden: hidden, HiddenReason: reason, Locked: locked, Pinned: pinned, Version: a.mod.Version + 1}
+	a.mod = Moderation{Hidden: hidden, RemovedReason: reason, Locked: locked, Pinned: pinned, Version: a.mod.Version + 1}
 	return tr.emit(event.ArticleModerated, event.ArticleModeration{ArticleID: a.article.ArticleID,
-		BoardID: a.article.BoardID, WriterID: a.article.WriterID, Hidden: hidden, HiddenReason: reason, Locked: locked,
+		BoardID: a.article.BoardID, WriterID: a.article.WriterID, Hidden: hidden, RemovedReason: reason, Locked: locked,
 		Pinned: pinned, Action: "test", ModeratorID: 3, ModeratedAt: apijson.Time(apijson.Millis(tr.now())),
 		ModerationVersion: a.mod.Version})
 }

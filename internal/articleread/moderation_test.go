@@ -190,7 +190,7 @@ func TestModerationAnswers(t *testing.T) {
 				wantTitle, wantContent, wantReason = step.title, "", "why "+string(step.hidden)
 			}
 			if wire["title"] != wantTitle || wire["content"] != wantContent || wire["hidden"] != string(step.hidden) ||
-				wire["hiddenReason"] != wantReason || wire["locked"] != step.locked || wire["pinned"] != step.pinned {
+				wire["removedReason"] != wantReason || wire["locked"] != step.locked || wire["pinned"] != step.pinned {
 				t.Errorf("after %+v the answer is %v", step, wire)
 			}
 		}

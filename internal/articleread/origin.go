@@ -128,11 +128,11 @@ type Article struct {
 // Moderation is an article's moderation state (SPEC §3.9), as answers carry it after the article's fields.
 type Moderation struct {
 	// Hidden is "" (shown), "pending" (hidden by reports, pending review) or "removed" (by a moderator); a hidden
-	// article is answered with a placeholder title, no content and HiddenReason.
-	Hidden       event.Hidden `json:"hidden"`
-	HiddenReason string       `json:"hiddenReason"`
-	Locked       bool         `json:"locked"`
-	Pinned       bool         `json:"pinned"`
+	// article is answered with a placeholder title, no content and RemovedReason.
+	Hidden        event.Hidden `json:"hidden"`
+	RemovedReason string       `json:"removedReason"`
+	Locked        bool         `json:"locked"`
+	Pinned        bool         `json:"pinned"`
 	// Version is the moderation version the state is at (not on the wire).
 	Version int64 `json:"-"`
 }

@@ -38,7 +38,7 @@ func TestRoutesAnswers(t *testing.T) {
 		wantJSON := map[string]any{
 			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "boardId": "3",
 			"writerId": strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
-			"modifiedAt": got["modifiedAt"], "hidden": "", "hiddenReason": "", "locked": false, "pinned": false,
+			"modifiedAt": got["modifiedAt"], "hidden": "", "removedReason": "", "locked": false, "pinned": false,
 			"articleCommentCount": json.Number("1"),
 			"articleLikeCount":    json.Number("2"), "articleViewCount": json.Number("321"),
 		}
@@ -165,8 +165,8 @@ func TestSplicedAnswers(t *testing.T) {
 	}{
 		{Moderation{}, a.Title, a.Content},
 		{Moderation{Locked: true, Pinned: true, Version: 3}, a.Title, a.Content},
-		{Moderation{Hidden: event.Removed, HiddenReason: `spam "<x>"`, Locked: true, Version: 4}, "[removed]", ""},
-		{Moderation{Hidden: event.Pending, HiddenReason: "reported", Version: 1}, "[hidden pending review]", ""},
+		{Moderation{Hidden: event.Removed, RemovedReason: `spam "<x>"`, Locked: true, Version: 4}, "[removed]", ""},
+		{Moderation{Hidden: event.Pending, RemovedReason: "reported", Version: 1}, "[hidden pending review]", ""},
 	} {
 		read := ArticleRead{Article: stored, Moderation: tc.mod, CommentCount: 4, LikeCount: 5, ViewCount: 6}
 		shown := a

@@ -54,9 +54,9 @@ type Comment struct {
 	Path      string
 	Deleted   bool
 	CreatedAt time.Time
-	// Hidden and HiddenReason are the comment's moderation state, filled in by reads.
-	Hidden       event.Hidden
-	HiddenReason string
+	// Hidden and RemovedReason are the comment's moderation state, filled in by reads.
+	Hidden        event.Hidden
+	RemovedReason string
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).

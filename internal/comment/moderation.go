@@ -15,7 +15,7 @@ import (
 	"board/internal/sqldb"
 )
 
-// maxReasonChars bounds a stored hiddenReason (the column's size); a longer one is cut, not refused, so that one
+// maxReasonChars bounds a stored removedReason (the column's size); a longer one is cut, not refused, so that one
 // long reason cannot hold up the topic.
 const maxReasonChars = 1000
 
@@ -51,7 +51,7 @@ func (s *Service) applyCommentModerated(ctx context.Context, env event.Envelope)
 	if err := checkModeration(env, p.ArticleID, p.CommentID, p.ModerationVersion, p.Hidden); err != nil {
 		return err
 	}
-	reason := p.HiddenReason
+	reason := p.RemovedReason
 	if utf8.RuneCountInString(reason) > maxReasonChars {
 		reason = string([]rune(reason)[:maxReasonChars])
 	}
@@ -107,13 +107,13 @@ func (s *Store) ApplyLock(ctx context.Context, articleID int64, locked bool, ver
 func (s *Store) ApplyCommentModeration(ctx context.Context, articleID, commentID int64, hidden event.Hidden, reason string,
 	version int64) error {
 	return s.applyModeration(ctx, articleID, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO comment_moderation (comment_id, article_id, hidden, hidden_reason,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO comment_moderation (comment_id, article_id, hidden, removed_reason,
 				moderation_version) VALUES (?, ?, ?, ?, ?)`+s.db.OnConflictUpdate("comment_id", "moderation_version = moderation_version"),
 			commentID, articleID, hidden, reason, version); err != nil {
 			return err
 		}
 		route, routeArgs := s.db.RouteBy("article_id", articleID)
-		_, err := tx.ExecContext(ctx, "UPDATE comment_moderation SET hidden = ?, hidden_reason = ?, moderation_version = ? WHERE "+
+		_, err := tx.ExecContext(ctx, "UPDATE comment_moderation SET hidden = ?, removed_reason = ?, moderation_version = ? WHERE "+
 			route+"comment_id = ? AND moderation_version < ?", append(append([]any{hidden, reason, version}, routeArgs...), commentID, version)...)
 		return err
 	})
@@ -152,7 +152,7 @@ func (s *Store) withModeration(ctx context.Context, articleID int64, comments []
 		ids[i] = c.ID
 	}
 	in, args := sqldb.In("comment_id", ids)
-	rows, err := s.db.QueryContext(ctx, "SELECT comment_id, hidden, hidden_reason FROM comment_moderation WHERE article_id = ? AND "+in,
+	rows, err := s.db.QueryContext(ctx, "SELECT comment_id, hidden, removed_reason FROM comment_moderation WHERE article_id = ? AND "+in,
 		append([]any{articleID}, args...)...)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (s *Store) withModeration(ctx context.Context, articleID int64, comments []
 	}
 	for i := range comments {
 		st := states[comments[i].ID]
-		comments[i].Hidden, comments[i].HiddenReason = st.hidden, st.reason
+		comments[i].Hidden, comments[i].RemovedReason = st.hidden, st.reason
 	}
 	return nil
 }

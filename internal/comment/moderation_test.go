@@ -41,7 +41,7 @@ func lockEvent(articleID int64, locked bool, version int64) event.ArticleModerat
 
 func hideEvent(articleID, commentID int64, hidden event.Hidden, reason string, version int64) event.CommentModeration {
 	return event.CommentModeration{ArticleID: apijson.ID(articleID), CommentID: apijson.ID(commentID), Hidden: hidden,
-		HiddenReason: reason, ModerationVersion: version}
+		RemovedReason: reason, ModerationVersion: version}
 }
 
 // rowsOf counts the rows of table about an article.
@@ -160,10 +160,10 @@ func TestHiddenComments(t *testing.T) {
 					}
 					return c
 				}
-				revealed := []any{with(cs[0], "hidden", "removed", "hiddenReason", "abuse"),
-					with(cs[1], "hidden", "pending", "hiddenReason", "reported"), any(cs[2])}
-				masked := []any{with(cs[0], "content", "", "hidden", "removed", "hiddenReason", "abuse"),
-					with(cs[1], "content", "", "hidden", "pending", "hiddenReason", "reported"), any(cs[2])}
+				revealed := []any{with(cs[0], "hidden", "removed", "removedReason", "abuse"),
+					with(cs[1], "hidden", "pending", "removedReason", "reported"), any(cs[2])}
+				masked := []any{with(cs[0], "content", "", "hidden", "removed", "removedReason", "abuse"),
+					with(cs[1], "content", "", "hidden", "pending", "removedReason", "reported"), any(cs[2])}
 				base := "/" + version + "/comments"
 				for _, tc := range []struct {
 					who  string

@@ -31,7 +31,7 @@ import (
 // public.
 //
 // Moderation (SPEC §3.9), from the moderation topic (Service.Handlers). A POST on a locked article is 403 LOCKED,
-// except from a moderator. A hidden comment reads with an empty content and its hidden and hiddenReason to everyone
+// except from a moderator. A hidden comment reads with an empty content and its hidden and removedReason to everyone
 // but its writer and moderators, whom a read with an access token shows the content too.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
@@ -62,33 +62,33 @@ type commentV1JSON struct {
 	Deleted         bool         `json:"deleted"`
 	CreatedAt       apijson.Time `json:"createdAt"`
 	Hidden          event.Hidden `json:"hidden,omitempty"`
-	HiddenReason    string       `json:"hiddenReason,omitempty"`
+	RemovedReason   string       `json:"removedReason,omitempty"`
 }
 
 type commentV2JSON struct {
-	CommentID    apijson.ID   `json:"commentId"`
-	Content      string       `json:"content"`
-	ArticleID    apijson.ID   `json:"articleId"`
-	WriterID     apijson.ID   `json:"writerId"`
-	Path         string       `json:"path"`
-	Deleted      bool         `json:"deleted"`
-	CreatedAt    apijson.Time `json:"createdAt"`
-	Hidden       event.Hidden `json:"hidden,omitempty"`
-	HiddenReason string       `json:"hiddenReason,omitempty"`
+	CommentID     apijson.ID   `json:"commentId"`
+	Content       string       `json:"content"`
+	ArticleID     apijson.ID   `json:"articleId"`
+	WriterID      apijson.ID   `json:"writerId"`
+	Path          string       `json:"path"`
+	Deleted       bool         `json:"deleted"`
+	CreatedAt     apijson.Time `json:"createdAt"`
+	Hidden        event.Hidden `json:"hidden,omitempty"`
+	RemovedReason string       `json:"removedReason,omitempty"`
 }
 
 func toV1(c Comment) commentV1JSON {
 	return commentV1JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
-		apijson.Time(c.CreatedAt), c.Hidden, c.HiddenReason}
+		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
 }
 
 func toV2(c Comment) commentV2JSON {
 	return commentV2JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
-		apijson.Time(c.CreatedAt), c.Hidden, c.HiddenReason}
+		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
 }
 
 // seenBy is c as the request's principal may see it: a hidden comment shows its content to its writer and to
-// moderators only; anyone else (anonymous readers included) gets no content, and hidden and hiddenReason instead.
+// moderators only; anyone else (anonymous readers included) gets no content, and hidden and removedReason instead.
 func seenBy(r *http.Request, c Comment) Comment {
 	if c.Hidden == event.Visible {
 		return c

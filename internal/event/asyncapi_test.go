@@ -129,10 +129,10 @@ func samples() map[event.Type]any {
 		ArticleLikeCount: 1, ArticleLikeCountVersion: 1}
 	view := event.View{ArticleID: 383009385012031488, ArticleViewCount: 100}
 	moderated := event.ArticleModeration{ArticleID: 383009385012031488, BoardID: 1, WriterID: 7, Hidden: event.Removed,
-		HiddenReason: "spam", Locked: true, Pinned: true, Action: event.ActionRemove, Reason: "spam", ModeratorID: 9,
+		RemovedReason: "spam", Locked: true, Pinned: true, Action: event.ActionRemove, Reason: "spam", ModeratorID: 9,
 		ModeratedAt: created, ModerationVersion: 3}
 	comment := event.CommentModeration{CommentID: 383009385012031490, ArticleID: 383009385012031488, BoardID: 1, WriterID: 7,
-		Hidden: event.Pending, HiddenReason: "5 reports", Action: event.ActionHide, ModeratedAt: created, ModerationVersion: 1}
+		Hidden: event.Pending, RemovedReason: "5 reports", Action: event.ActionHide, ModeratedAt: created, ModerationVersion: 1}
 	until := apijson.Time(time.Date(2026, 2, 2, 3, 4, 5, 6e6, time.UTC))
 	ban := event.Ban{UserID: 7, Banned: true, Reason: "spam", Until: &until, ModeratorID: 9, At: created, BanVersion: 1}
 	unban := event.Ban{UserID: 7, ModeratorID: 9, At: created, BanVersion: 2}

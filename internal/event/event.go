@@ -182,10 +182,10 @@ type ArticleModeration struct {
 	BoardID   apijson.ID `json:"boardId"`
 	WriterID  apijson.ID `json:"writerId"`
 	Hidden    Hidden     `json:"hidden"`
-	// HiddenReason is shown in place of the content while it is hidden.
-	HiddenReason string `json:"hiddenReason"`
-	Locked       bool   `json:"locked"` // no new comments
-	Pinned       bool   `json:"pinned"` // shown first on the board's first page
+	// RemovedReason is shown in place of the content while it is hidden.
+	RemovedReason string `json:"removedReason"`
+	Locked        bool   `json:"locked"` // no new comments
+	Pinned        bool   `json:"pinned"` // shown first on the board's first page
 	// Action is what the moderator did (one of the Action constants); ModeratorID is 0 for a hide by reports.
 	Action      string       `json:"action"`
 	Reason      string       `json:"reason"`
@@ -203,7 +203,7 @@ type CommentModeration struct {
 	BoardID           apijson.ID   `json:"boardId"`
 	WriterID          apijson.ID   `json:"writerId"`
 	Hidden            Hidden       `json:"hidden"`
-	HiddenReason      string       `json:"hiddenReason"`
+	RemovedReason     string       `json:"removedReason"`
 	Action            string       `json:"action"`
 	Reason            string       `json:"reason"`
 	ModeratorID       apijson.ID   `json:"moderatorId"`

@@ -176,7 +176,7 @@ func moderated(id, version int64, hidden event.Hidden) event.Envelope {
 		action = event.ActionRemove
 	}
 	return envelope(event.ArticleModerated, event.ArticleModeration{ArticleID: apijson.ID(id), BoardID: 1, WriterID: 7,
-		Hidden: hidden, HiddenReason: "reason " + string(hidden), Action: action, ModeratorID: 3,
+		Hidden: hidden, RemovedReason: "reason " + string(hidden), Action: action, ModeratorID: 3,
 		ModeratedAt: apijson.Time(snowflake.Timestamp(id).Add(time.Minute)), ModerationVersion: version})
 }
 

@@ -126,7 +126,7 @@ func (s *Service) moderateArticle(ctx context.Context, articleID int64, on bool,
 	if err != nil {
 		return ArticleState{}, err
 	}
-	return ArticleState{ArticleID: t.id, BoardID: t.boardID, WriterID: t.writerID, Hidden: t.hidden, HiddenReason: t.hiddenReason,
+	return ArticleState{ArticleID: t.id, BoardID: t.boardID, WriterID: t.writerID, Hidden: t.hidden, RemovedReason: t.removedReason,
 		Locked: t.locked, Pinned: t.pinned, ModerationVersion: t.version}, nil
 }
 

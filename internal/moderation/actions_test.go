@@ -40,7 +40,7 @@ func TestLock(t *testing.T) {
 		for i := range 2 { // the second lock changes nothing
 			r := f.call(mod1, "PUT", lock, "")
 			httpiotest.WantStatus(t, r, http.StatusOK)
-			want := map[string]any{"articleId": "1001", "boardId": idStr(board), "writerId": idStr(writer), "hidden": "", "hiddenReason": "",
+			want := map[string]any{"articleId": "1001", "boardId": idStr(board), "writerId": idStr(writer), "hidden": "", "removedReason": "",
 				"locked": true, "pinned": false, "moderationVersion": jsonNumber(1)}
 			if diff := cmp.Diff(want, httpiotest.DecodeJSON(t, r.Body)); diff != "" {
 				t.Errorf("lock %d (-want +got):\n%s", i, diff)

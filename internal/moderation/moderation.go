@@ -170,7 +170,7 @@ type ArticleState struct {
 	BoardID           int64
 	WriterID          int64
 	Hidden            event.Hidden
-	HiddenReason      string
+	RemovedReason     string
 	Locked            bool
 	Pinned            bool
 	ModerationVersion int64
@@ -242,19 +242,19 @@ type targetRow struct {
 	writerID               int64
 	excerpt                string
 	hidden                 event.Hidden
-	hiddenReason           string
+	removedReason          string
 	locked, pinned         bool
 	version, openReports   int64
 	queuedAt               sql.NullTime
 }
 
-const targetColumns = "target_type, target_id, article_id, board_id, writer_id, excerpt, hidden, hidden_reason, locked, pinned, " +
+const targetColumns = "target_type, target_id, article_id, board_id, writer_id, excerpt, hidden, removed_reason, locked, pinned, " +
 	"moderation_version, open_reports, queued_at"
 
 func scanTarget(row interface{ Scan(...any) error }) (targetRow, error) {
 	var t targetRow
 	var typ, hidden string
-	err := row.Scan(&typ, &t.id, &t.articleID, &t.boardID, &t.writerID, &t.excerpt, &hidden, &t.hiddenReason, &t.locked,
+	err := row.Scan(&typ, &t.id, &t.articleID, &t.boardID, &t.writerID, &t.excerpt, &hidden, &t.removedReason, &t.locked,
 		&t.pinned, &t.version, &t.openReports, &t.queuedAt)
 	t.typ, t.hidden = TargetType(typ), event.Hidden(hidden)
 	t.queuedAt.Time = t.queuedAt.Time.UTC()
@@ -299,8 +299,8 @@ func (s *Service) ensureTarget(ctx context.Context, t found) error {
 // it (keyed by its board, see internal/event), and its log entry.
 func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *targetRow, action, reason string, moderatorID int64) error {
 	t.version++
-	if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET hidden = ?, hidden_reason = ?, locked = ?, pinned = ?, moderation_version = ? "+
-		"WHERE board_id = ? AND target_type = ? AND target_id = ?", string(t.hidden), t.hiddenReason, t.locked, t.pinned, t.version, t.boardID,
+	if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET hidden = ?, removed_reason = ?, locked = ?, pinned = ?, moderation_version = ? "+
+		"WHERE board_id = ? AND target_type = ? AND target_id = ?", string(t.hidden), t.removedReason, t.locked, t.pinned, t.version, t.boardID,
 		string(t.typ), t.id); err != nil {
 		return err
 	}
@@ -308,11 +308,11 @@ func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *t
 	var err error
 	if t.typ == Article {
 		err = emit(event.ArticleModerated, t.boardID, event.ArticleModeration{ArticleID: apijson.ID(t.id), BoardID: apijson.ID(t.boardID),
-			WriterID: apijson.ID(t.writerID), Hidden: t.hidden, HiddenReason: t.hiddenReason, Locked: t.locked, Pinned: t.pinned,
+			WriterID: apijson.ID(t.writerID), Hidden: t.hidden, RemovedReason: t.removedReason, Locked: t.locked, Pinned: t.pinned,
 			Action: action, Reason: reason, ModeratorID: apijson.ID(moderatorID), ModeratedAt: now, ModerationVersion: t.version})
 	} else {
 		err = emit(event.CommentModerated, t.boardID, event.CommentModeration{CommentID: apijson.ID(t.id), ArticleID: apijson.ID(t.articleID),
-			BoardID: apijson.ID(t.boardID), WriterID: apijson.ID(t.writerID), Hidden: t.hidden, HiddenReason: t.hiddenReason, Action: action, Reason: reason,
+			BoardID: apijson.ID(t.boardID), WriterID: apijson.ID(t.writerID), Hidden: t.hidden, RemovedReason: t.removedReason, Action: action, Reason: reason,
 			ModeratorID: apijson.ID(moderatorID), ModeratedAt: now, ModerationVersion: t.version})
 	}
 	if err != nil {
@@ -389,8 +389,8 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 		if err != nil {
 			return err
 		}
-		row.hidden, row.hiddenReason = event.Pending, pendingReason(row.openReports+1, counts)
-		return s.change(ctx, tx, emit, &row, event.ActionHide, row.hiddenReason, 0)
+		row.hidden, row.removedReason = event.Pending, pendingReason(row.openReports+1, counts)
+		return s.change(ctx, tx, emit, &row, event.ActionHide, row.removedReason, 0)
 	})
 	if err != nil {
 		return Report{}, err
@@ -526,10 +526,10 @@ func (s *Service) Resolve(ctx context.Context, moderatorID int64, typ TargetType
 		}
 		switch {
 		case action == Remove:
-			row.hidden, row.hiddenReason = event.Removed, reason
+			row.hidden, row.removedReason = event.Removed, reason
 			return s.change(ctx, tx, emit, &row, event.ActionRemove, reason, moderatorID)
 		case row.hidden == event.Pending:
-			row.hidden, row.hiddenReason = event.Visible, ""
+			row.hidden, row.removedReason = event.Visible, ""
 			return s.change(ctx, tx, emit, &row, event.ActionRestore, reason, moderatorID)
 		}
 		return s.log(ctx, tx, board, LogEntry{Action: actionDismiss, TargetType: typ, TargetID: targetID, ArticleID: row.articleID,

@@ -136,7 +136,7 @@ func TestThresholdHides(t *testing.T) {
 			t.Fatalf("events %+v, want one ARTICLE_MODERATED keyed by the board", evs)
 		}
 		reason := "hidden pending review after 3 reports (spam 2, abuse 1)"
-		want := event.ArticleModeration{ArticleID: article1, BoardID: board, WriterID: writer, Hidden: event.Pending, HiddenReason: reason,
+		want := event.ArticleModeration{ArticleID: article1, BoardID: board, WriterID: writer, Hidden: event.Pending, RemovedReason: reason,
 			Action: event.ActionHide, Reason: reason, ModeratorID: 0, ModeratedAt: apijson.Time(t0), ModerationVersion: 1}
 		if diff := cmp.Diff(want, payload[event.ArticleModeration](t, evs[0]), timesEqual); diff != "" {
 			t.Errorf("hide event (-want +got):\n%s", diff)
@@ -152,7 +152,7 @@ func TestThresholdHides(t *testing.T) {
 		}
 		c := payload[event.CommentModeration](t, evs[1])
 		if c.CommentID != commentV2 || c.ArticleID != article1 || c.BoardID != board || c.WriterID != writer || c.Hidden != event.Pending ||
-			c.HiddenReason != "hidden pending review after 3 reports (abuse 3)" || c.ModerationVersion != 1 {
+			c.RemovedReason != "hidden pending review after 3 reports (abuse 3)" || c.ModerationVersion != 1 {
 			t.Errorf("comment hide event %+v", c)
 		}
 		var log []map[string]any
@@ -272,7 +272,7 @@ func TestQueueAndResolutions(t *testing.T) {
 			t.Fatalf("dismiss wrote %d events", len(evs)-evsBefore)
 		}
 		restored := payload[event.ArticleModeration](t, evs[len(evs)-1])
-		if restored.Hidden != event.Visible || restored.HiddenReason != "" || restored.Action != event.ActionRestore || restored.ModeratorID != mod1 ||
+		if restored.Hidden != event.Visible || restored.RemovedReason != "" || restored.Action != event.ActionRestore || restored.ModeratorID != mod1 ||
 			restored.Reason != "satire" || restored.ModerationVersion != 2 {
 			t.Errorf("restore event %+v", restored)
 		}
@@ -292,7 +292,7 @@ func TestQueueAndResolutions(t *testing.T) {
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		evs = events(t, db)
 		removed := payload[event.ArticleModeration](t, evs[len(evs)-1])
-		want2 := event.ArticleModeration{ArticleID: article1, BoardID: board, WriterID: writer, Hidden: event.Removed, HiddenReason: "adverts are not welcome",
+		want2 := event.ArticleModeration{ArticleID: article1, BoardID: board, WriterID: writer, Hidden: event.Removed, RemovedReason: "adverts are not welcome",
 			Action: event.ActionRemove, Reason: "adverts are not welcome", ModeratorID: mod2, ModeratedAt: apijson.Time(f.clock.Now()), ModerationVersion: 1}
 		if diff := cmp.Diff(want2, removed, timesEqual); diff != "" {
 			t.Errorf("remove event (-want +got):\n%s", diff)

@@ -99,7 +99,7 @@ type articleStateJSON struct {
 	BoardID           apijson.ID   `json:"boardId"`
 	WriterID          apijson.ID   `json:"writerId"`
 	Hidden            event.Hidden `json:"hidden"`
-	HiddenReason      string       `json:"hiddenReason"`
+	RemovedReason     string       `json:"removedReason"`
 	Locked            bool         `json:"locked"`
 	Pinned            bool         `json:"pinned"`
 	ModerationVersion int64        `json:"moderationVersion"`
@@ -277,7 +277,7 @@ func (h handlers) articleFlag(set func(*Service, context.Context, int64, int64, 
 			return nil
 		}
 		httpio.Write(w, http.StatusOK, articleStateJSON{apijson.ID(st.ArticleID), apijson.ID(st.BoardID), apijson.ID(st.WriterID), st.Hidden,
-			st.HiddenReason, st.Locked, st.Pinned, st.ModerationVersion})
+			st.RemovedReason, st.Locked, st.Pinned, st.ModerationVersion})
 		return nil
 	}
 }

@@ -163,12 +163,12 @@ type articleRead struct {
 	ArticleLikeCount    int64     `json:"articleLikeCount"`
 	ArticleViewCount    int64     `json:"articleViewCount"`
 	// What moderation made of it (SPEC §3.9): Hidden is "", "pending" (hidden by reports until a moderator looks)
-	// or "removed", with HiddenReason shown in its place; a locked article takes no new comments; a pinned one
+	// or "removed", with RemovedReason shown in its place; a locked article takes no new comments; a pinned one
 	// comes first on its board.
-	Hidden       string `json:"hidden"`
-	HiddenReason string `json:"hiddenReason"`
-	Locked       bool   `json:"locked"`
-	Pinned       bool   `json:"pinned"`
+	Hidden        string `json:"hidden"`
+	RemovedReason string `json:"removedReason"`
+	Locked        bool   `json:"locked"`
+	Pinned        bool   `json:"pinned"`
 }
 
 type articleListPage struct {
@@ -177,15 +177,15 @@ type articleListPage struct {
 }
 
 type comment struct {
-	CommentID    int64     `json:"commentId,string"`
-	Content      string    `json:"content"`
-	ArticleID    int64     `json:"articleId,string"`
-	WriterID     int64     `json:"writerId,string"`
-	Path         string    `json:"path"`
-	Deleted      bool      `json:"deleted"`
-	CreatedAt    time.Time `json:"createdAt"`
-	Hidden       string    `json:"hidden"`
-	HiddenReason string    `json:"hiddenReason"`
+	CommentID     int64     `json:"commentId,string"`
+	Content       string    `json:"content"`
+	ArticleID     int64     `json:"articleId,string"`
+	WriterID      int64     `json:"writerId,string"`
+	Path          string    `json:"path"`
+	Deleted       bool      `json:"deleted"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Hidden        string    `json:"hidden"`
+	RemovedReason string    `json:"removedReason"`
 }
 
 type commentPage struct {

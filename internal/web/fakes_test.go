@@ -54,16 +54,16 @@ type fakeArticle struct {
 	Title, Content         string
 	Created, Modified      time.Time
 	Comments, Likes, Views int64
-	Hidden, HiddenReason   string
+	Hidden, RemovedReason  string
 	Locked, Pinned         bool
 }
 
 type fakeComment struct {
-	ID, Article, Writer  int64
-	Content, Path        string
-	Deleted              bool
-	Created              time.Time
-	Hidden, HiddenReason string
+	ID, Article, Writer   int64
+	Content, Path         string
+	Deleted               bool
+	Created               time.Time
+	Hidden, RemovedReason string
 }
 
 type fakeUser struct {
@@ -296,7 +296,7 @@ func articleJSON(a *fakeArticle, counts bool, whole ...bool) map[string]any {
 	}
 	m := map[string]any{"articleId": wireID(a.ID), "title": title, "content": content, "boardId": wireID(a.Board),
 		"writerId": wireID(a.Writer), "createdAt": wireTime(a.Created), "modifiedAt": wireTime(a.Modified),
-		"hidden": a.Hidden, "hiddenReason": a.HiddenReason, "locked": a.Locked, "pinned": a.Pinned}
+		"hidden": a.Hidden, "removedReason": a.RemovedReason, "locked": a.Locked, "pinned": a.Pinned}
 	if counts {
 		m["articleCommentCount"], m["articleLikeCount"], m["articleViewCount"] = a.Comments, a.Likes, a.Views
 	}
@@ -312,7 +312,7 @@ func commentJSON(c fakeComment, whole ...bool) map[string]any {
 	}
 	return map[string]any{"commentId": wireID(c.ID), "content": content, "articleId": wireID(c.Article),
 		"writerId": wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
-		"hidden": c.Hidden, "hiddenReason": c.HiddenReason}
+		"hidden": c.Hidden, "removedReason": c.RemovedReason}
 }
 
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {

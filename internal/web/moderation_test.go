@@ -179,8 +179,8 @@ func (f *fakes) moderationMux() http.Handler {
 		})
 		if in.Action == "remove" {
 			if a := f.source[target]; in.TargetType == "article" && a != nil {
-				a.Hidden, a.HiddenReason = "removed", in.Reason
-				f.read[target].Hidden, f.read[target].HiddenReason = "removed", in.Reason
+				a.Hidden, a.RemovedReason = "removed", in.Reason
+				f.read[target].Hidden, f.read[target].RemovedReason = "removed", in.Reason
 			}
 		}
 		f.logAction(in.Action, in.TargetType, target, target, p.UserID, in.Reason)
@@ -425,9 +425,9 @@ func TestHiddenContent(t *testing.T) {
 	t.Parallel()
 	f := newFakes(t)
 	f.putArticle(&fakeArticle{ID: 2, Board: 1, Writer: 11, Title: "Second post", Content: "The real words.", Created: t0, Modified: t0,
-		Hidden: "removed", HiddenReason: "Spam, removed <b>"})
+		Hidden: "removed", RemovedReason: "Spam, removed <b>"})
 	f.mu.Lock()
-	f.comments[1][0].Hidden, f.comments[1][0].HiddenReason = "pending", "Reported by several readers"
+	f.comments[1][0].Hidden, f.comments[1][0].RemovedReason = "pending", "Reported by several readers"
 	f.mu.Unlock()
 	h := f.handler(t)
 

@@ -202,10 +202,10 @@ type articleView struct {
 	CreatedAt, ModifiedAt      time.Time
 	Likes, CommentCount, Views int64
 	Locked, Pinned             bool
-	// Hidden and HiddenReason say why the content is not shown; HiddenShown, that it is shown all the same, to
+	// Hidden and RemovedReason say why the content is not shown; HiddenShown, that it is shown all the same, to
 	// its writer or a moderator.
-	Hidden, HiddenReason string
-	HiddenShown          bool
+	Hidden, RemovedReason string
+	HiddenShown           bool
 }
 
 // Edited says whether the article changed after it was written.
@@ -219,7 +219,7 @@ type commentView struct {
 	Content, Writer                string
 	CreatedAt                      time.Time
 	Deleted                        bool
-	Hidden, HiddenReason           string
+	Hidden, RemovedReason          string
 	CanReply, CanDelete, CanReport bool
 }
 
@@ -321,7 +321,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		Article: articleView{ID: articleID, BoardID: a.BoardID, WriterID: a.WriterID, Title: a.Title, Content: a.Content,
 			Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
 			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount,
-			Locked: a.Locked, Pinned: a.Pinned, Hidden: a.Hidden, HiddenReason: a.HiddenReason, HiddenShown: hiddenShown},
+			Locked: a.Locked, Pinned: a.Pinned, Hidden: a.Hidden, RemovedReason: a.RemovedReason, HiddenShown: hiddenShown},
 		CanChange:           v.Owns(a.WriterID),
 		CanReport:           v != nil && v.ID != a.WriterID && a.Hidden != "removed",
 		CanComment:          v != nil && (!a.Locked || v.Moderator()),
@@ -336,7 +336,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		}
 		depth := len(c.Path) / pathPerLvl
 		data.Comments = append(data.Comments, commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
-			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, HiddenReason: c.HiddenReason,
+			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, RemovedReason: c.RemovedReason,
 			CanReply: data.CanComment && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID),
 			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed"})
 	}

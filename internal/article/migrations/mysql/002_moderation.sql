@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS article_moderation (
     article_id         BIGINT        NOT NULL PRIMARY KEY,
     board_id           BIGINT        NOT NULL,
     hidden             VARCHAR(16)   NOT NULL,
-    hidden_reason      VARCHAR(1000) NOT NULL,
+    removed_reason      VARCHAR(1000) NOT NULL,
     locked             BOOLEAN       NOT NULL,
     pinned             BOOLEAN       NOT NULL,
     moderation_version BIGINT        NOT NULL

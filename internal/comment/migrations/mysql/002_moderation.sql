@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS comment_moderation (
     comment_id         BIGINT        NOT NULL PRIMARY KEY,
     article_id         BIGINT        NOT NULL,
     hidden             VARCHAR(16)   NOT NULL,
-    hidden_reason      VARCHAR(1000) NOT NULL,
+    removed_reason      VARCHAR(1000) NOT NULL,
     moderation_version BIGINT        NOT NULL,
     KEY idx_article_id_comment_id (article_id, comment_id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -9,7 +9,7 @@ CREATE TABLE comment_moderation (
     comment_id         INTEGER NOT NULL PRIMARY KEY,
     article_id         INTEGER NOT NULL,
     hidden             TEXT    NOT NULL,
-    hidden_reason      TEXT    NOT NULL,
+    removed_reason      TEXT    NOT NULL,
     moderation_version INTEGER NOT NULL
 );
 

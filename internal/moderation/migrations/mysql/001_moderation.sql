@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS moderation_target (
     writer_id          BIGINT        NOT NULL,
     excerpt            VARCHAR(255)  NOT NULL,
     hidden             VARCHAR(16)   NOT NULL DEFAULT '',
-    hidden_reason      VARCHAR(600)  NOT NULL DEFAULT '',
+    removed_reason      VARCHAR(600)  NOT NULL DEFAULT '',
     locked             BOOLEAN       NOT NULL DEFAULT FALSE,
     pinned             BOOLEAN       NOT NULL DEFAULT FALSE,
     moderation_version BIGINT        NOT NULL DEFAULT 0,

@@ -7,7 +7,7 @@ CREATE TABLE moderation_target (
     writer_id          INTEGER  NOT NULL,
     excerpt            TEXT     NOT NULL,
     hidden             TEXT     NOT NULL DEFAULT '',
-    hidden_reason      TEXT     NOT NULL DEFAULT '',
+    removed_reason      TEXT     NOT NULL DEFAULT '',
     locked             BOOLEAN  NOT NULL DEFAULT FALSE,
     pinned             BOOLEAN  NOT NULL DEFAULT FALSE,
     moderation_version INTEGER  NOT NULL DEFAULT 0,
