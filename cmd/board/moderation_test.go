@@ -8,8 +8,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"board/internal/app"
+	"board/internal/auth"
 )
 
 // moderated is what the tests read of an article's moderation state, from article-read or the article service.
@@ -308,4 +314,88 @@ func TestBanAndRoleReachEveryInstance(t *testing.T) {
 		})
 	}
 	t.Logf("the role change reached both instances %v after the command", time.Since(demoted).Round(time.Millisecond))
+}
+
+// Reports and a ban acknowledged before a SIGKILL are there after the restart: every acknowledged report is in the
+// queue, and the ban, whose event may not have left the outbox when the process died, reaches the services' guards.
+func TestModerationSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
+		"--log-format", "json", "--report-threshold", "1000", "--relay-poll-interval", "200ms", "--relay-min-age", "200ms"}
+	for _, s := range app.Services() {
+		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
+	}
+	p := startProcess(t, args...)
+	var art articleOut
+	call(t, "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1},
+		http.StatusCreated, &art)
+	a := sendAs(t, "", "POST", p.urls["user"]+"/v1/users", map[string]any{"username": "dave", "password": "dave-password"})
+	var dave struct{ UserID string }
+	if a.status != http.StatusCreated || json.Unmarshal(a.body, &dave) != nil {
+		t.Fatalf("sign up: %d %s", a.status, a.body)
+	}
+	m, _ := minters.Load(strings.TrimPrefix(p.urls["article"], "http://"))
+	mint := func(id int64, role auth.Role) string {
+		return m.(*minter).token(t, auth.Principal{UserID: id, Role: role})
+	}
+	modToken := mint(testModerator.UserID, auth.RoleModerator)
+	if a := sendAs(t, bearer(modToken), "PUT", p.urls["moderation"]+"/v1/bans/"+dave.UserID, map[string]any{"reason": "flooding"}); a.status != http.StatusOK {
+		t.Fatalf("ban: %d %s", a.status, a.body)
+	}
+
+	// Reporters, each once, until the process dies under them.
+	var next, acked atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				reporter := 1000 + next.Add(1)
+				req := jsonRequest(t, "POST", p.urls["moderation"]+"/v1/reports", map[string]any{"targetType": "article", "targetId": art.ArticleID, "reason": "spam"})
+				req.Header.Set("Authorization", bearer(mint(reporter, auth.RoleUser)))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return // killed
+				}
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					return
+				}
+				acked.Add(1)
+			}
+		})
+	}
+	for acked.Load() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.wait()
+	wg.Wait()
+	waitGone(t, p.redisPid)
+
+	p = startProcess(t, args...)
+	var queue struct {
+		Targets []struct {
+			TargetID    string
+			ReportCount int64
+		}
+	}
+	getAs(t, modToken, p.urls["moderation"]+"/v1/reports", &queue)
+	if len(queue.Targets) != 1 || queue.Targets[0].ReportCount < acked.Load() || queue.Targets[0].ReportCount > next.Load() {
+		t.Fatalf("after the restart the queue holds %+v; %d reports were acknowledged, %d sent", queue.Targets, acked.Load(), next.Load())
+	}
+	t.Logf("%d reports acknowledged, %d sent, %d in the queue after the restart", acked.Load(), next.Load(), queue.Targets[0].ReportCount)
+	daveID, _ := strconv.ParseInt(dave.UserID, 10, 64)
+	daveToken := mint(daveID, auth.RoleUser)
+	eventually(t, func() string {
+		a := sendAs(t, bearer(daveToken), "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "t", "content": "c", "boardId": 1})
+		if a.code() != "BANNED" {
+			return fmt.Sprintf("a write of the user banned before the kill: %d %s", a.status, a.body)
+		}
+		return ""
+	})
 }
