@@ -16,7 +16,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"serve", "--help"}, {"serve", "article", "-h"}, {"bench", "--help"}, {"migrate", "--help"}, {"seed", "--help"},
 		{"seed", "comments", "--help"}, {"bench", "paging", "--help"}, {"bench", "comments", "--help"}, {"bench", "relay", "--help"},
-		{"bench", "likes", "--help"}} {
+		{"bench", "likes", "--help"}, {"bench", "standing", "--help"}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 			t.Errorf("board %s: %v", strings.Join(args, " "), err)
@@ -135,6 +135,19 @@ func TestBenchRelayDrains(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "relayed 1200 events") {
 		t.Errorf("bench relay did not relay all 1200 events:\n%s", out.String())
+	}
+}
+
+// The standing bench reads every ban it published, through the table every process keeps.
+func TestBenchStandingReadsEveryBan(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	args := append([]string{"bench", "standing", "--users", "1200"}, testFlags(t, t.TempDir())...)
+	if err := run(context.Background(), args, noEnv, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("bench standing: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "1200 banned users") || !strings.Contains(out.String(), "catches up") {
+		t.Errorf("bench standing printed:\n%s", out.String())
 	}
 }
 

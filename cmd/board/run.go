@@ -30,6 +30,7 @@ Usage:
   board bench freshness      time writes until a running board's hot-article ranking shows them
   board bench read           load a running board's article-read, warm and cold, against a bare Redis GET
   board bench pages          load a running board's web pages next to the article-read calls they are made from
+  board bench standing       time a process reading every user's ban at start, against a bare Kafka read
   board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`
