@@ -70,8 +70,12 @@ without decoding or applying them. Prints both, and the table's lookups per seco
 
 	start = time.Now()
 	for u := 1; u <= *users; u++ {
-		if _, ban, err := table.Lookup(int64(u)); err != nil || ban == nil {
-			return fmt.Errorf("user %d: ban %v, %v; want the ban published", u, ban, err)
+		_, ban, err := table.Lookup(int64(u))
+		if err != nil {
+			return fmt.Errorf("user %d: %w", u, err)
+		}
+		if ban == nil {
+			return fmt.Errorf("user %d is not banned; want the ban published", u)
 		}
 	}
 	lookups := time.Since(start)
