@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Migrate applies, in version order, the migrations in fsys's migrations/<dialect>/ of component (a service, or a shared part
@@ -137,7 +139,7 @@ func migrationFiles(fsys fs.FS, dir string) ([]migration, error) {
 }
 
 // apply runs one migration file and records it. On SQLite the whole file is one transaction; MySQL commits DDL
-// statement by statement, so its migrations are written to be re-runnable (IF NOT EXISTS).
+// statement by statement, so its migrations are written to be re-runnable (IF NOT EXISTS, and see addedAlready).
 func apply(ctx context.Context, db *DB, conn *sql.Conn, fsys fs.FS, component string, m migration) error {
 	body, err := fs.ReadFile(fsys, m.path)
 	if err != nil {
@@ -149,7 +151,7 @@ func apply(ctx context.Context, db *DB, conn *sql.Conn, fsys fs.FS, component st
 	}
 	defer func() { _ = tx.Rollback() }() // ErrTxDone after the Commit; before it, the error returned says more
 	for _, stmt := range statements(string(body)) {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil && !addedAlready(err) {
 			return fmt.Errorf("%w in: %s", err, stmt)
 		}
 	}
@@ -162,6 +164,15 @@ func apply(ctx context.Context, db *DB, conn *sql.Conn, fsys fs.FS, component st
 		return err
 	}
 	return tx.Commit()
+}
+
+// addedAlready reports whether a MySQL statement failed only because the column or index it adds is there. MySQL
+// commits DDL statement by statement, so a migration can run again after its DDL took effect: cut short before its
+// record was written, or, behind Vitess, run by two instances at once. CREATE TABLE has IF NOT EXISTS for that;
+// MySQL's ADD COLUMN and ADD INDEX have none.
+func addedAlready(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && (my.Number == 1060 || my.Number == 1061) // ER_DUP_FIELDNAME, ER_DUP_KEYNAME
 }
 
 // statements splits a migration into statements at semicolons that end a line, dropping "--" comment lines.

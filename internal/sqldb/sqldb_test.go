@@ -69,6 +69,33 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	})
 }
 
+// A MySQL migration whose ALTER TABLE took effect but was not recorded (its process died between the two, as DDL
+// commits on its own) runs again without failing on the column or index it added.
+func TestMigrateRerunsAnAlterThatTookEffect(t *testing.T) {
+	t.Parallel()
+	alter := fstest.MapFS{
+		"migrations/mysql/001_things.sql":  {Data: []byte("CREATE TABLE IF NOT EXISTS thing (id BIGINT NOT NULL PRIMARY KEY);\n")},
+		"migrations/mysql/002_alter.sql":   {Data: []byte("ALTER TABLE thing ADD COLUMN m BIGINT NOT NULL DEFAULT 0;\nCREATE INDEX idx_m ON thing (m);\n")},
+		"migrations/sqlite/001_things.sql": {Data: []byte("CREATE TABLE thing (id INTEGER NOT NULL PRIMARY KEY);\n")},
+		"migrations/sqlite/002_alter.sql":  {Data: []byte("ALTER TABLE thing ADD COLUMN m INTEGER NOT NULL DEFAULT 0;\nCREATE INDEX idx_m ON thing (m);\n")},
+	}
+	sqldbtest.Run(t, migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		if err := sqldb.Migrate(ctx, db, "alter", alter); err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect != sqldb.MySQL {
+			return // SQLite runs a migration in one transaction: its DDL never outlives a missing record
+		}
+		if _, err := db.ExecContext(ctx, "DELETE FROM schema_migrations WHERE component = 'alter' AND version = 2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := sqldb.Migrate(ctx, db, "alter", alter); err != nil {
+			t.Fatalf("the alter again: %v", err)
+		}
+	})
+}
+
 func TestMigrateRejectsBadFileNames(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, migrate)
