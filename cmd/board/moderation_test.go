@@ -183,6 +183,15 @@ func TestModerationFlow(t *testing.T) {
 	if id := strconv.FormatInt(bob, 10); bytes.Contains(la.body, []byte(id)) {
 		t.Errorf("the public log names reporter %s: %s", id, la.body)
 	}
+	// Moderators see it complete: who reported what the removal closed.
+	var full []struct {
+		Action  string
+		Reports []struct{ ReporterID, Reason string }
+	}
+	if a := getAs(t, modToken, mod+"/v1/modlog?page=1&pageSize=10", &full); a.status != http.StatusOK || len(full) != 2 ||
+		len(full[0].Reports) != 2 || full[0].Reports[0].ReporterID != strconv.FormatInt(bob, 10) || full[0].Reports[0].Reason != "spam" {
+		t.Errorf("the log for moderators: %d %s", a.status, a.body)
+	}
 
 	// A lock keeps new comments out, on both comment versions, until it is lifted.
 	if a := sendAs(t, bearer(modToken), "PUT", mod+"/v1/articles/"+kept+"/lock", nil); a.status != http.StatusOK {

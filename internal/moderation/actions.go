@@ -26,7 +26,7 @@ func (s *Service) Lock(ctx context.Context, moderatorID, articleID int64, on boo
 		if on {
 			action = event.ActionLock
 		}
-		return s.change(ctx, tx, emit, t, action, "", moderatorID)
+		return s.change(ctx, tx, emit, t, action, "", moderatorID, 0)
 	})
 }
 
@@ -61,7 +61,7 @@ func (s *Service) Pin(ctx context.Context, moderatorID, articleID int64, on bool
 			return err
 		}
 		t.pinned = on
-		return s.change(ctx, tx, emit, t, action, "", moderatorID)
+		return s.change(ctx, tx, emit, t, action, "", moderatorID, 0)
 	}
 	state, err := s.moderateArticle(ctx, articleID, on, apply)
 	var missing noBoardPin

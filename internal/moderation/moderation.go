@@ -194,6 +194,17 @@ type LogEntry struct {
 	ModeratorID int64
 	Reason      string
 	CreatedAt   time.Time
+	// ResolutionID is, for a resolution (dismiss, remove, restore), the id its reports were closed with; else 0.
+	ResolutionID int64
+	// Reports are the reports a resolution closed, read only for moderators (Log's withReports).
+	Reports []LoggedReport
+}
+
+// LoggedReport is a report a resolution closed, as moderators see it in the log.
+type LoggedReport struct {
+	ReporterID int64
+	Reason     Reason
+	Text       string
 }
 
 // ParseReason returns the reason named s.
@@ -297,7 +308,8 @@ func (s *Service) ensureTarget(ctx context.Context, t found) error {
 
 // change writes a target's new state (t, as the caller changed it) with the next version, the event that reports
 // it (keyed by its board, see internal/event), and its log entry.
-func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *targetRow, action, reason string, moderatorID int64) error {
+// resolution is the id of the resolution the change comes from, 0 for none.
+func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *targetRow, action, reason string, moderatorID, resolution int64) error {
 	t.version++
 	if _, err := tx.ExecContext(ctx, "UPDATE moderation_target SET hidden = ?, removed_reason = ?, locked = ?, pinned = ?, moderation_version = ? "+
 		"WHERE board_id = ? AND target_type = ? AND target_id = ?", string(t.hidden), t.removedReason, t.locked, t.pinned, t.version, t.boardID,
@@ -318,7 +330,8 @@ func (s *Service) change(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t *t
 	if err != nil {
 		return err
 	}
-	return s.log(ctx, tx, t.boardID, LogEntry{Action: action, TargetType: t.typ, TargetID: t.id, ArticleID: t.articleID, ModeratorID: moderatorID, Reason: reason})
+	return s.log(ctx, tx, t.boardID, LogEntry{Action: action, TargetType: t.typ, TargetID: t.id, ArticleID: t.articleID, ModeratorID: moderatorID,
+		Reason: reason, ResolutionID: resolution})
 }
 
 // log writes a moderation log entry, at the service's now, on the shard of the transaction's other rows: shardKey
@@ -328,8 +341,8 @@ func (s *Service) log(ctx context.Context, tx *sql.Tx, shardKey int64, e LogEntr
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO modlog (log_id, shard_key, action, target_type, target_id, article_id, moderator_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		id, shardKey, e.Action, string(e.TargetType), e.TargetID, e.ArticleID, e.ModeratorID, e.Reason, s.now())
+	_, err = tx.ExecContext(ctx, "INSERT INTO modlog (log_id, shard_key, action, target_type, target_id, article_id, moderator_id, reason, created_at, resolution_id) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", id, shardKey, e.Action, string(e.TargetType), e.TargetID, e.ArticleID, e.ModeratorID, e.Reason, s.now(), e.ResolutionID)
 	return err
 }
 
@@ -390,7 +403,7 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 			return err
 		}
 		row.hidden, row.removedReason = event.Pending, pendingReason(row.openReports+1, counts)
-		return s.change(ctx, tx, emit, &row, event.ActionHide, row.removedReason, 0)
+		return s.change(ctx, tx, emit, &row, event.ActionHide, row.removedReason, 0, 0)
 	})
 	if err != nil {
 		return Report{}, err
@@ -527,20 +540,21 @@ func (s *Service) Resolve(ctx context.Context, moderatorID int64, typ TargetType
 		switch {
 		case action == Remove:
 			row.hidden, row.removedReason = event.Removed, reason
-			return s.change(ctx, tx, emit, &row, event.ActionRemove, reason, moderatorID)
+			return s.change(ctx, tx, emit, &row, event.ActionRemove, reason, moderatorID, resolution)
 		case row.hidden == event.Pending:
 			row.hidden, row.removedReason = event.Visible, ""
-			return s.change(ctx, tx, emit, &row, event.ActionRestore, reason, moderatorID)
+			return s.change(ctx, tx, emit, &row, event.ActionRestore, reason, moderatorID, resolution)
 		}
 		return s.log(ctx, tx, board, LogEntry{Action: actionDismiss, TargetType: typ, TargetID: targetID, ArticleID: row.articleID,
-			ModeratorID: moderatorID, Reason: reason})
+			ModeratorID: moderatorID, Reason: reason, ResolutionID: resolution})
 	})
 	return resolved, err
 }
 
-// Log returns a page of the moderation log, newest first.
-func (s *Service) Log(ctx context.Context, page, pageSize int64) ([]LogEntry, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT action, target_type, target_id, article_id, moderator_id, reason, created_at FROM modlog "+
+// Log returns a page of the moderation log, newest first; withReports (for moderators) adds the reports each
+// resolution on the page closed, with their reporters.
+func (s *Service) Log(ctx context.Context, page, pageSize int64, withReports bool) ([]LogEntry, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT action, target_type, target_id, article_id, moderator_id, reason, created_at, resolution_id FROM modlog "+
 		"ORDER BY log_id DESC LIMIT ? OFFSET ?", pageSize, (page-1)*pageSize)
 	if err != nil {
 		return nil, err
@@ -550,13 +564,48 @@ func (s *Service) Log(ctx context.Context, page, pageSize int64) ([]LogEntry, er
 	for rows.Next() {
 		var e LogEntry
 		var typ string
-		if err := rows.Scan(&e.Action, &typ, &e.TargetID, &e.ArticleID, &e.ModeratorID, &e.Reason, &e.CreatedAt); err != nil {
+		if err := rows.Scan(&e.Action, &typ, &e.TargetID, &e.ArticleID, &e.ModeratorID, &e.Reason, &e.CreatedAt, &e.ResolutionID); err != nil {
 			return nil, err
 		}
 		e.TargetType, e.CreatedAt = TargetType(typ), e.CreatedAt.UTC()
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil || !withReports {
+		return out, err
+	}
+	return out, s.closedReports(ctx, out)
+}
+
+// closedReports fills in the reports each resolution among es closed, with one query for the page.
+func (s *Service) closedReports(ctx context.Context, es []LogEntry) error {
+	at := map[int64]int{} // resolution id -> index in es
+	args := []any{}
+	for i, e := range es {
+		if e.ResolutionID != 0 {
+			at[e.ResolutionID] = i
+			args = append(args, e.ResolutionID)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT resolution_id, reporter_id, reason, text FROM report WHERE resolution_id IN (?"+
+		strings.Repeat(", ?", len(args)-1)+") ORDER BY report_id", args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var resolution int64
+		var r LoggedReport
+		var reason string
+		if err := rows.Scan(&resolution, &r.ReporterID, &reason, &r.Text); err != nil {
+			return err
+		}
+		r.Reason = Reason(reason)
+		es[at[resolution]].Reports = append(es[at[resolution]].Reports, r)
+	}
+	return rows.Err()
 }
 
 func targetNotFound(typ TargetType, id int64) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,6 +330,18 @@ func TestQueueAndResolutions(t *testing.T) {
 			t.Errorf("the log names reporters: %s", body)
 		}
 		httpiotest.WantError(t, f.call(0, "GET", "/v1/modlog?page=0", ""), 400, "INVALID_PAGE")
+
+		// Complete for moderators: each resolution with the reports it closed (not those made since).
+		var full []struct {
+			Action  string
+			Reports []struct{ ReporterID, Reason, Text string }
+		}
+		decode(t, f.call(mod2, "GET", "/v1/modlog?page=1&pageSize=3", ""), &full)
+		type closed = struct{ ReporterID, Reason, Text string }
+		if len(full) != 3 || !slices.Equal(full[0].Reports, []closed{{"51", "off-topic", "why"}}) ||
+			!slices.Equal(full[2].Reports, []closed{{"50", "spam", "why"}, {"51", "other", "why"}}) {
+			t.Errorf("the log for moderators: %+v", full)
+		}
 	})
 }
 

@@ -121,6 +121,14 @@ type logJSON struct {
 	ModeratorID apijson.ID   `json:"moderatorId"`
 	Reason      string       `json:"reason"`
 	CreatedAt   apijson.Time `json:"createdAt"`
+	// Reports are the reports a resolution closed, shown to moderators only.
+	Reports []loggedReportJSON `json:"reports,omitempty"`
+}
+
+type loggedReportJSON struct {
+	ReporterID apijson.ID `json:"reporterId"`
+	Reason     Reason     `json:"reason"`
+	Text       string     `json:"text"`
 }
 
 // target reads and checks the targetType and targetId of a body.
@@ -370,14 +378,19 @@ func (h handlers) log(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	es, err := h.svc.Log(r.Context(), page, pageSize)
+	// Public, and complete for moderators: they also see who reported what each resolution closed.
+	p, signedIn := auth.FromContext(r.Context())
+	es, err := h.svc.Log(r.Context(), page, pageSize, signedIn && p.Role == auth.RoleModerator)
 	if err != nil {
 		return err
 	}
 	out := make([]logJSON, len(es))
 	for i, e := range es {
-		out[i] = logJSON{e.Action, e.TargetType, apijson.ID(e.TargetID), apijson.ID(e.ArticleID), apijson.ID(e.ModeratorID), e.Reason,
-			apijson.Time(e.CreatedAt)}
+		out[i] = logJSON{Action: e.Action, TargetType: e.TargetType, TargetID: apijson.ID(e.TargetID), ArticleID: apijson.ID(e.ArticleID),
+			ModeratorID: apijson.ID(e.ModeratorID), Reason: e.Reason, CreatedAt: apijson.Time(e.CreatedAt)}
+		for _, r := range e.Reports {
+			out[i].Reports = append(out[i].Reports, loggedReportJSON{apijson.ID(r.ReporterID), r.Reason, r.Text})
+		}
 	}
 	httpio.Write(w, http.StatusOK, out)
 	return nil

@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS ban (
 
 -- What moderators did (moderator_id 0: the reports' threshold), listed newest first by log_id, a Snowflake id.
 -- shard_key is the target's board, or the banned user: the shard key of the transaction that writes the entry.
+-- resolution_id is, for a resolution, the id its reports were closed with (the report rows keep it), else 0.
 CREATE TABLE IF NOT EXISTS modlog (
     log_id       BIGINT        NOT NULL PRIMARY KEY,
     shard_key    BIGINT        NOT NULL,
@@ -69,5 +70,6 @@ CREATE TABLE IF NOT EXISTS modlog (
     article_id   BIGINT        NOT NULL,
     moderator_id BIGINT        NOT NULL,
     reason       VARCHAR(600)  NOT NULL,
-    created_at   DATETIME(3)   NOT NULL
+    created_at   DATETIME(3)   NOT NULL,
+    resolution_id BIGINT       NOT NULL DEFAULT 0
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

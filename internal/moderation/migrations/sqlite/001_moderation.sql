@@ -59,5 +59,6 @@ CREATE TABLE modlog (
     article_id   INTEGER  NOT NULL,
     moderator_id INTEGER  NOT NULL,
     reason       TEXT     NOT NULL,
-    created_at   DATETIME NOT NULL
+    created_at   DATETIME NOT NULL,
+    resolution_id INTEGER NOT NULL DEFAULT 0
 );
