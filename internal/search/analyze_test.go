@@ -1,0 +1,40 @@
+package search
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestTerms(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"I liked the boards", "like board"},
+		{"자유게시판에 글을", "자유 유게 게시 시판 판에 글을"},
+		{"board게시판 ok", "board 게시 시판 ok"},
+		{"ＢＯＡＲＤ", "board"},
+		{"가", "가"},
+	} {
+		var got []string
+		for _, term := range Terms(c.text) {
+			got = append(got, term)
+		}
+		if want := splitWords(c.want); !slices.Equal(got, want) {
+			t.Errorf("Terms(%q) = %q, want %q", c.text, got, want)
+		}
+	}
+}
+
+func splitWords(s string) []string {
+	var out []string
+	word := ""
+	for _, r := range s + " " {
+		if r == ' ' {
+			if word != "" {
+				out = append(out, word)
+			}
+			word = ""
+			continue
+		}
+		word += string(r)
+	}
+	return out
+}

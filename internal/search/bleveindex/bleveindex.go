@@ -1,0 +1,366 @@
+// Package bleveindex is the embedded engine of search: a bleve index (scorch) on disk under the data directory, one
+// full index per instance.
+//
+// Documents are built field by field (no reflection over a mapping): a "text" field, analyzed with board's analyzer,
+// that holds the title and content of a live document only (a hidden or deleted one cannot match a query because
+// its words are not indexed at all); keyword fields for the filters; "created" with doc values for sorting by
+// newest; and the whole document, encoded, in one stored field that Get and Search read back. The mapping declares
+// the same fields, so that bleve's own tools read the index as it is.
+//
+// A batch is durable when Put returns: scorch's default (safe) batches wait for the segment to be persisted.
+package bleveindex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"board/internal/search"
+)
+
+// Field names.
+const (
+	fieldText    = "text"
+	fieldType    = "type"
+	fieldArticle = "article"
+	fieldBoard   = "board"
+	fieldWriter  = "writer"
+	fieldCreated = "created"
+	fieldSource  = "src"
+)
+
+// currentFile names, in the engine's directory, the current index.
+const currentFile = "current"
+
+// validName is what an index name may be: it is a directory name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Engine keeps its indexes as directories under one directory.
+type Engine struct {
+	dir string
+}
+
+// New returns the engine whose indexes live under dir.
+func New(dir string) *Engine { return &Engine{dir: dir} }
+
+// Open opens the named index, creating it if it does not exist.
+func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
+	if !validName.MatchString(name) {
+		return nil, fmt.Errorf("bleve index name %q: want 1-64 letters, digits, - or _", name)
+	}
+	path := filepath.Join(e.dir, name)
+	idx, err := bleve.Open(path)
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		if err := os.MkdirAll(e.dir, 0o755); err != nil {
+			return nil, err
+		}
+		idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bleve index %s: %w", path, err)
+	}
+	analyzer := idx.Mapping().AnalyzerNamed(search.AnalyzerName)
+	if analyzer == nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("open bleve index %s: no analyzer %s", path, search.AnalyzerName)
+	}
+	return &Index{idx: idx, analyzer: analyzer}, nil
+}
+
+// Current returns the name in the current file; "" when there is none.
+func (e *Engine) Current(context.Context) (string, error) {
+	b, err := os.ReadFile(filepath.Join(e.dir, currentFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	return string(b), err
+}
+
+// SetCurrent writes the current file atomically: a crash leaves the old name or the new, never half of one.
+func (e *Engine) SetCurrent(_ context.Context, name string) error {
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(e.dir, currentFile+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(name); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(e.dir, currentFile)); err != nil {
+		return err
+	}
+	d, err := os.Open(e.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Drop removes the named index's directory.
+func (e *Engine) Drop(_ context.Context, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("bleve index name %q: want 1-64 letters, digits, - or _", name)
+	}
+	return os.RemoveAll(filepath.Join(e.dir, name))
+}
+
+// newMapping declares the fields documents are built with (see the package doc).
+func newMapping() mapping.IndexMapping {
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer, text.Store, text.IncludeTermVectors, text.IncludeInAll, text.DocValues = search.AnalyzerName, false, false, false, false
+	kw := bleve.NewKeywordFieldMapping()
+	kw.Store, kw.IncludeTermVectors, kw.IncludeInAll, kw.DocValues = false, false, false, false
+	created := bleve.NewNumericFieldMapping()
+	created.Store, created.IncludeInAll, created.DocValues = false, false, true
+	src := bleve.NewTextFieldMapping()
+	src.Index, src.Store, src.IncludeInAll, src.DocValues = false, true, false, false
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt(fieldText, text)
+	for _, f := range []string{fieldType, fieldArticle, fieldBoard, fieldWriter} {
+		doc.AddFieldMappingsAt(f, kw)
+	}
+	doc.AddFieldMappingsAt(fieldCreated, created)
+	doc.AddFieldMappingsAt(fieldSource, src)
+	m := bleve.NewIndexMapping()
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = search.AnalyzerName
+	m.StoreDynamic, m.IndexDynamic, m.DocValuesDynamic = false, false, false
+	return m
+}
+
+// Index is one bleve index.
+type Index struct {
+	idx      bleve.Index
+	analyzer analysis.Analyzer // board's, for the text field
+}
+
+// source is a document as its stored field keeps it.
+type source struct {
+	Type       search.Type `json:"t"`
+	ArticleID  int64       `json:"a"`
+	CommentID  int64       `json:"c,omitempty"`
+	BoardID    int64       `json:"b"`
+	WriterID   int64       `json:"w"`
+	Title      string      `json:"ti,omitempty"`
+	Content    string      `json:"co,omitempty"`
+	CreatedAt  int64       `json:"cr"` // Unix ms
+	Version    int64       `json:"v"`
+	Moderation int64       `json:"m,omitempty"`
+	Hidden     bool        `json:"h,omitempty"`
+	Deleted    bool        `json:"d,omitempty"`
+}
+
+func encode(d search.Doc) ([]byte, error) {
+	return json.Marshal(source{Type: d.Type, ArticleID: d.ArticleID, CommentID: d.CommentID, BoardID: d.BoardID,
+		WriterID: d.WriterID, Title: d.Title, Content: d.Content, CreatedAt: d.CreatedAt.UnixMilli(), Version: d.Version,
+		Moderation: d.Moderation, Hidden: d.Hidden, Deleted: d.Deleted})
+}
+
+func decode(b []byte) (search.Doc, error) {
+	var s source
+	if err := json.Unmarshal(b, &s); err != nil {
+		return search.Doc{}, fmt.Errorf("bleve index: stored document: %w", err)
+	}
+	return search.Doc{Type: s.Type, ArticleID: s.ArticleID, CommentID: s.CommentID, BoardID: s.BoardID,
+		WriterID: s.WriterID, Title: s.Title, Content: s.Content, CreatedAt: time.UnixMilli(s.CreatedAt).UTC(),
+		Version: s.Version, Moderation: s.Moderation, Hidden: s.Hidden, Deleted: s.Deleted}, nil
+}
+
+// build makes the bleve document of d.
+func (ix *Index) build(d search.Doc) (*document.Document, error) {
+	src, err := encode(d)
+	if err != nil {
+		return nil, err
+	}
+	doc := document.NewDocument(d.Key())
+	keyword := func(name string, v string) {
+		doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), index.IndexField, nil))
+	}
+	keyword(fieldType, string(d.Type))
+	keyword(fieldArticle, strconv.FormatInt(d.ArticleID, 10))
+	keyword(fieldBoard, strconv.FormatInt(d.BoardID, 10))
+	keyword(fieldWriter, strconv.FormatInt(d.WriterID, 10))
+	if d.State() == search.Live {
+		text := d.Content
+		if d.Title != "" {
+			text = d.Title + "\n" + d.Content
+		}
+		doc.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(text), index.IndexField, ix.analyzer))
+	}
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldCreated, nil, float64(d.CreatedAt.UnixMilli()),
+		index.IndexField|index.DocValues))
+	doc.AddField(document.NewTextFieldCustom(fieldSource, nil, src, index.StoreField, nil))
+	return doc, nil
+}
+
+// Get reads the stored documents of keys.
+func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc, error) {
+	out := make(map[string]search.Doc, len(keys))
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := ix.idx.Document(k)
+		if err != nil {
+			return nil, fmt.Errorf("bleve index: get %s: %w", k, err)
+		}
+		if d == nil {
+			continue
+		}
+		var src []byte
+		d.VisitFields(func(f index.Field) {
+			if f.Name() == fieldSource {
+				src = f.Value()
+			}
+		})
+		if src == nil {
+			continue
+		}
+		doc, err := decode(src)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = doc
+	}
+	return out, nil
+}
+
+// Put indexes docs in one batch and returns once it is persisted.
+func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
+	b := ix.idx.NewBatch()
+	for _, d := range docs {
+		doc, err := ix.build(d)
+		if err != nil {
+			return err
+		}
+		if err := b.IndexAdvanced(doc); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ix.idx.Batch(b)
+}
+
+// Comments finds every comment of an article, whatever its state.
+func (ix *Index) Comments(ctx context.Context, articleID int64) ([]search.Doc, error) {
+	q := query.NewConjunctionQuery([]query.Query{term(fieldType, string(search.TypeComment)),
+		term(fieldArticle, strconv.FormatInt(articleID, 10))})
+	const page = 1000
+	var out []search.Doc
+	for from := 0; ; from += page {
+		req := bleve.NewSearchRequestOptions(q, page, from, false)
+		req.Fields = []string{fieldSource}
+		req.SortBy([]string{"_id"})
+		req.Score = "none"
+		res, err := ix.idx.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("bleve index: comments of %d: %w", articleID, err)
+		}
+		docs, err := hitDocs(res.Hits)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, docs...)
+		if len(res.Hits) < page {
+			return out, nil
+		}
+	}
+}
+
+// Search answers q with live documents.
+func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	if len(q.Terms) == 0 {
+		return search.Result{}, nil
+	}
+	terms := make([]query.Query, len(q.Terms))
+	for i, t := range q.Terms {
+		terms[i] = term(fieldText, t)
+	}
+	var must query.Query = query.NewConjunctionQuery(terms)
+	if len(terms) == 1 {
+		must = terms[0]
+	}
+	var filters []query.Query
+	if q.BoardID != 0 {
+		filters = append(filters, term(fieldBoard, strconv.FormatInt(q.BoardID, 10)))
+	}
+	if q.WriterID != 0 {
+		filters = append(filters, term(fieldWriter, strconv.FormatInt(q.WriterID, 10)))
+	}
+	if q.Type != "" {
+		filters = append(filters, term(fieldType, string(q.Type)))
+	}
+	if len(filters) > 0 {
+		b := query.NewBooleanQuery([]query.Query{must}, nil, nil)
+		b.AddFilter(query.NewConjunctionQuery(filters))
+		must = b
+	}
+	req := bleve.NewSearchRequestOptions(must, q.Limit, q.Offset, false)
+	req.Fields = []string{fieldSource}
+	if q.Newest {
+		req.SortBy([]string{"-" + fieldCreated, "-_id"})
+		req.Score = "none"
+	} else {
+		req.SortBy([]string{"-_score", "-" + fieldCreated, "-_id"})
+	}
+	res, err := ix.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return search.Result{}, fmt.Errorf("bleve index: search: %w", err)
+	}
+	docs, err := hitDocs(res.Hits)
+	if err != nil {
+		return search.Result{}, err
+	}
+	return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
+}
+
+func term(field, value string) *query.TermQuery {
+	t := query.NewTermQuery(value)
+	t.SetField(field)
+	return t
+}
+
+func hitDocs(hits bsearch.DocumentMatchCollection) ([]search.Doc, error) {
+	docs := make([]search.Doc, 0, len(hits))
+	for _, h := range hits {
+		src, _ := h.Fields[fieldSource].(string)
+		d, err := decode([]byte(src))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// Close closes the index.
+func (ix *Index) Close() error { return ix.idx.Close() }
