@@ -38,6 +38,11 @@ type ConsumerConfig struct {
 	Metrics     *Metrics               // may be nil
 	Now         func() time.Time       // the clock of board_event_age_seconds (default time.Now)
 	Opts        []kgo.Opt              // extra client options, applied last (tests: short session timeouts etc.)
+	// Flush, if set, is called after each batch of records is handled and before its offsets are committed: handlers
+	// that buffer their writes make them durable here, once per batch. A failed Flush is retried with backoff like a
+	// dependency that is down; if Run's context ends first, the batch's offsets are not committed and its records are
+	// delivered again.
+	Flush func(context.Context) error
 }
 
 // Headers a dead-letter record carries besides the original record's headers.
@@ -80,6 +85,7 @@ type Consumer struct {
 	log         *slog.Logger
 	metrics     *Metrics
 	now         func() time.Time
+	flush       func(context.Context) error
 	ran         atomic.Bool
 
 	mu sync.Mutex
@@ -118,6 +124,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		log:         cfg.Logger,
 		metrics:     cfg.Metrics,
 		now:         cfg.Now,
+		flush:       cfg.Flush,
 	}
 	if c.maxAttempts == 0 {
 		c.maxAttempts = defaultMaxAttempts
@@ -179,6 +186,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 				stopped = true
 			}
 		})
+		if !c.flushBatch(ctx) {
+			return nil
+		}
 		// Commit before allowing a rebalance: a partition leaves this member only with its handled records
 		// committed. A failed commit stays pending and is retried after the next batch or at revocation.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
@@ -197,6 +207,32 @@ func (c *Consumer) Run(ctx context.Context) error {
 			}
 		} else {
 			idle = 0
+		}
+	}
+}
+
+// flushBatch calls Flush until it succeeds, and reports whether it did. When ctx ends first, it forgets every
+// pending offset: the records handled since the last Flush are not durable, and they are delivered again (along with
+// any older ones whose commit had failed, which the handlers tolerate as duplicates).
+func (c *Consumer) flushBatch(ctx context.Context) bool {
+	if c.flush == nil {
+		return true
+	}
+	for try := 1; ; try++ {
+		// Even when ctx has ended (a shutdown in the middle of a batch), the records handled so far get one bounded
+		// Flush, so that their offsets can be committed.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		err := c.flush(fctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		c.log.Warn("kafka consumer: flush failed; the batch is not committed until it succeeds", "try", try, "err", err)
+		if ctx.Err() != nil || !sleep(ctx, c.delay(try)) {
+			c.mu.Lock()
+			c.pending = nil
+			c.mu.Unlock()
+			return false
 		}
 	}
 }

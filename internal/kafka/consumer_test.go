@@ -830,3 +830,59 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 		t.Errorf("committed %v, want the end offsets %v", got, want)
 	}
 }
+
+// TestFlushBeforeCommit: a batch's offsets are committed only once Flush succeeds; a Flush that never does leaves
+// them uncommitted at shutdown, and the records are delivered again.
+func TestFlushBeforeCommit(t *testing.T) {
+	t.Parallel()
+	k := startKafka(t)
+	cl := newClient(t, k.Addrs())
+	const topic, group = "board-view", "flushing"
+	if err := EnsureTopics(context.Background(), cl, []string{topic}, 1); err != nil {
+		t.Fatal(err)
+	}
+	produceViews(t, cl, topic, 1, 2, 3)
+	var seen handled
+	var flushes atomic.Int64
+	stop := runConsumer(t, ConsumerConfig{
+		Brokers: k.Addrs(), Group: group, Topics: []string{topic}, Backoff: time.Millisecond,
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			seen.add(idOf(env))
+			return nil
+		}},
+		Flush: func(context.Context) error { flushes.Add(1); return errors.New("disk full") },
+	})
+	eventually(t, 10*time.Second, "three records handled and Flush retried", func() bool {
+		return seen.len() == 3 && flushes.Load() >= 3
+	})
+	if got := committed(t, cl, group, topic); len(got) != 0 {
+		t.Fatalf("committed %v while Flush fails, want nothing", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, cl, group, topic); len(got) != 0 {
+		t.Fatalf("committed %v at shutdown after failed flushes, want nothing", got)
+	}
+
+	var again handled
+	var flushed atomic.Int64
+	stop = runConsumer(t, ConsumerConfig{
+		Brokers: k.Addrs(), Group: group, Topics: []string{topic},
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			again.add(idOf(env))
+			return nil
+		}},
+		Flush: func(context.Context) error { flushed.Store(int64(again.len())); return nil },
+	})
+	eventually(t, 10*time.Second, "offset 3 committed", func() bool { return committed(t, cl, group, topic)[0] == 3 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.snapshot(); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Errorf("delivered again %v, want [1 2 3]", got)
+	}
+	if flushed.Load() != 3 {
+		t.Errorf("the last Flush saw %d records handled, want 3", flushed.Load())
+	}
+}
