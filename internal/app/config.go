@@ -87,6 +87,9 @@ type Config struct {
 	ModerationAddr  string
 	ReportThreshold int // distinct open reports that hide an article or a comment pending review
 
+	SearchAddr   string
+	SearchEngine string // where the search index lives: "bleve" (on disk under DataDir) or "sql" (the SQL engine's full-text search)
+
 	WebAddr       string
 	Boards        []web.Board
 	SecureCookies bool
@@ -142,6 +145,8 @@ func Default() Config {
 		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		ModerationAddr:      ":9007",
 		ReportThreshold:     5,
+		SearchAddr:          ":9008",
+		SearchEngine:        "bleve",
 		WebAddr:             ":8080",
 		Boards:              web.DefaultBoards,
 		NodeLeaseTTL:        30 * time.Second,
@@ -261,8 +266,9 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		"view":         "article-read rebuilds its model from and the web pages count views at",
 		"article-read": "the web pages read articles from",
 		"hot-article":  "the web pages read hot articles from",
-		"moderation":   "the web pages report to and moderate through"}
-	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation"} {
+		"moderation":   "the web pages report to and moderate through",
+		"search":       "the web pages search through"}
+	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation", "search"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
@@ -308,6 +314,15 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		})
 	fs.StringVar(&c.ModerationAddr, "moderation-addr", c.ModerationAddr, "listen address of the moderation service")
 	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
+	fs.StringVar(&c.SearchAddr, "search-addr", c.SearchAddr, "listen address of the search service")
+	fs.Func("search-engine", "where the search service keeps its index: bleve (on disk under --data-dir, one full index per instance) or sql (the full-text search of the SQL engine: SQLite FTS5 or MariaDB FULLTEXT, shared by the instances) (default bleve)",
+		func(v string) error {
+			if v != "bleve" && v != "sql" {
+				return fmt.Errorf("want bleve or sql, not %q", v)
+			}
+			c.SearchEngine = v
+			return nil
+		})
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",

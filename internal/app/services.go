@@ -27,6 +27,7 @@ import (
 	"board/internal/outbox"
 	"board/internal/ratelimit"
 	"board/internal/redisclient"
+	"board/internal/search"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 	"board/internal/user"
@@ -105,6 +106,9 @@ var services = []service{
 		openAPI: articleread.OpenAPI, addr: func(c *Config) string { return c.ArticleReadAddr }, build: buildArticleRead},
 	{Service: Service{Name: "moderation", Database: "moderation", Group: "moderation", Publishes: true}, migrate: migrateModeration,
 		openAPI: moderationOpenAPI, addr: func(c *Config) string { return c.ModerationAddr }, build: buildModeration},
+	// search keeps its own index, on disk or in SQL, and names its consumer group after it (buildSearch).
+	{Service: Service{Name: "search"}, openAPI: search.OpenAPI, addr: func(c *Config) string { return c.SearchAddr },
+		build: buildSearch},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }

@@ -20,7 +20,7 @@ func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.C
 		Origins: web.Origins{ArticleRead: origin("article-read", e.Config.ArticleReadAddr), HotArticle: origin("hot-article", e.Config.HotArticleAddr),
 			Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr), Like: origin("like", e.Config.LikeAddr),
 			View: origin("view", e.Config.ViewAddr), User: origin("user", e.Config.UserAddr),
-			Moderation: origin("moderation", e.Config.ModerationAddr)},
+			Moderation: origin("moderation", e.Config.ModerationAddr), Search: origin("search", e.Config.SearchAddr)},
 		Boards:        e.Config.Boards,
 		Tokens:        newVerifier(e, r),
 		Location:      e.Config.HotArticleTimeZone,

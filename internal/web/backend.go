@@ -18,9 +18,10 @@ import (
 )
 
 // Origins are the base URLs of the services the pages are made from: reads through article-read and hot-article,
-// writes through the producers, accounts through the user service, reports, bans and the log through moderation.
+// writes through the producers, accounts through the user service, reports, bans and the log through moderation,
+// searches through search.
 type Origins struct {
-	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation string
+	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation, Search string
 }
 
 // callTimeout bounds one backend call, within the page's own deadline: a page of two calls in parallel waits for
