@@ -78,4 +78,3 @@ func window(text string, spans [][2]int) (start, end int) {
 	}
 	return start, end
 }
-

@@ -43,8 +43,8 @@ type Hit struct {
 
 // Page is a page of results and the count of matches, capped like the board count.
 type Page struct {
-	Hits []Hit
-	Count   int64
+	Hits  []Hit
+	Count int64
 }
 
 // Service answers searches from the current index, which a rebuild may replace while it answers (Swap).
