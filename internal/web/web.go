@@ -170,6 +170,7 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("POST /users/{userId}/unban", s.unbanUser)
 	handle("GET /modlog", s.modlog)
 	handle("GET /hot", s.hot)
+	handle("GET /search", s.search)
 	handle("GET /signin", s.signInForm)
 	handle("POST /signin", s.signIn)
 	handle("GET /signup", s.signUpForm)
