@@ -23,6 +23,7 @@ Usage:
   board seed [articles]      bulk-load articles for experiments
   board seed comments        bulk-load comments of both versions for experiments
   board user create          create a user (password on stdin); also grant, token, rotate-key
+  board search reindex       rebuild the search index from the article and comment services
   board bench paging         time article list queries through the HTTP API and directly
   board bench comments       time comment list queries through the HTTP API and directly
   board bench relay          time a relay draining an outbox backlog into Kafka
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = bench.Command(ctx, rest, getenv, stdout, stderr)
 	case "user":
 		err = userCommand(ctx, rest, getenv, stdout, stderr)
+	case "search":
+		err = searchCommand(ctx, rest, getenv, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "board", app.Version())
 		return nil

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,4 +205,96 @@ func TestSearchSurvivesKill9(t *testing.T) {
 		page, _ := searchFor(t, p.urls["search"], "생존자", "pageSize", "100", "page", "1")
 		return int64(page.Count) >= want, "found " + strconv.Itoa(page.Count) + " of the " + strconv.Itoa(int(want)) + " articles acknowledged before the kill"
 	})
+}
+
+// board search reindex builds a new index from the services' APIs while the old one answers and writes go on; the
+// service then switches to it: every acknowledged article is found, hidden ones stay hidden (and come back with
+// their text when restored), deleted ones stay gone, and the old index's files are removed.
+func TestSearchReindex(t *testing.T) {
+	t.Parallel()
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--report-threshold", "1"))
+	_, aliceToken := signUp(t, p, "alice")
+	_, bobToken := signUp(t, p, "bob")
+	signUp(t, p, "mod")
+	modToken := grant(t, p, "mod", "moderator")
+	s := p.urls["search"]
+	var written []string
+	for i := range 30 {
+		written = append(written, writeArticle(t, p, aliceToken, 1+i%3, "rebuilt 재건축 "+strconv.Itoa(i)))
+	}
+	for _, a := range written[:5] {
+		if c := sendAs(t, bearer(bobToken), "POST", p.urls["comment"]+"/v2/comments", map[string]any{"articleId": a, "content": "rebuilt comment"}); c.status != http.StatusCreated {
+			t.Fatalf("comment: %d %s", c.status, c.body)
+		}
+	}
+	hidden, deleted := written[5], written[6]
+	if a := sendAs(t, bearer(bobToken), "POST", p.urls["moderation"]+"/v1/reports",
+		map[string]any{"targetType": "article", "targetId": hidden, "reason": "spam"}); a.status != http.StatusCreated {
+		t.Fatalf("report: %d %s", a.status, a.body)
+	}
+	if a := sendAs(t, bearer(aliceToken), "DELETE", p.urls["article"]+"/v1/articles/"+deleted, nil); a.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
+	eventually(t, func() string {
+		if page, _ := searchFor(t, s, "재건축", "pageSize", "100"); page.Count != 28 {
+			return "before the rebuild: " + strconv.Itoa(page.Count) + " articles found, want 28"
+		}
+		return ""
+	})
+	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search")
+	before, _ := os.ReadFile(filepath.Join(searchDir, "current"))
+
+	// Writes go on during the rebuild.
+	stop := make(chan struct{})
+	var during []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			during = append(during, writeArticle(t, p, aliceToken, 2, "rebuilt 재건축 meanwhile"))
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	var out, errOut strings.Builder
+	args := append([]string{"search", "reindex", "--kafka-brokers", strings.Join(p.logs.kafkaAddrs(), ","),
+		"--article-origin", p.urls["article"], "--comment-origin", p.urls["comment"]}, engineArgs(p.flags)...)
+	err := run(context.Background(), args, noEnv, &out, &errOut)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("board search reindex: %v\n%s", err, errOut.String())
+	}
+	t.Logf("%s%s", errOut.String(), out.String())
+	if !strings.Contains(errOut.String(), "articles [") || !strings.Contains(out.String(), "5 comments") {
+		t.Errorf("no progress bar, or not 5 comments:\n%s%s", errOut.String(), out.String())
+	}
+	eventually(t, func() string {
+		if !strings.Contains(p.logs.String(), "now answering from the rebuilt index") {
+			return "the service has not switched to the rebuilt index"
+		}
+		return ""
+	})
+	if _, err := os.Stat(filepath.Join(searchDir, string(before))); !os.IsNotExist(err) {
+		t.Errorf("the old index %s is still there: %v", before, err)
+	}
+	want := 28 + len(during)
+	eventually(t, func() string {
+		if page, _ := searchFor(t, s, "재건축", "pageSize", "100"); page.Count != want {
+			return "after the rebuild: " + strconv.Itoa(page.Count) + " articles found, want " + strconv.Itoa(want)
+		}
+		return ""
+	})
+	waitFound(t, s, "rebuilt comment", nil, "type", "article")
+	if page, _ := searchFor(t, s, "rebuilt comment", "type", "comment"); page.Count != 5 {
+		t.Errorf("after the rebuild, %d comments found, want 5", page.Count)
+	}
+	if a := sendAs(t, bearer(modToken), "POST", p.urls["moderation"]+"/v1/reports/resolutions",
+		map[string]any{"targetType": "article", "targetId": hidden, "action": "dismiss", "reason": "fine"}); a.status != http.StatusOK {
+		t.Fatalf("dismiss: %d %s", a.status, a.body)
+	}
+	waitFound(t, s, "재건축 5", []string{"a" + hidden})
 }

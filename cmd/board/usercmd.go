@@ -220,12 +220,9 @@ const grantPublishTimeout = 5 * time.Second
 // reachKafka returns a producer on the configured brokers, or on the embedded broker of a running 'board serve'
 // when none are configured, once it answers; an error when it does not.
 func reachKafka(ctx context.Context, cfg *app.Config) (*kgo.Client, error) {
-	brokers := app.SplitList(cfg.KafkaBrokers)
-	if len(brokers) == 0 {
-		if _, port, err := net.SplitHostPort(cfg.EmbeddedKafkaAddr); err != nil || port == "0" {
-			return nil, fmt.Errorf("no Kafka brokers given, and the embedded broker's address %q is not a fixed one", cfg.EmbeddedKafkaAddr)
-		}
-		brokers = []string{cfg.EmbeddedKafkaAddr}
+	brokers, err := kafkaBrokers(cfg)
+	if err != nil {
+		return nil, err
 	}
 	client, err := kafka.NewProducer(brokers, grantPublishTimeout)
 	if err != nil {
@@ -238,6 +235,17 @@ func reachKafka(ctx context.Context, cfg *app.Config) (*kgo.Client, error) {
 		return nil, fmt.Errorf("kafka %v: %w", brokers, err)
 	}
 	return client, nil
+}
+
+// kafkaBrokers returns the configured brokers, or the embedded broker of a running 'board serve' when none are.
+func kafkaBrokers(cfg *app.Config) ([]string, error) {
+	if brokers := app.SplitList(cfg.KafkaBrokers); len(brokers) > 0 {
+		return brokers, nil
+	}
+	if _, port, err := net.SplitHostPort(cfg.EmbeddedKafkaAddr); err != nil || port == "0" {
+		return nil, fmt.Errorf("no Kafka brokers given, and the embedded broker's address %q is not a fixed one", cfg.EmbeddedKafkaAddr)
+	}
+	return []string{cfg.EmbeddedKafkaAddr}, nil
 }
 
 func userToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {

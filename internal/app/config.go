@@ -315,6 +315,18 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ModerationAddr, "moderation-addr", c.ModerationAddr, "listen address of the moderation service")
 	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
 	fs.StringVar(&c.SearchAddr, "search-addr", c.SearchAddr, "listen address of the search service")
+	c.SearchEngineFlag(fs)
+	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
+	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
+		func(v string) (err error) { c.Boards, err = web.ParseBoards(v); return err })
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
+	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiler (/debug/pprof/), e.g. 127.0.0.1:6060; off loopback only behind a network you trust (empty: off)")
+}
+
+// SearchEngineFlag defines --search-engine, for serve and for the commands that open the search index.
+func (c *Config) SearchEngineFlag(fs *flag.FlagSet) {
 	fs.Func("search-engine", "where the search service keeps its index: bleve (on disk under --data-dir, one full index per instance) or sql (the full-text search of the SQL engine: SQLite FTS5 or MariaDB FULLTEXT, shared by the instances) (default bleve)",
 		func(v string) error {
 			if v != "bleve" && v != "sql" {
@@ -323,13 +335,6 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			c.SearchEngine = v
 			return nil
 		})
-	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
-	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
-	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
-		func(v string) (err error) { c.Boards, err = web.ParseBoards(v); return err })
-	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of each request's work, its SQL and Redis calls included; past it the answer is 503")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for requests in flight")
-	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiler (/debug/pprof/), e.g. 127.0.0.1:6060; off loopback only behind a network you trust (empty: off)")
 }
 
 // serveUsage is what `board serve --help` says before the flags.

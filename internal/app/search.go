@@ -18,11 +18,15 @@ import (
 
 // The search service's wiring (SPEC §3.10).
 
-// searchWatch is how often the service looks for a rebuilt index made current by `board search reindex`.
+// searchWatch is how often the service looks for a rebuilt index made current by `board search reindex`, and how
+// often it then looks at how far the rebuilt index's consumer has caught up.
 const searchWatch = time.Second
 
-// searchEngine returns the engine the configuration names.
-func searchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
+// searchCaughtUp is the lag, in records, under which a rebuilt index's consumer has caught up: one poll's worth.
+const searchCaughtUp = 100
+
+// SearchEngine returns the search engine the configuration names.
+func SearchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
 	switch e.Config.SearchEngine {
 	case "bleve":
 		return bleveindex.New(filepath.Join(e.Config.DataDir, "search")), nil
@@ -45,7 +49,7 @@ func SearchGroup(topicPrefix, name string) string { return topicPrefix + "search
 // oldest records) and keeps it following the topics among the workers, switching to a rebuilt one when it becomes
 // current.
 func buildSearch(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
-	engine, err := searchEngine(ctx, e)
+	engine, err := SearchEngine(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,19 +94,23 @@ type following struct {
 	done chan struct{}
 }
 
-// follow starts the consumer of the named index, in the index's own group.
-func (f *searchFollower) follow(ctx context.Context, name string, ix search.Indexer) (*following, error) {
-	u := search.NewUpdater(ix)
-	handlers := u.Handlers()
+// SearchTopics are the topics a search index follows.
+func SearchTopics(topicPrefix string) []string {
 	var topics []string
-	for t := range handlers {
-		if topic := t.Topic(f.e.Config.TopicPrefix); !slices.Contains(topics, topic) {
+	for t := range search.NewUpdater(nil).Handlers() {
+		if topic := t.Topic(topicPrefix); !slices.Contains(topics, topic) {
 			topics = append(topics, topic)
 		}
 	}
 	slices.Sort(topics)
+	return topics
+}
+
+// follow starts the consumer of the named index, in the index's own group.
+func (f *searchFollower) follow(ctx context.Context, name string, ix search.Indexer) (*following, error) {
+	u := search.NewUpdater(ix)
 	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: f.e.KafkaBrokers, Group: SearchGroup(f.e.Config.TopicPrefix, name),
-		Topics: topics, Handlers: handlers, Flush: u.Flush, Logger: f.e.Logger, Metrics: f.r.metrics})
+		Topics: SearchTopics(f.e.Config.TopicPrefix), Handlers: u.Handlers(), Flush: u.Flush, Logger: f.e.Logger, Metrics: f.r.metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +125,28 @@ func (f *searchFollower) follow(ctx context.Context, name string, ix search.Inde
 	return fl, nil
 }
 
+// catchUp waits until the consumer of a rebuilt index has caught up with the topics; false if ctx ended first.
+func (f *searchFollower) catchUp(ctx context.Context, fl *following) bool {
+	group, topics := SearchGroup(f.e.Config.TopicPrefix, fl.name), SearchTopics(f.e.Config.TopicPrefix)
+	for logged := time.Now(); ; {
+		lctx, cancel := context.WithTimeout(ctx, searchWatch)
+		lag, err := kafka.GroupLag(lctx, f.e.KafkaBrokers, group, topics)
+		cancel()
+		if err == nil && lag <= searchCaughtUp {
+			return true
+		}
+		if time.Since(logged) > 10*time.Second {
+			f.e.Logger.Info("search: the rebuilt index is catching up; the old one answers meanwhile", "index", fl.name, "lag", lag, "err", err)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(searchWatch):
+		}
+	}
+}
+
 // close stops the index's consumer (it commits what it flushed) and closes the index.
 func (fl *following) close() error {
 	fl.stop()
@@ -125,8 +155,8 @@ func (fl *following) close() error {
 }
 
 // run follows cur until ctx ends, switching to the index that `board search reindex` makes current: the rebuilt
-// index answers from the moment it is opened, its own consumer takes over from where the rebuild left off, and the
-// old index is dropped.
+// index's own consumer applies what changed since the rebuild began, the old index answers until it has caught up,
+// and is then closed and dropped.
 func (f *searchFollower) run(ctx context.Context, cur *following) {
 	defer func() {
 		if err := cur.close(); err != nil {
@@ -158,6 +188,12 @@ func (f *searchFollower) run(ctx context.Context, cur *following) {
 			_ = ix.Close()
 			f.e.Logger.Warn("search: cannot follow the rebuilt index; answering from the old one", "index", name, "err", err)
 			continue
+		}
+		if !f.catchUp(ctx, next) {
+			if err := next.close(); err != nil {
+				f.e.Logger.Warn("search: closing the rebuilt index", "index", name, "err", err)
+			}
+			return
 		}
 		f.svc.Swap(ix)
 		old := cur

@@ -146,6 +146,15 @@ func (s *Service) BoardCount(ctx context.Context, boardID int64) (int64, error) 
 	return count, err
 }
 
+// Board is a board that has articles, and how many.
+type Board struct {
+	BoardID      int64
+	ArticleCount int64
+}
+
+// Boards lists the boards that have articles, by id: what a rebuild from the articles (the search index's) walks.
+func (s *Service) Boards(ctx context.Context) ([]Board, error) { return s.store.Boards(ctx) }
+
 // VersionedBoardCount returns the number of articles on a board and the version of that count, the
 // BoardArticleCountVersion its events carry (0 for a board that never had an article).
 func (s *Service) VersionedBoardCount(ctx context.Context, boardID int64) (count, version int64, err error) {

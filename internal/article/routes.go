@@ -43,6 +43,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET /v1/articles", h.list)
 	handle("GET /v1/articles/infinite-scroll", h.scroll)
 	handle("GET /v1/articles/boards/{boardId}/count", h.boardCount)
+	handle("GET /v1/articles/boards", h.boards)
 	return mux
 }
 
@@ -229,6 +230,25 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	httpio.Write(w, http.StatusOK, toJSONList(r, as))
+	return nil
+}
+
+// boardJSON is a board that has articles, and how many.
+type boardJSON struct {
+	BoardID      apijson.ID `json:"boardId"`
+	ArticleCount int64      `json:"articleCount"`
+}
+
+func (h handlers) boards(w http.ResponseWriter, r *http.Request) error {
+	boards, err := h.svc.Boards(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]boardJSON, len(boards))
+	for i, b := range boards {
+		out[i] = boardJSON{apijson.ID(b.BoardID), b.ArticleCount}
+	}
+	httpio.Write(w, http.StatusOK, out)
 	return nil
 }
 

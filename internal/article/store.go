@@ -190,6 +190,25 @@ func (s *Store) BoardCount(ctx context.Context, boardID int64) (count, version i
 	return count, version, err
 }
 
+// Boards lists the boards whose count is above zero, by id. Boards are few (a site configures them), so they come
+// in one answer.
+func (s *Store) Boards(ctx context.Context) ([]Board, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT board_id, article_count FROM board_article_count WHERE article_count > 0 ORDER BY board_id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Board{}
+	for rows.Next() {
+		var b Board
+		if err := rows.Scan(&b.BoardID, &b.ArticleCount); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) list(ctx context.Context, query string, args ...any) ([]Article, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -152,3 +152,44 @@ func TestResetGroupToStartUnknownTopic(t *testing.T) {
 		t.Errorf("committed %v after the failed reset, want the end offsets %v unchanged", got, want)
 	}
 }
+
+// A group started at the end handles only what is produced after, and its lag counts exactly that.
+func TestStartGroupAtEnd(t *testing.T) {
+	t.Parallel()
+	k := startKafka(t)
+	cl := newClient(t, k.Addrs())
+	const topic, group = "board-view", "at-end"
+	if err := EnsureTopics(context.Background(), cl, []string{topic}, 2); err != nil {
+		t.Fatal(err)
+	}
+	produceViews(t, cl, topic, 1, 2, 3)
+	ctx := context.Background()
+	if lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic}); err != nil || lag != 3 {
+		t.Fatalf("lag of a group without offsets = %d, %v; want 3", lag, err)
+	}
+	if err := StartGroupAtEnd(ctx, k.Addrs(), group, []string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	produceViews(t, cl, topic, 4, 5)
+	if lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic}); err != nil || lag != 2 {
+		t.Fatalf("lag = %d, %v; want 2", lag, err)
+	}
+	var seen handled
+	stop := runConsumer(t, ConsumerConfig{Brokers: k.Addrs(), Group: group, Topics: []string{topic},
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			seen.add(idOf(env))
+			return nil
+		}}})
+	eventually(t, 10*time.Second, "lag 0", func() bool {
+		lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic})
+		return err == nil && lag == 0
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := seen.snapshot()
+	slices.Sort(got)
+	if !slices.Equal(got, []int64{4, 5}) {
+		t.Errorf("handled %v, want [4 5]", got)
+	}
+}
