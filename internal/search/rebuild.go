@@ -58,7 +58,7 @@ func Rebuild(ctx context.Context, src Sources, ix Indexer, progress Progress) (a
 		total += b.ArticleCount
 	}
 	progress.SetTotal(total)
-	var done int64            // articles indexed
+	var done int64             // articles indexed
 	var commented atomic.Int64 // comments indexed
 	for _, b := range boards {
 		var last int64
