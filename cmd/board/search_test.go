@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/app"
 	"board/internal/polltest"
@@ -297,4 +302,51 @@ func TestSearchReindex(t *testing.T) {
 		t.Fatalf("dismiss: %d %s", a.status, a.body)
 	}
 	waitFound(t, s, "재건축 5", []string{"a" + hidden})
+}
+
+// Search scales out by instances that each keep a full index of their own, consuming in a group of its own: two
+// search-only processes on their own data directories both find everything, and each has its own group.
+func TestSearchInstancesEachKeepAFullIndex(t *testing.T) {
+	t.Parallel()
+	p := startProgram(t, testFlags(t, t.TempDir()))
+	_, token := signUp(t, p, "alice")
+	var bases []string
+	for range 2 {
+		args := append(slices.Clone(testServeDefaults), "search", "--search-addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
+			"--embedded-redis-addr", "127.0.0.1:0", "--kafka-brokers", strings.Join(p.logs.kafkaAddrs(), ","), "--log-format", "json")
+		cfg, err := app.ParseServe(args, noEnv, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := newLogWatcher()
+		a, err := app.Run(context.Background(), cfg, cfg.NewLogger(logs))
+		if err != nil {
+			t.Fatalf("a search instance did not start: %v\n%s", err, logs)
+		}
+		instance := &program{t: t, app: a, logs: logs}
+		t.Cleanup(instance.shutdown)
+		bases = append(bases, a.URL("search"))
+	}
+	id := writeArticle(t, p, token, 1, "scaled out 검색엔진")
+	for _, base := range append(bases, p.urls["search"]) {
+		waitFound(t, base, "검색", []string{"a" + id})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.logs.kafkaAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := 0
+	for _, g := range listed.Groups() {
+		if strings.HasPrefix(g, "board-search-") {
+			search++
+		}
+	}
+	if search != 3 {
+		t.Errorf("%d search consumer groups, want one per instance (3): %v", search, listed.Groups())
+	}
 }

@@ -29,6 +29,7 @@ import (
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"board/internal/search"
 )
@@ -43,6 +44,9 @@ const (
 	fieldCreated = "created"
 	fieldSource  = "src"
 )
+
+// lockTimeout bounds the wait for an index another process holds.
+const lockTimeout = 5 * time.Second
 
 // currentFile names, in the engine's directory, the current index.
 const currentFile = "current"
@@ -64,12 +68,17 @@ func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
 		return nil, fmt.Errorf("bleve index name %q: want 1-64 letters, digits, - or _", name)
 	}
 	path := filepath.Join(e.dir, name)
-	idx, err := bleve.Open(path)
+	// An index open in another process (another board on the same --data-dir) is locked: fail, do not wait forever.
+	config := map[string]any{"bolt_timeout": lockTimeout.String()}
+	idx, err := bleve.OpenUsing(path, config)
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return nil, err
 		}
-		idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
+		idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, config)
+	}
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open bleve index %s: another process has it open (give each search instance its own --data-dir)", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open bleve index %s: %w", path, err)
