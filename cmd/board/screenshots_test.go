@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,7 @@ import (
 const screenshotsEnv = "BOARD_WEB_SCREENSHOTS"
 
 // TestWebScreenshots makes the screenshots of docs/web.md and the README: a site with a few people, articles, a
-// thread, likes and views, photographed on a desktop and a phone, and a page with article-read down.
+// thread, likes and views, photographed on a desktop and a phone, a search, and a page with article-read down.
 //
 //	BOARD_WEB_SCREENSHOTS=docs/screenshots go test ./cmd/board -run TestWebScreenshots -count=1
 //	pngquant --quality=70-90 --force --ext .png docs/screenshots/*.png
@@ -34,6 +35,7 @@ func TestWebScreenshots(t *testing.T) {
 	}
 	p := startProgram(t, append(testFlags(t, t.TempDir()), "--hot-article-time-zone", "UTC"))
 	featured := seedSite(t, p)
+	waitForSearch(t, p, "outbox", 2)
 
 	// A second site whose article-read is nowhere: nothing listens on the port it is told.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,6 +60,7 @@ func TestWebScreenshots(t *testing.T) {
 		b.followOK("sign in", "#signin button[type=submit]")
 		for _, page := range []struct{ name, path string }{
 			{"home", "/"}, {"board", "/boards/1"}, {"article", "/articles/" + featured}, {"hot", "/hot"}, {"write", "/boards/1/write"},
+			{"search", "/search?q=outbox"},
 		} {
 			b.openOK(page.path)
 			shoot(t, b, filepath.Join(dir, page.name+"-"+screen.name+".png"))
@@ -194,5 +197,16 @@ func waitForRead(t *testing.T, p *program, article string, likes, comments int64
 		done := a.status == http.StatusOK && json.Unmarshal(a.body, &got) == nil &&
 			got.ArticleLikeCount == likes && got.ArticleCommentCount == comments
 		return done, fmt.Sprintf("article-read did not catch up: %d %s", a.status, a.body)
+	})
+}
+
+// waitForSearch waits until the search service finds at least n results for query: it indexes from the events.
+func waitForSearch(t *testing.T, p *program, query string, n int64) {
+	t.Helper()
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
+		a := sendAs(t, "", "GET", p.urls["search"]+"/v1/search?q="+url.QueryEscape(query), nil)
+		var got struct{ Count int64 }
+		done := a.status == http.StatusOK && json.Unmarshal(a.body, &got) == nil && got.Count >= n
+		return done, fmt.Sprintf("search did not catch up: %d %s", a.status, a.body)
 	})
 }
