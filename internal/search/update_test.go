@@ -1,0 +1,167 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"board/internal/apijson"
+	"board/internal/event"
+	"board/internal/search"
+	"board/internal/search/bleveindex"
+)
+
+var created = apijson.Time(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+
+func envelope(t *testing.T, id int64, typ event.Type, payload any) event.Envelope {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return event.Envelope{EventID: apijson.ID(id), Type: typ, Payload: b}
+}
+
+func articleEvent(t *testing.T, typ event.Type, version int64, title string) event.Envelope {
+	return envelope(t, version, typ, event.Article{ArticleID: 10, Title: title, Content: "body words", BoardID: 3, WriterID: 7,
+		CreatedAt: created, ArticleVersion: version})
+}
+
+func commentEvent(t *testing.T, typ event.Type, id int64, content string) event.Envelope {
+	return envelope(t, id, typ, event.Comment{CommentID: apijson.ID(id), ArticleID: 10, WriterID: 8, Content: content,
+		CreatedAt: created, Deleted: typ == event.CommentDeleted})
+}
+
+func moderationEvent(t *testing.T, version int64, hidden event.Hidden) event.Envelope {
+	return envelope(t, 100+version, event.ArticleModerated, event.ArticleModeration{ArticleID: 10, BoardID: 3, WriterID: 7,
+		Hidden: hidden, ModerationVersion: version})
+}
+
+func newUpdater(t *testing.T) (*search.Updater, search.Indexer) {
+	t.Helper()
+	ix, err := bleveindex.New(t.TempDir()).Open(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close() })
+	return search.NewUpdater(ix), ix
+}
+
+func apply(t *testing.T, u *search.Updater, envs ...event.Envelope) {
+	t.Helper()
+	ctx := context.Background()
+	handlers := u.Handlers()
+	for _, env := range envs {
+		if err := handlers[env.Type](ctx, env); err != nil {
+			t.Fatalf("%s: %v", env.Type, err)
+		}
+	}
+}
+
+func flush(t *testing.T, u *search.Updater) {
+	t.Helper()
+	if err := u.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Three streams, each in order as its partition delivers it but interleaved at random across topics, with flushes
+// at random points and the whole stream delivered again: every run ends in the same index.
+func TestUpdaterAnyInterleaving(t *testing.T) {
+	t.Parallel()
+	streams := func() [][]event.Envelope {
+		return [][]event.Envelope{
+			{articleEvent(t, event.ArticleCreated, 1, "first title"), articleEvent(t, event.ArticleUpdated, 2, "second title")},
+			{commentEvent(t, event.CommentCreated, 20, "kept comment"), commentEvent(t, event.CommentCreated, 21, "gone comment"),
+				commentEvent(t, event.CommentDeleted, 21, "")},
+			{moderationEvent(t, 1, event.Pending), moderationEvent(t, 2, event.Visible)},
+		}
+	}
+	for run := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(run), 1))
+		u, ix := newUpdater(t)
+		for range 2 { // the second time, every event is a duplicate
+			s := streams()
+			for len(s[0])+len(s[1])+len(s[2]) > 0 {
+				i := rng.IntN(3)
+				if len(s[i]) == 0 {
+					continue
+				}
+				apply(t, u, s[i][0])
+				s[i] = s[i][1:]
+				if rng.IntN(3) == 0 {
+					flush(t, u)
+				}
+			}
+			flush(t, u)
+		}
+		got, err := ix.Get(context.Background(), []string{"a10", "c20", "c21"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, kept, gone := got["a10"], got["c20"], got["c21"]
+		if a.Title != "second title" || a.Version != 2 || a.Hidden || a.Moderation != 2 || a.State() != search.Live {
+			t.Errorf("run %d: article %+v", run, a)
+		}
+		if kept.BoardID != 3 || kept.State() != search.Live || kept.Content != "kept comment" {
+			t.Errorf("run %d: kept comment %+v", run, kept)
+		}
+		if gone.State() != search.Deleted || gone.Content != "" {
+			t.Errorf("run %d: deleted comment %+v", run, gone)
+		}
+		res, err := ix.Search(context.Background(), search.Query{Terms: search.Terms("comment"), Limit: 10, CountLimit: 10})
+		if err != nil || res.Count != 1 {
+			t.Errorf("run %d: search comment: %d, %v", run, res.Count, err)
+		}
+	}
+}
+
+// A deleted article stays deleted whatever arrives late, and takes its comments with it, even one whose own event
+// arrives after the delete.
+func TestUpdaterDeleteIsFinal(t *testing.T) {
+	t.Parallel()
+	u, ix := newUpdater(t)
+	apply(t, u, articleEvent(t, event.ArticleCreated, 1, "doomed"), commentEvent(t, event.CommentCreated, 20, "early comment"))
+	flush(t, u)
+	apply(t, u, articleEvent(t, event.ArticleDeleted, 3, "doomed"))
+	flush(t, u)
+	apply(t, u, articleEvent(t, event.ArticleUpdated, 2, "late update"), commentEvent(t, event.CommentCreated, 21, "late comment"),
+		moderationEvent(t, 1, event.Visible))
+	flush(t, u)
+	got, err := ix.Get(context.Background(), []string{"a10", "c20", "c21"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, d := range got {
+		if d.State() != search.Deleted || d.Title != "" || d.Content != "" {
+			t.Errorf("%s after the delete: %+v", k, d)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("want three tombstones, got %v", got)
+	}
+	for _, q := range []string{"doomed", "late", "comment"} {
+		if res, err := ix.Search(context.Background(), search.Query{Terms: search.Terms(q), Limit: 10, CountLimit: 10}); err != nil || res.Count != 0 {
+			t.Errorf("search %q after the delete: %d, %v", q, res.Count, err)
+		}
+	}
+}
+
+// Events that break the rules are refused as invalid, which the consumer dead-letters at once.
+func TestUpdaterRefusesBadEvents(t *testing.T) {
+	t.Parallel()
+	u, _ := newUpdater(t)
+	h := u.Handlers()
+	for _, env := range []event.Envelope{
+		envelope(t, 1, event.ArticleCreated, event.Article{Title: "no id", BoardID: 1}),
+		envelope(t, 2, event.CommentCreated, event.Comment{CommentID: 5}),
+		envelope(t, 3, event.ArticleModerated, event.ArticleModeration{}),
+		{EventID: 4, Type: event.ArticleCreated, Payload: json.RawMessage(`{"articleId": []}`)},
+	} {
+		if err := h[env.Type](context.Background(), env); err == nil {
+			t.Errorf("%s %s accepted", env.Type, env.Payload)
+		}
+	}
+}
