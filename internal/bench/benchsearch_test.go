@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"board/internal/search"
+)
+
+// The bench runs end to end on a tiny corpus, prints every figure, and removes its index.
+func TestBenchSearchRuns(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := Command(context.Background(), []string{"search", "--articles", "300", "--batch", "100", "--queries", "20",
+		"--clients", "2", "--duration", "100ms", "--warmup", "0", "--wrk", "", "--dir", dir}, func(string) string { return "" },
+		&stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench search: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"floor: analyzed", "indexed (Put)", "floor /healthz", "http relevance",
+		"http newest", "direct relevance", "direct newest", "wrk -t"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "first failure") {
+		t.Errorf("a query failed:\n%s", out)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+		t.Errorf("the index's directory is left in --dir: %v %v", left, err)
+	}
+}
+
+// The corpus is the same whoever generates it, of the lengths asked, in both languages, and its queries find it.
+func TestSearchCorpus(t *testing.T) {
+	c := newCorpus(7, 200, 5, 50, 0.5)
+	var korean int
+	for i := range c.articles {
+		d := c.article(i)
+		if again := c.article(i); again != d {
+			t.Fatalf("article %d differs between two generations", i)
+		}
+		if n := utf8.RuneCountInString(d.Title); n < 10 || n > 60 {
+			t.Errorf("article %d: title of %d characters, want 10 to 60: %q", i, n, d.Title)
+		}
+		if n := utf8.RuneCountInString(d.Content); n < 300 || n > 1600 {
+			t.Errorf("article %d: content of %d characters, want 300 to 1500 and a sentence", i, n)
+		}
+		if d.BoardID < 1 || d.BoardID > 5 || d.WriterID < 1 || d.WriterID > 50 {
+			t.Errorf("article %d: board %d, writer %d; want 1..5, 1..50", i, d.BoardID, d.WriterID)
+		}
+		if hasHangul(d.Content) {
+			korean++
+		}
+	}
+	if korean < 60 || korean > 140 {
+		t.Errorf("%d of 200 articles are Korean, want about half", korean)
+	}
+	// A particle takes the form that follows the noun's last sound: 게시판 ends in a consonant, 사과 in a vowel.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		if p := particle(r, "게시판"); slices.Contains([]string{"는", "가", "를", "와", "로", "랑"}, p) {
+			t.Errorf("게시판 takes %s, a form that follows a vowel", p)
+		}
+		if p := particle(r, "사과"); slices.Contains([]string{"은", "이", "을", "과", "으로", "이랑"}, p) {
+			t.Errorf("사과 takes %s, a form that follows a consonant", p)
+		}
+	}
+	for _, q := range c.queries(7, 50) {
+		if got := len(search.Terms(q.text)); got != q.words {
+			t.Errorf("query %q has %d terms, want %d", q.text, got, q.words)
+		}
+	}
+}
+
+func hasHangul(s string) bool {
+	for _, r := range s {
+		if r >= 0xAC00 && r <= 0xD7A3 {
+			return true
+		}
+	}
+	return false
+}
