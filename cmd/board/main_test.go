@@ -66,6 +66,9 @@ func testFlags(t *testing.T, dir string) []string {
 // testDatabases lists the databases a test's board may use: the services' and the benches'.
 func testDatabases() []string {
 	names := []string{"like_bench", "relay_bench"}
+	if os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
+		names = append(names, "search") // --search-engine sql's, which does not run behind Vitess
+	}
 	for _, s := range app.Services() {
 		if s.Database != "" {
 			names = append(names, s.Database)

@@ -22,6 +22,7 @@ import (
 
 	"board/internal/app"
 	"board/internal/polltest"
+	"board/internal/sqldb/sqldbtest"
 )
 
 // searchPage is the answer of GET /v1/search.
@@ -75,11 +76,29 @@ func waitFound(t *testing.T, base, q string, want []string, params ...string) se
 	return page
 }
 
-// Search through the running services: Korean inside longer words and English stems, comments with their article's
-// title, filters, highlights, and moderation and deletion taking documents out of the index and back.
+// searchEngines are the engines the end-to-end tests of search run on: both, except behind Vitess, where the sql
+// engine refuses to start (docs/search.md) and its refusal is tested instead.
+func searchEngines() []string {
+	if os.Getenv(sqldbtest.VitessPrefixesEnv) != "" {
+		return []string{"bleve"}
+	}
+	return []string{"bleve", "sql"}
+}
+
+// Search through the running services, on each engine: Korean inside longer words and English stems, comments with
+// their article's title, filters, highlights, and moderation and deletion taking documents out of the index and back.
 func TestSearchFlow(t *testing.T) {
 	t.Parallel()
-	p := startProgram(t, append(testFlags(t, t.TempDir()), "--report-threshold", "1"))
+	for _, engine := range searchEngines() {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			testSearchFlow(t, engine)
+		})
+	}
+}
+
+func testSearchFlow(t *testing.T, engine string) {
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--report-threshold", "1", "--search-engine", engine))
 	_, aliceToken := signUp(t, p, "alice")
 	_, bobToken := signUp(t, p, "bob")
 	signUp(t, p, "mod")
@@ -214,10 +233,19 @@ func TestSearchSurvivesKill9(t *testing.T) {
 
 // board search reindex builds a new index from the services' APIs while the old one answers and writes go on; the
 // service then switches to it: every acknowledged article is found, hidden ones stay hidden (and come back with
-// their text when restored), deleted ones stay gone, and the old index's files are removed.
+// their text when restored), deleted ones stay gone, and the old index is dropped.
 func TestSearchReindex(t *testing.T) {
 	t.Parallel()
-	p := startProgram(t, append(testFlags(t, t.TempDir()), "--report-threshold", "1"))
+	for _, engine := range searchEngines() {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			testSearchReindex(t, engine)
+		})
+	}
+}
+
+func testSearchReindex(t *testing.T, engine string) {
+	p := startProgram(t, append(testFlags(t, t.TempDir()), "--report-threshold", "1", "--search-engine", engine))
 	_, aliceToken := signUp(t, p, "alice")
 	_, bobToken := signUp(t, p, "bob")
 	signUp(t, p, "mod")
@@ -247,7 +275,7 @@ func TestSearchReindex(t *testing.T) {
 		return ""
 	})
 	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search")
-	before, _ := os.ReadFile(filepath.Join(searchDir, "current"))
+	before, _ := os.ReadFile(filepath.Join(searchDir, "current")) // bleve's
 
 	// Writes go on during the rebuild.
 	stop := make(chan struct{})
@@ -265,7 +293,7 @@ func TestSearchReindex(t *testing.T) {
 		}
 	})
 	var out, errOut strings.Builder
-	args := append([]string{"search", "reindex", "--kafka-brokers", strings.Join(p.logs.kafkaAddrs(), ","),
+	args := append([]string{"search", "reindex", "--search-engine", engine, "--kafka-brokers", strings.Join(p.logs.kafkaAddrs(), ","),
 		"--article-origin", p.urls["article"], "--comment-origin", p.urls["comment"]}, engineArgs(p.flags)...)
 	err := run(context.Background(), args, noEnv, &out, &errOut)
 	close(stop)
@@ -283,8 +311,10 @@ func TestSearchReindex(t *testing.T) {
 		}
 		return ""
 	})
-	if _, err := os.Stat(filepath.Join(searchDir, string(before))); !os.IsNotExist(err) {
-		t.Errorf("the old index %s is still there: %v", before, err)
+	if engine == "bleve" {
+		if _, err := os.Stat(filepath.Join(searchDir, string(before))); !os.IsNotExist(err) {
+			t.Errorf("the old index %s is still there: %v", before, err)
+		}
 	}
 	want := 28 + len(during)
 	eventually(t, func() string {
@@ -348,5 +378,26 @@ func TestSearchInstancesEachKeepAFullIndex(t *testing.T) {
 	}
 	if search != 3 {
 		t.Errorf("%d search consumer groups, want one per instance (3): %v", search, listed.Groups())
+	}
+}
+
+// Behind Vitess, the sql engine refuses to start with what to use instead (CI runs this on its Vitess pass).
+func TestSearchSQLEngineRefusedBehindVitess(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
+		t.Skip("needs BOARD_TEST_MYSQL_DSN on a vtgate")
+	}
+	args := append(slices.Clone(testServeDefaults), "search", "--search-addr", "127.0.0.1:0", "--search-engine", "sql")
+	cfg, err := app.ParseServe(append(args, testFlags(t, t.TempDir())...), noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Run(context.Background(), cfg, discardLogger)
+	if err == nil {
+		_ = a.Shutdown(context.Background())
+		t.Fatal("--search-engine sql started behind Vitess")
+	}
+	if !strings.Contains(err.Error(), "--search-engine bleve") {
+		t.Errorf("the refusal does not say what to use: %v", err)
 	}
 }

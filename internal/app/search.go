@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"board/internal/kafka"
 	"board/internal/search"
 	"board/internal/search/bleveindex"
+	"board/internal/search/sqlindex"
 )
 
 // The search service's wiring (SPEC §3.10).
@@ -30,6 +32,22 @@ func SearchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
 	switch e.Config.SearchEngine {
 	case "bleve":
 		return bleveindex.New(filepath.Join(e.Config.DataDir, "search")), nil
+	case "sql":
+		db, err := e.OpenSQL(ctx, "search")
+		if err != nil {
+			return nil, err
+		}
+		if db.Vitess() {
+			// Each index is a table of its own, made at run time, and a search would scatter to every shard and rank
+			// on each shard's statistics (docs/search.md).
+			return nil, errors.New("--search-engine sql does not run behind Vitess; use --search-engine bleve")
+		}
+		if e.Config.Migrate {
+			if err := sqlindex.Migrate(ctx, db); err != nil {
+				return nil, err
+			}
+		}
+		return sqlindex.New(db), nil
 	default:
 		return nil, fmt.Errorf("--search-engine %q: want bleve or sql", e.Config.SearchEngine)
 	}
