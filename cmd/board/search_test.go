@@ -77,7 +77,7 @@ func waitFound(t *testing.T, base, q string, want []string, params ...string) se
 }
 
 // searchEngines are the engines the end-to-end tests of search run on: both, except behind Vitess, where the sql
-// engine refuses to start (docs/search.md) and its refusal is tested instead.
+// engine does not run (docs/search.md).
 func searchEngines() []string {
 	if os.Getenv(sqldbtest.VitessPrefixesEnv) != "" {
 		return []string{"bleve"}
@@ -378,26 +378,5 @@ func TestSearchInstancesEachKeepAFullIndex(t *testing.T) {
 	}
 	if search != 3 {
 		t.Errorf("%d search consumer groups, want one per instance (3): %v", search, listed.Groups())
-	}
-}
-
-// Behind Vitess, the sql engine refuses to start with what to use instead (CI runs this on its Vitess pass).
-func TestSearchSQLEngineRefusedBehindVitess(t *testing.T) {
-	t.Parallel()
-	if os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
-		t.Skip("needs BOARD_TEST_MYSQL_DSN on a vtgate")
-	}
-	args := append(slices.Clone(testServeDefaults), "search", "--search-addr", "127.0.0.1:0", "--search-engine", "sql")
-	cfg, err := app.ParseServe(append(args, testFlags(t, t.TempDir())...), noEnv, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.Run(context.Background(), cfg, discardLogger)
-	if err == nil {
-		_ = a.Shutdown(context.Background())
-		t.Fatal("--search-engine sql started behind Vitess")
-	}
-	if !strings.Contains(err.Error(), "--search-engine bleve") {
-		t.Errorf("the refusal does not say what to use: %v", err)
 	}
 }
