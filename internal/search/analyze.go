@@ -26,10 +26,15 @@ const AnalyzerName = "board"
 const hangulName = "board_hangul"
 
 func init() {
-	registry.RegisterTokenFilter(hangulName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(registry.RegisterTokenFilter(hangulName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
 		return hangulFilter{}, nil
-	})
-	registry.RegisterAnalyzer(AnalyzerName, func(_ map[string]any, cache *registry.Cache) (analysis.Analyzer, error) {
+	}))
+	must(registry.RegisterAnalyzer(AnalyzerName, func(_ map[string]any, cache *registry.Cache) (analysis.Analyzer, error) {
 		tokenizer, err := cache.TokenizerNamed(unicodetokenizer.Name)
 		if err != nil {
 			return nil, err
@@ -43,11 +48,10 @@ func init() {
 			a.TokenFilters = append(a.TokenFilters, f)
 		}
 		return a, nil
-	})
+	}))
 	var err error
-	if analyzer, err = registry.NewCache().AnalyzerNamed(AnalyzerName); err != nil {
-		panic(err)
-	}
+	analyzer, err = registry.NewCache().AnalyzerNamed(AnalyzerName)
+	must(err)
 }
 
 // analyzer is board's analyzer outside any index, for the engines that do not analyze themselves and for queries.

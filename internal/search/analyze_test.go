@@ -13,12 +13,8 @@ func TestTerms(t *testing.T) {
 		{"ＢＯＡＲＤ", "board"},
 		{"가", "가"},
 	} {
-		var got []string
-		for _, term := range Terms(c.text) {
-			got = append(got, term)
-		}
-		if want := splitWords(c.want); !slices.Equal(got, want) {
-			t.Errorf("Terms(%q) = %q, want %q", c.text, got, want)
+		if want := splitWords(c.want); !slices.Equal(Terms(c.text), want) {
+			t.Errorf("Terms(%q) = %q, want %q", c.text, Terms(c.text), want)
 		}
 	}
 }
