@@ -2,6 +2,7 @@ package search
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,24 +14,8 @@ func TestTerms(t *testing.T) {
 		{"ＢＯＡＲＤ", "board"},
 		{"가", "가"},
 	} {
-		if want := splitWords(c.want); !slices.Equal(Terms(c.text), want) {
+		if want := strings.Fields(c.want); !slices.Equal(Terms(c.text), want) {
 			t.Errorf("Terms(%q) = %q, want %q", c.text, Terms(c.text), want)
 		}
 	}
-}
-
-func splitWords(s string) []string {
-	var out []string
-	word := ""
-	for _, r := range s + " " {
-		if r == ' ' {
-			if word != "" {
-				out = append(out, word)
-			}
-			word = ""
-			continue
-		}
-		word += string(r)
-	}
-	return out
 }
