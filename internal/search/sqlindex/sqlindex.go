@@ -47,7 +47,7 @@
 //
 // # Vitess
 //
-// Not tried behind Vitess's vtgate. A sharded keyspace would not do: every new index's table would need its
+// Not run behind Vitess's vtgate: the search service refuses --search-engine sql there. A sharded keyspace would not do: every new index's table would need its
 // VSchema, and a search would scatter to every shard, each ranking with its own statistics, for vtgate to merge by
 // scores that do not compare. An unsharded keyspace of its own might: vtgate passes its DDL and queries through to
 // its one shard.
