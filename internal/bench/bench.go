@@ -23,7 +23,7 @@ import (
 	"board/internal/sqldb"
 )
 
-const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search [flags]
+const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search|search-freshness [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
@@ -52,6 +52,8 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			return benchStanding(ctx, args[1:], getenv, stdout, stderr)
 		case "search":
 			return benchSearch(ctx, args[1:], getenv, stdout, stderr)
+		case "search-freshness":
+			return benchSearchFreshness(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, benchUsage)

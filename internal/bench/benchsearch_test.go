@@ -3,13 +3,20 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"board/internal/polltest"
 	"board/internal/search"
 )
 
@@ -87,4 +94,49 @@ func hasHangul(s string) bool {
 		}
 	}
 	return false
+}
+
+// The poller finds the articles its page of the run's word shows, and those older than a full page by their own
+// words; an article the search service lacks stays pending.
+func TestSearchFreshnessPoll(t *testing.T) {
+	const run = "sfrun"
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var indexed []int64 // article ids 1..150, oldest first, created a second apart
+	for id := int64(1); id <= 150; id++ {
+		indexed = append(indexed, id)
+	}
+	hit := func(id int64) map[string]any {
+		return map[string]any{"articleId": fmt.Sprint(id), "createdAt": start.Add(time.Duration(id) * time.Second).Format(time.RFC3339Nano)}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("q")
+		var results []map[string]any
+		if q == run {
+			for i := len(indexed) - 1; i >= 0 && len(results) < searchPollPage; i-- {
+				results = append(results, hit(indexed[i]))
+			}
+		} else if id, err := strconv.ParseInt(strings.TrimPrefix(q, run+"n"), 10, 64); err == nil && slices.Contains(indexed, id) {
+			results = append(results, hit(id))
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": results, "count": len(results)})
+	}))
+	defer srv.Close()
+
+	r := &searchFreshnessRun{searchURL: srv.URL, client: srv.Client(), board: 1, word: run, pending: map[int64]searchPending{}}
+	for _, id := range []int64{1, 150, 151} { // beyond the page, on it, and never indexed
+		r.pending[id] = searchPending{word: r.articleWord(id), createdAt: start.Add(time.Duration(id) * time.Second), acked: time.Now()}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() { defer close(polled); r.poll(ctx) }()
+	polltest.Until(t, 10*time.Second, func() (bool, string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.pending) == 1, fmt.Sprintf("pending %v", r.pending)
+	})
+	cancel()
+	<-polled
+	if _, ok := r.pending[151]; !ok || len(r.latencies) != 2 || r.foundByWord != 1 {
+		t.Errorf("pending %v, %d latencies, %d found by word; want 151 pending, 2 latencies, 1 by word", r.pending, len(r.latencies), r.foundByWord)
+	}
 }
