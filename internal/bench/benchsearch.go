@@ -120,8 +120,7 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	return runWrk(ctx, *wrk, base, relevance, *clients, *duration, indexDir, stdout)
 }
 
-// benchIndexing generates the articles, then prints the floor of indexing them, analyzing them, and puts them into
-// ix.
+// benchIndexing generates the articles, times analyzing them (the floor) and putting them into ix, and prints both.
 func (c *corpus) benchIndexing(ctx context.Context, ix search.Indexer, batchSize, puts int, stdout, stderr io.Writer) error {
 	workers := runtime.GOMAXPROCS(0)
 	docs, generated, err := c.generate(ctx, workers, stderr)
