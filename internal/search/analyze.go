@@ -1,13 +1,13 @@
 package search
 
 import (
+	"bytes"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
-	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	unicodetokenizer "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
@@ -16,14 +16,17 @@ import (
 // AnalyzerName is the name of board's analyzer in bleve's registry. Every engine analyzes text with it, documents
 // and queries alike, so that they all find the same documents for the same query.
 //
-// It splits text into words (Unicode word boundaries), folds full-width forms and case, drops English stop words,
-// cuts each run of Hangul or Han characters into overlapping pairs of characters (bigrams), and stems English
-// words (Porter). Bigrams are what let a Korean word be found inside a longer word or with a particle attached
+// It splits text into words (Unicode word boundaries), splits a word that mixes Hangul with other letters, folds
+// full-width forms and case, drops English stop words, cuts each run of Hangul or Han characters into overlapping
+// pairs of characters (bigrams), and stems English words (Porter). Bigrams are what let a Korean word be found inside a longer word or with a particle attached
 // ("게시판" in "자유게시판에"), without a dictionary: the query's bigrams must all be in the document.
 const AnalyzerName = "board"
 
-// hangulName is the token filter that makes Hangul runs look like Han to the bigram filter.
-const hangulName = "board_hangul"
+// Board's own token filters: one makes Hangul runs look like Han to the bigram filter; the other folds case.
+const (
+	hangulName    = "board_hangul"
+	lowercaseName = "board_lowercase"
+)
 
 func init() {
 	must := func(err error) {
@@ -34,13 +37,18 @@ func init() {
 	must(registry.RegisterTokenFilter(hangulName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
 		return hangulFilter{}, nil
 	}))
+	must(registry.RegisterTokenFilter(lowercaseName, func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+		return lowercaseFilter{}, nil
+	}))
 	must(registry.RegisterAnalyzer(AnalyzerName, func(_ map[string]any, cache *registry.Cache) (analysis.Analyzer, error) {
 		tokenizer, err := cache.TokenizerNamed(unicodetokenizer.Name)
 		if err != nil {
 			return nil, err
 		}
 		a := &analysis.DefaultAnalyzer{Tokenizer: tokenizer}
-		for _, name := range []string{cjk.WidthName, lowercase.Name, en.StopName, hangulName, cjk.BigramName, porter.Name} {
+		// The Hangul filter runs first, on the words as the text has them: it computes its runs' offsets from the
+		// term's bytes, which width and case folding may change.
+		for _, name := range []string{hangulName, cjk.WidthName, lowercaseName, en.StopName, cjk.BigramName, porter.Name} {
 			f, err := cache.TokenFilterNamed(name)
 			if err != nil {
 				return nil, err
@@ -121,3 +129,15 @@ func hasHangul(b []byte) bool {
 }
 
 func isHangul(r rune) bool { return unicode.Is(unicode.Hangul, r) }
+
+// lowercaseFilter folds case with the standard library. bleve's own lower-case filter rewrites a term in place and
+// garbles it when a letter's lower case is shorter than the letter (İ, the Kelvin sign): "İstanbul" would never be
+// found.
+type lowercaseFilter struct{}
+
+func (lowercaseFilter) Filter(in analysis.TokenStream) analysis.TokenStream {
+	for _, t := range in {
+		t.Term = bytes.ToLower(t.Term)
+	}
+	return in
+}

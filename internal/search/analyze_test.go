@@ -13,6 +13,9 @@ func TestTerms(t *testing.T) {
 		{"board게시판 ok", "board 게시 시판 ok"},
 		{"ＢＯＡＲＤ", "board"},
 		{"가", "가"},
+		{"İstanbul게시판", "istanbul 게시 시판"},
+		{"\u212Aelvin", "kelvin"},
+		{"the게시판", "게시 시판"},
 	} {
 		if want := strings.Fields(c.want); !slices.Equal(Terms(c.text), want) {
 			t.Errorf("Terms(%q) = %q, want %q", c.text, Terms(c.text), want)

@@ -20,7 +20,10 @@ func Fragment(text string, terms []string) string {
 	}
 	var spans [][2]int // byte ranges in text, in order, merged when they touch or overlap
 	for _, tok := range Analyze(text) {
-		if !want[string(tok.Term)] || tok.Start < 0 || tok.End > len(text) || tok.Start >= tok.End {
+		// Offsets come from the analyzer, which may compute them from a term that folding changed: mark only spans
+		// that lie on character boundaries.
+		if !want[string(tok.Term)] || tok.Start < 0 || tok.End > len(text) || tok.Start >= tok.End ||
+			!utf8.RuneStart(text[tok.Start]) || tok.End < len(text) && !utf8.RuneStart(text[tok.End]) {
 			continue
 		}
 		if n := len(spans); n > 0 && tok.Start <= spans[n-1][1] {

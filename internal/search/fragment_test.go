@@ -13,6 +13,8 @@ func TestFragment(t *testing.T) {
 		{"<script>alert(1)</script>", "script", "&lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt;"},
 		{"nothing matches here", "zebra", "nothing matches here"},
 		{"a b like c like", "like", "a b <mark>like</mark> c <mark>like</mark>"},
+		{"ＢＯＡＲＤ게시판 글", "게시판", "ＢＯＡＲＤ<mark>게시판</mark> 글"},
+		{"ＢＯＡＲＤ게시판 글", "board", "<mark>ＢＯＡＲＤ</mark>게시판 글"},
 	} {
 		if got := Fragment(c.text, Terms(c.query)); got != c.want {
 			t.Errorf("Fragment(%q, %q) = %q, want %q", c.text, c.query, got, c.want)
