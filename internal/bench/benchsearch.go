@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"board/internal/app"
+	"board/internal/boardpage"
 	"board/internal/search"
 	"board/internal/search/bleveindex"
 )
@@ -262,7 +263,7 @@ func runSearchCases(ctx context.Context, ix search.Indexer, base string, qs []se
 			return closedLoop(ctx, clients, d, func(i int) error {
 				// The count limit of page 1 (search.CountLimit), as the service asks.
 				_, err := ix.Search(ctx, search.Query{Terms: terms[i%len(terms)], Newest: newest, Limit: searchPageSize,
-					CountLimit: int(search.CountLimit(1, searchPageSize))})
+					CountLimit: int(boardpage.CountLimit(1, searchPageSize))})
 				return err
 			})
 		}

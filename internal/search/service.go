@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"board/internal/boardpage"
 	"board/internal/fault"
 )
 
@@ -62,10 +63,6 @@ func NewService(ix Indexer) *Service {
 // Swap makes the service answer from ix and returns the index it answered from.
 func (s *Service) Swap(ix Indexer) Indexer { return *s.cur.Swap(&ix) }
 
-// CountLimit is how far the count of a page is counted (SPEC §3.1's capped board count): enough for the page links
-// the pager shows from page, never a full count.
-func CountLimit(page, pageSize int64) int64 { return ((page-1)/10+1)*pageSize*10 + 1 }
-
 // Search answers r.
 func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	q := strings.TrimSpace(r.Q)
@@ -82,7 +79,7 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	}
 	ix := *s.cur.Load()
 	res, err := ix.Search(ctx, Query{Terms: terms, BoardID: r.BoardID, WriterID: r.WriterID, Type: r.Type,
-		Newest: r.Newest, Offset: int(offset), Limit: int(r.PageSize), CountLimit: int(CountLimit(r.Page, r.PageSize))})
+		Newest: r.Newest, Offset: int(offset), Limit: int(r.PageSize), CountLimit: int(boardpage.CountLimit(r.Page, r.PageSize))})
 	if err != nil {
 		return Page{}, unavailable(ctx, err)
 	}

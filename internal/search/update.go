@@ -19,8 +19,12 @@ import (
 //
 // Every change is idempotent and tolerates any order of delivery: an article's changes are ordered by its
 // articleVersion, a comment's by created (1) before deleted (2), moderation by its moderationVersion, each kept in
-// the document; a deleted document stays as a tombstone that refuses anything older. A moderation event or a
-// comment may arrive before its article: the document is then kept, not searchable, until the rest arrives.
+// the document; a deleted document stays as a tombstone that refuses anything older. A moderation event may arrive
+// before its article or comment: it is kept, unsearchable, until the document arrives. A comment may arrive before
+// its article: it is searchable at once, with board 0 until its article's first event fills the board in.
+//
+// An index that cannot be read or written is a dependency that is down: the handlers say so (fault.Unavailable),
+// and the consumer waits on the record instead of dead-lettering it.
 type Updater struct {
 	ix Indexer
 
@@ -56,7 +60,7 @@ func (u *Updater) Flush(ctx context.Context) error {
 		docs = append(docs, d)
 	}
 	if err := u.ix.Put(ctx, docs); err != nil {
-		return err
+		return indexDown(err)
 	}
 	clear(u.staged)
 	return nil
@@ -76,7 +80,7 @@ func (u *Updater) get(ctx context.Context, keys ...string) (map[string]Doc, erro
 	if len(missing) > 0 {
 		found, err := u.ix.Get(ctx, missing)
 		if err != nil {
-			return nil, err
+			return nil, indexDown(err)
 		}
 		for k, d := range found {
 			out[k] = d
@@ -89,7 +93,7 @@ func (u *Updater) get(ctx context.Context, keys ...string) (map[string]Doc, erro
 func (u *Updater) comments(ctx context.Context, articleID int64) ([]Doc, error) {
 	indexed, err := u.ix.Comments(ctx, articleID)
 	if err != nil {
-		return nil, err
+		return nil, indexDown(err)
 	}
 	byKey := map[string]Doc{}
 	for _, d := range indexed {
@@ -106,6 +110,11 @@ func (u *Updater) comments(ctx context.Context, articleID int64) ([]Doc, error) 
 	}
 	slices.SortFunc(out, func(a, b Doc) int { return int(a.CommentID - b.CommentID) })
 	return out, nil
+}
+
+// indexDown makes an index error what it is to the consumer: a dependency that is down, to wait for.
+func indexDown(err error) error {
+	return fault.Unavailablef(err, "SEARCH_INDEX_UNAVAILABLE", "the search index: %v", err)
 }
 
 func (u *Updater) stage(docs ...Doc) {

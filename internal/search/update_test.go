@@ -9,6 +9,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/event"
+	"board/internal/fault"
 	"board/internal/search"
 	"board/internal/search/bleveindex"
 )
@@ -163,5 +164,19 @@ func TestUpdaterRefusesBadEvents(t *testing.T) {
 		if err := h[env.Type](context.Background(), env); err == nil {
 			t.Errorf("%s %s accepted", env.Type, env.Payload)
 		}
+	}
+}
+
+// An index that cannot be read is a dependency that is down, which the consumer waits on, not a bad event to
+// dead-letter.
+func TestUpdaterIndexDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	u, ix := newUpdater(t)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := u.Handlers()[event.ArticleCreated](context.Background(), articleEvent(t, event.ArticleCreated, 1, "t"))
+	if fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("a handler on a closed index: %v (kind %v), want unavailable", err, fault.KindOf(err))
 	}
 }

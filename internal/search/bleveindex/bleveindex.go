@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -88,7 +89,7 @@ func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
 		_ = idx.Close()
 		return nil, fmt.Errorf("open bleve index %s: no analyzer %s", path, search.AnalyzerName)
 	}
-	return &Index{idx: idx, analyzer: analyzer}, nil
+	return &Index{idx: idx, analyzer: analyzer, close: sync.OnceValue(idx.Close)}, nil
 }
 
 // Current returns the name in the current file; "" when there is none.
@@ -168,6 +169,7 @@ func newMapping() mapping.IndexMapping {
 type Index struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer // board's, for the text field
+	close    func() error      // idx.Close once: bleve panics on a second close
 }
 
 // source is a document as its stored field keeps it.
@@ -281,8 +283,9 @@ func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
 
 // Comments finds every comment of an article, whatever its state.
 func (ix *Index) Comments(ctx context.Context, articleID int64) ([]search.Doc, error) {
-	q := query.NewConjunctionQuery([]query.Query{term(fieldType, string(search.TypeComment)),
-		term(fieldArticle, strconv.FormatInt(articleID, 10))})
+	// The article's own document holds the field too: filtering it out here is cheaper than intersecting with every
+	// comment of the index.
+	q := term(fieldArticle, strconv.FormatInt(articleID, 10))
 	const page = 1000
 	var out []search.Doc
 	for from := 0; ; from += page {
@@ -298,7 +301,11 @@ func (ix *Index) Comments(ctx context.Context, articleID int64) ([]search.Doc, e
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, docs...)
+		for _, d := range docs {
+			if d.Type == search.TypeComment {
+				out = append(out, d)
+			}
+		}
 		if len(res.Hits) < page {
 			return out, nil
 		}
@@ -371,5 +378,5 @@ func hitDocs(hits bsearch.DocumentMatchCollection) ([]search.Doc, error) {
 	return docs, nil
 }
 
-// Close closes the index.
-func (ix *Index) Close() error { return ix.idx.Close() }
+// Close closes the index; closing it again does nothing.
+func (ix *Index) Close() error { return ix.close() }
