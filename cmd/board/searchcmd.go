@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"board/internal/app"
@@ -42,8 +43,9 @@ func searchReindex(ctx context.Context, args []string, getenv func(string) strin
 Builds a new search index from the article and comment services' APIs (every board, a page of articles at a time,
 each with its comments), with a progress bar and a rate, then makes it current. A running search service answers
 from the old index meanwhile; it then switches to the new one once the new one's consumer has applied what changed
-during the rebuild, and drops the old one. The new index's consumer group starts where the topics ended when the
-rebuild began, so nothing written meanwhile is missed.
+during the rebuild, and drops the old one. The new index's consumer group starts where the article and comment
+topics ended when the rebuild began, so nothing written meanwhile is missed, and at the start of the moderation
+topic, which the services read from may not have applied yet.
 
 With the bleve engine, each search instance keeps its own index under its --data-dir: run this once per instance,
 with that instance's --data-dir. With the sql engine, the instances share one index: run it once.
@@ -86,7 +88,9 @@ hidden articles and comments too, which the index keeps, unsearchable, for a mod
 			err = errors.Join(err, engine.Drop(context.WithoutCancel(ctx), name))
 		}
 	}()
-	if err := kafka.StartGroupAtEnd(ctx, brokers, app.SearchGroup(cfg.TopicPrefix, name), app.SearchTopics(cfg.TopicPrefix)); err != nil {
+	replayed := app.SearchReplayedTopics(cfg.TopicPrefix)
+	atEnd := slices.DeleteFunc(app.SearchTopics(cfg.TopicPrefix), func(t string) bool { return slices.Contains(replayed, t) })
+	if err := kafka.StartGroup(ctx, brokers, app.SearchGroup(cfg.TopicPrefix, name), atEnd, replayed); err != nil {
 		_ = ix.Close()
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"board/internal/event"
 	"board/internal/httpio"
 	"board/internal/kafka"
 	"board/internal/search"
@@ -23,9 +24,6 @@ import (
 // searchWatch is how often the service looks for a rebuilt index made current by `board search reindex`, and how
 // often it then looks at how far the rebuilt index's consumer has caught up.
 const searchWatch = time.Second
-
-// searchCaughtUp is the lag, in records, under which a rebuilt index's consumer has caught up: one poll's worth.
-const searchCaughtUp = 100
 
 // SearchEngine returns the search engine the configuration names.
 func SearchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
@@ -108,11 +106,15 @@ type searchFollower struct {
 type following struct {
 	name string
 	ix   search.Indexer
+	// ends are the topics' end offsets when the consumer started: once its group has committed them, the index has
+	// caught up with what happened before it began to follow.
+	ends map[string]map[int32]int64
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// SearchTopics are the topics a search index follows.
+// SearchTopics are the topics a search index follows. A rebuild reads the moderation topic again from its start
+// (SearchReplayedTopics), and the others from where they end when it begins.
 func SearchTopics(topicPrefix string) []string {
 	var topics []string
 	for t := range search.NewUpdater(nil).Handlers() {
@@ -124,16 +126,30 @@ func SearchTopics(topicPrefix string) []string {
 	return topics
 }
 
+// SearchReplayedTopics are the topics a rebuild's consumer reads from their start: the moderation topic, whose state
+// the snapshot takes from the article and comment services, which may not have applied its latest events yet. Its
+// events are few, and applied again they change nothing (moderationVersion).
+func SearchReplayedTopics(topicPrefix string) []string {
+	return []string{event.ArticleModerated.Topic(topicPrefix)}
+}
+
 // follow starts the consumer of the named index, in the index's own group.
 func (f *searchFollower) follow(ctx context.Context, name string, ix search.Indexer) (*following, error) {
+	topics := SearchTopics(f.e.Config.TopicPrefix)
+	lctx, cancel := context.WithTimeout(ctx, searchWatch*5)
+	ends, err := kafka.EndOffsets(lctx, f.e.KafkaBrokers, topics)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	u := search.NewUpdater(ix)
 	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: f.e.KafkaBrokers, Group: SearchGroup(f.e.Config.TopicPrefix, name),
-		Topics: SearchTopics(f.e.Config.TopicPrefix), Handlers: u.Handlers(), Flush: u.Flush, Logger: f.e.Logger, Metrics: f.r.metrics})
+		Topics: topics, Handlers: u.Handlers(), Flush: u.Flush, Logger: f.e.Logger, Metrics: f.r.metrics})
 	if err != nil {
 		return nil, err
 	}
 	cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	fl := &following{name: name, ix: ix, stop: stop, done: make(chan struct{})}
+	fl := &following{name: name, ix: ix, ends: ends, stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(fl.done)
 		if err := c.Run(cctx); err != nil {
@@ -143,18 +159,19 @@ func (f *searchFollower) follow(ctx context.Context, name string, ix search.Inde
 	return fl, nil
 }
 
-// catchUp waits until the consumer of a rebuilt index has caught up with the topics; false if ctx ended first.
+// catchUp waits until the consumer of a rebuilt index has handled everything produced before it started; false if
+// ctx ended first.
 func (f *searchFollower) catchUp(ctx context.Context, fl *following) bool {
-	group, topics := SearchGroup(f.e.Config.TopicPrefix, fl.name), SearchTopics(f.e.Config.TopicPrefix)
+	group := SearchGroup(f.e.Config.TopicPrefix, fl.name)
 	for logged := time.Now(); ; {
 		lctx, cancel := context.WithTimeout(ctx, searchWatch)
-		lag, err := kafka.GroupLag(lctx, f.e.KafkaBrokers, group, topics)
+		reached, err := kafka.Reached(lctx, f.e.KafkaBrokers, group, fl.ends)
 		cancel()
-		if err == nil && lag <= searchCaughtUp {
+		if err == nil && reached {
 			return true
 		}
 		if time.Since(logged) > 10*time.Second {
-			f.e.Logger.Info("search: the rebuilt index is catching up; the old one answers meanwhile", "index", fl.name, "lag", lag, "err", err)
+			f.e.Logger.Info("search: the rebuilt index is catching up; the old one answers meanwhile", "index", fl.name, "err", err)
 			logged = time.Now()
 		}
 		select {
@@ -213,7 +230,7 @@ func (f *searchFollower) run(ctx context.Context, cur *following) {
 			}
 			return
 		}
-		f.svc.Swap(ix)
+		f.svc.Swap(ix) // returns once no request uses the old index
 		old := cur
 		cur = next
 		if err := old.close(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -107,84 +108,98 @@ func ResetGroupToStart(ctx context.Context, brokers []string, group string, topi
 	return nil
 }
 
-// StartGroupAtEnd commits, for a new group, the end offsets of every partition of topics as they are now: its first
-// consumer handles only what is produced from this moment on. A rebuild from a snapshot calls it before the snapshot,
-// so that whatever changes during the snapshot is applied after it. Bounded by ctx and by resetTimeout.
-func StartGroupAtEnd(ctx context.Context, brokers []string, group string, topics []string) error {
+// StartGroup commits the first offsets of a new group: the end offset of every partition of atEnd as it is now, and
+// the start (the oldest record kept) of every partition of atStart. Its first consumer handles only what is produced
+// to atEnd from this moment on, and all of atStart. A rebuild from a snapshot calls it before the snapshot, so that
+// whatever changes during the snapshot is applied after it; a topic whose state the snapshot's sources may not have
+// applied yet is read again from its start. Bounded by ctx and by resetTimeout.
+func StartGroup(ctx context.Context, brokers []string, group string, atEnd, atStart []string) error {
 	ctx, cancel := context.WithTimeout(ctx, resetTimeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
-		return fmt.Errorf("start group %s at the end: %w", group, err)
+		return fmt.Errorf("start group %s: %w", group, err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	listed, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = listed.Error()
+	first := make(kadm.Offsets)
+	for _, list := range []struct {
+		topics []string
+		offsets func(context.Context, ...string) (kadm.ListedOffsets, error)
+	}{{atEnd, adm.ListEndOffsets}, {atStart, adm.ListStartOffsets}} {
+		if len(list.topics) == 0 {
+			continue
+		}
+		listed, err := list.offsets(ctx, list.topics...)
+		if err == nil {
+			err = listed.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("start group %s: list offsets: %w", group, err)
+		}
+		listed.Each(func(o kadm.ListedOffset) {
+			first.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		})
 	}
-	if err != nil {
-		return fmt.Errorf("start group %s at the end: list end offsets: %w", group, err)
-	}
-	ends := make(kadm.Offsets)
-	listed.Each(func(o kadm.ListedOffset) {
-		ends.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
-	})
-	commits, err := adm.CommitOffsets(ctx, group, ends)
+	commits, err := adm.CommitOffsets(ctx, group, first)
 	if err == nil {
 		err = commits.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("start group %s at the end: commit: %w", group, err)
+		return fmt.Errorf("start group %s: commit: %w", group, err)
 	}
 	return nil
 }
 
-// GroupLag returns how many records of topics group has not committed yet: the sum over their partitions of the end
-// offset less the committed one (or less the start offset, where it has none).
-func GroupLag(ctx context.Context, brokers []string, group string, topics []string) (int64, error) {
+// EndOffsets returns the end offset of every partition of topics: topic -> partition -> offset.
+func EndOffsets(ctx context.Context, brokers []string, topics []string) (map[string]map[int32]int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %v: %w", topics, err)
+	}
+	out := map[string]map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out, nil
+}
+
+// Reached reports whether group has committed at least offsets on every partition they name: whether its consumers
+// have handled everything up to there.
+func Reached(ctx context.Context, brokers []string, group string, offsets map[string]map[int32]int64) (bool, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	topics := slices.Collect(maps.Keys(offsets))
+	committed, err := kadm.NewClient(cl).FetchOffsetsForTopics(ctx, group, topics...)
 	if err == nil {
 		err = committed.Error()
 	}
-	if errors.Is(err, kerr.GroupIDNotFound) { // nothing committed yet
-		committed, err = nil, nil
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("lag of group %s: committed offsets: %w", group, err)
+		return false, fmt.Errorf("committed offsets of group %s: %w", group, err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("lag of group %s: end offsets: %w", group, err)
-	}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("lag of group %s: start offsets: %w", group, err)
-	}
-	var lag int64
-	ends.Each(func(o kadm.ListedOffset) {
-		at := int64(-1)
-		if c, ok := committed.Lookup(o.Topic, o.Partition); ok {
-			at = c.At
-		}
-		if at < 0 {
-			if s, ok := starts.Lookup(o.Topic, o.Partition); ok {
-				at = s.Offset
+	for topic, partitions := range offsets {
+		for p, want := range partitions {
+			if c, ok := committed.Lookup(topic, p); !ok || c.At < want {
+				return false, nil
 			}
 		}
-		lag += max(o.Offset-at, 0)
-	})
-	return lag, nil
+	}
+	return true, nil
 }

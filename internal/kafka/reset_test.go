@@ -153,43 +153,46 @@ func TestResetGroupToStartUnknownTopic(t *testing.T) {
 	}
 }
 
-// A group started at the end handles only what is produced after, and its lag counts exactly that.
-func TestStartGroupAtEnd(t *testing.T) {
+// A group started at the end of one topic and the start of another handles what is produced to the first after, and
+// all of the second; Reached says when it has handled everything up to given offsets.
+func TestStartGroup(t *testing.T) {
 	t.Parallel()
 	k := startKafka(t)
 	cl := newClient(t, k.Addrs())
-	const topic, group = "board-view", "at-end"
-	if err := EnsureTopics(context.Background(), cl, []string{topic}, 2); err != nil {
+	const endTopic, startTopic, group = "board-view", "board-like", "started"
+	if err := EnsureTopics(context.Background(), cl, []string{endTopic, startTopic}, 2); err != nil {
 		t.Fatal(err)
 	}
-	produceViews(t, cl, topic, 1, 2, 3)
+	produceViews(t, cl, endTopic, 1, 2, 3)
+	produceViews(t, cl, startTopic, 10, 11)
 	ctx := context.Background()
-	if lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic}); err != nil || lag != 3 {
-		t.Fatalf("lag of a group without offsets = %d, %v; want 3", lag, err)
-	}
-	if err := StartGroupAtEnd(ctx, k.Addrs(), group, []string{topic}); err != nil {
+	if err := StartGroup(ctx, k.Addrs(), group, []string{endTopic}, []string{startTopic}); err != nil {
 		t.Fatal(err)
 	}
-	produceViews(t, cl, topic, 4, 5)
-	if lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic}); err != nil || lag != 2 {
-		t.Fatalf("lag = %d, %v; want 2", lag, err)
+	produceViews(t, cl, endTopic, 4, 5)
+	ends, err := EndOffsets(ctx, k.Addrs(), []string{endTopic, startTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reached, err := Reached(ctx, k.Addrs(), group, ends); err != nil || reached {
+		t.Fatalf("Reached before any consumer: %v, %v", reached, err)
 	}
 	var seen handled
-	stop := runConsumer(t, ConsumerConfig{Brokers: k.Addrs(), Group: group, Topics: []string{topic},
+	stop := runConsumer(t, ConsumerConfig{Brokers: k.Addrs(), Group: group, Topics: []string{endTopic, startTopic},
 		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
 			seen.add(idOf(env))
 			return nil
 		}}})
-	eventually(t, 10*time.Second, "lag 0", func() bool {
-		lag, err := GroupLag(ctx, k.Addrs(), group, []string{topic})
-		return err == nil && lag == 0
+	eventually(t, 10*time.Second, "the end offsets reached", func() bool {
+		reached, err := Reached(ctx, k.Addrs(), group, ends)
+		return err == nil && reached
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	got := seen.snapshot()
 	slices.Sort(got)
-	if !slices.Equal(got, []int64{4, 5}) {
-		t.Errorf("handled %v, want [4 5]", got)
+	if !slices.Equal(got, []int64{4, 5, 10, 11}) {
+		t.Errorf("handled %v, want [4 5 10 11]", got)
 	}
 }

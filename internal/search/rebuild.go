@@ -42,8 +42,9 @@ const callTimeout = 30 * time.Second
 // Rebuild puts every article and comment the services hold into ix, board by board and, within a board, a page of
 // articles at a time (the article service's infinite scroll, on its (board_id, article_id) index) with their
 // comments (the comment service's infinite scrolls, on its (article_id, ...) indexes), one batch per page. What
-// changes while it runs is left to the index's consumer, whose group starts where the topics ended before the
-// rebuild began: every change made after that point is applied again, in order, after the snapshot.
+// changes while it runs is left to the index's consumer, whose group starts where the article and comment topics
+// ended before the rebuild began, and at the start of the moderation topic: every change made after that point is
+// applied again, in order, after the snapshot.
 // It returns how many articles and comments it indexed.
 func Rebuild(ctx context.Context, src Sources, ix Indexer, progress Progress) (articles, comments int64, err error) {
 	var boards []struct {

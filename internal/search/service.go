@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -50,18 +51,44 @@ type Page struct {
 
 // Service answers searches from the current index, which a rebuild may replace while it answers (Swap).
 type Service struct {
-	cur atomic.Pointer[Indexer]
+	cur atomic.Pointer[handle]
+}
+
+// handle is an index the service answers from, and the requests that use it.
+type handle struct {
+	ix Indexer
+	// mu is held for reading by each request that uses ix; Swap takes it to wait them out.
+	mu      sync.RWMutex
+	retired bool
 }
 
 // NewService returns a Service that answers from ix.
 func NewService(ix Indexer) *Service {
 	s := &Service{}
-	s.cur.Store(&ix)
+	s.cur.Store(&handle{ix: ix})
 	return s
 }
 
-// Swap makes the service answer from ix and returns the index it answered from.
-func (s *Service) Swap(ix Indexer) Indexer { return *s.cur.Swap(&ix) }
+// Swap makes the service answer from ix, and returns once no request uses the index it answered from: the caller may
+// then close it.
+func (s *Service) Swap(ix Indexer) {
+	old := s.cur.Swap(&handle{ix: ix})
+	old.mu.Lock()
+	old.retired = true
+	old.mu.Unlock()
+}
+
+// acquire returns the current index, held for reading until release.
+func (s *Service) acquire() *handle {
+	for {
+		h := s.cur.Load()
+		h.mu.RLock()
+		if !h.retired {
+			return h
+		}
+		h.mu.RUnlock() // swapped out meanwhile: the current one is new
+	}
+}
 
 // Search answers r.
 func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
@@ -77,7 +104,9 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	if len(terms) == 0 { // nothing but stop words or punctuation: nothing to look for
 		return Page{Hits: []Hit{}}, nil
 	}
-	ix := *s.cur.Load()
+	h := s.acquire()
+	defer h.mu.RUnlock()
+	ix := h.ix
 	res, err := ix.Search(ctx, Query{Terms: terms, BoardID: r.BoardID, WriterID: r.WriterID, Type: r.Type,
 		Newest: r.Newest, Offset: int(offset), Limit: int(r.PageSize), CountLimit: int(boardpage.CountLimit(r.Page, r.PageSize))})
 	if err != nil {
