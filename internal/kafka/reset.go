@@ -124,7 +124,7 @@ func StartGroup(ctx context.Context, brokers []string, group string, atEnd, atSt
 	adm := kadm.NewClient(cl)
 	first := make(kadm.Offsets)
 	for _, list := range []struct {
-		topics []string
+		topics  []string
 		offsets func(context.Context, ...string) (kadm.ListedOffsets, error)
 	}{{atEnd, adm.ListEndOffsets}, {atStart, adm.ListStartOffsets}} {
 		if len(list.topics) == 0 {
