@@ -261,7 +261,7 @@ func runSearchCases(ctx context.Context, ix search.Indexer, base string, qs []se
 		}
 		return func(d time.Duration) loadResult {
 			return closedLoop(ctx, clients, d, func(i int) error {
-				// The count limit of page 1 (search.CountLimit), as the service asks.
+				// The count limit of page 1 (boardpage.CountLimit), as the service asks.
 				_, err := ix.Search(ctx, search.Query{Terms: terms[i%len(terms)], Newest: newest, Limit: searchPageSize,
 					CountLimit: int(boardpage.CountLimit(1, searchPageSize))})
 				return err
