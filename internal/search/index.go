@@ -123,3 +123,28 @@ type Engine interface {
 	// Drop deletes the named index and its documents; it must not be open.
 	Drop(ctx context.Context, name string) error
 }
+
+// Merge returns the document that two writes of the same document, each made from its own read of it, agree on:
+// the article or comment as of the higher Version, the moderation as of the higher Moderation, deleted if either is,
+// and a board if either knows it. An engine whose index several instances write at once (the SQL engine, shared)
+// merges what it is given with what it holds, so that no instance's change is lost to another's older read. For
+// writes made one after the other from what the first wrote, it returns next.
+func Merge(cur, next Doc) Doc {
+	out := next
+	if cur.Version > next.Version {
+		out.WriterID, out.Title, out.Content, out.CreatedAt, out.Version = cur.WriterID, cur.Title, cur.Content, cur.CreatedAt, cur.Version
+		if cur.BoardID != 0 {
+			out.BoardID = cur.BoardID
+		}
+	}
+	if out.BoardID == 0 {
+		out.BoardID = cur.BoardID
+	}
+	if cur.Moderation > next.Moderation {
+		out.Moderation, out.Hidden = cur.Moderation, cur.Hidden
+	}
+	if cur.Deleted || next.Deleted {
+		out.Deleted, out.Title, out.Content = true, "", ""
+	}
+	return out
+}

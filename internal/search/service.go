@@ -112,7 +112,7 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	if err != nil {
 		return Page{}, unavailable(ctx, err)
 	}
-	titles, err := s.articleTitles(ctx, ix, res.Docs)
+	articles, err := commentArticles(ctx, ix, res.Docs)
 	if err != nil {
 		return Page{}, unavailable(ctx, err)
 	}
@@ -120,7 +120,15 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	for _, d := range res.Docs {
 		title := d.Title
 		if d.Type == TypeComment {
-			title = titles[d.ArticleID]
+			a := articles[d.ArticleID]
+			if a.Deleted {
+				// Its delete reached an instance that did not yet know this comment (a shared SQL index): it went with
+				// the article all the same.
+				continue
+			}
+			if a.State() == Live {
+				title = a.Title
+			}
 		}
 		out.Hits = append(out.Hits, Hit{Type: d.Type, ArticleID: d.ArticleID, CommentID: d.CommentID,
 			BoardID: d.BoardID, Title: title, Fragment: Fragment(d.Content, terms), WriterID: d.WriterID,
@@ -129,8 +137,8 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	return out, nil
 }
 
-// articleTitles returns the titles of the articles of the comments among docs that can be shown.
-func (s *Service) articleTitles(ctx context.Context, ix Indexer, docs []Doc) (map[int64]string, error) {
+// commentArticles returns the documents the index holds of the articles of the comments among docs.
+func commentArticles(ctx context.Context, ix Indexer, docs []Doc) (map[int64]Doc, error) {
 	var keys []string
 	for _, d := range docs {
 		if d.Type == TypeComment {
@@ -144,13 +152,11 @@ func (s *Service) articleTitles(ctx context.Context, ix Indexer, docs []Doc) (ma
 	if err != nil {
 		return nil, err
 	}
-	titles := make(map[int64]string, len(found))
+	articles := make(map[int64]Doc, len(found))
 	for _, a := range found {
-		if a.State() == Live {
-			titles[a.ArticleID] = a.Title
-		}
+		articles[a.ArticleID] = a
 	}
-	return titles, nil
+	return articles, nil
 }
 
 // unavailable makes an index error the 503 it is to a client: the index is this service's only dependency.

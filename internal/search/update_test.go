@@ -180,3 +180,36 @@ func TestUpdaterIndexDownIsUnavailable(t *testing.T) {
 		t.Errorf("a handler on a closed index: %v (kind %v), want unavailable", err, fault.KindOf(err))
 	}
 }
+
+// Two instances that wrote the same document from their own reads lose nothing of each other's change once merged.
+func TestMerge(t *testing.T) {
+	t.Parallel()
+	base := search.Doc{Type: search.TypeArticle, ArticleID: 1, BoardID: 3, Title: "old", Content: "old text", Version: 1}
+	edited := base
+	edited.Title, edited.Content, edited.Version = "new", "new text", 2
+	hidden := base
+	hidden.Moderation, hidden.Hidden = 1, true
+	for _, c := range []struct {
+		name      string
+		cur, next search.Doc
+	}{{"edit then hide", edited, hidden}, {"hide then edit", hidden, edited}} {
+		got := search.Merge(c.cur, c.next)
+		if got.Title != "new" || got.Version != 2 || !got.Hidden || got.Moderation != 1 {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+	}
+	deleted := base
+	deleted.Deleted, deleted.Title, deleted.Content, deleted.Version = true, "", "", 3
+	if got := search.Merge(deleted, edited); !got.Deleted || got.Title != "" || got.Version != 3 {
+		t.Errorf("an edit over a delete: %+v", got)
+	}
+	orphan := search.Doc{Type: search.TypeComment, CommentID: 5, ArticleID: 1, Content: "c", Version: 1}
+	boarded := orphan
+	boarded.BoardID = 3
+	if got := search.Merge(boarded, orphan); got.BoardID != 3 {
+		t.Errorf("a board lost: %+v", got)
+	}
+	if got := search.Merge(base, edited); got != edited {
+		t.Errorf("a write made from the first: %+v, want %+v", got, edited)
+	}
+}

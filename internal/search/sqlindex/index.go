@@ -16,8 +16,10 @@ import (
 type Index struct {
 	db   *sqldb.DB
 	name string
-	// get is the head of Get's query, up to the opening parenthesis of its IN list.
-	get, comments string
+	// get is the head of Get's query, up to the opening parenthesis of its IN list; lockSuffix ends the same query
+	// when Put reads the documents it is about to write (FOR UPDATE on MySQL; SQLite's write transactions are
+	// serial already).
+	get, lockSuffix, comments string
 	// byRelevance, newest and count take the match expression, then the arguments of filters; byRelevance on MySQL
 	// takes the match expression again, for the score it orders by (rankTakesMatch).
 	byRelevance, newest, count string
@@ -56,6 +58,7 @@ func newIndex(db *sqldb.DB, name string) *Index {
 		db:             db,
 		name:           name,
 		get:            names.Replace("SELECT " + columns + " FROM {doc} AS d WHERE d.doc_key IN ("),
+		lockSuffix:     map[bool]string{true: ") FOR UPDATE", false: ")"}[db.Dialect == sqldb.MySQL],
 		comments:       names.Replace("SELECT " + columns + " FROM {doc} AS d WHERE d.article_id = ? AND d.type = 'comment'"),
 		byRelevance:    names.Replace(matches + " ORDER BY " + rank + ", d.created_at DESC, d.doc_key DESC LIMIT ? OFFSET ?"),
 		newest:         names.Replace(matches + " ORDER BY d.created_at DESC, d.doc_key DESC LIMIT ? OFFSET ?"),
@@ -91,13 +94,21 @@ func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc,
 // Put writes docs in one transaction, a multi-row upsert per maxPutRows documents (or maxPutBytes). A key that docs holds twice is
 // written once, as its last document, and the rows are written in key order, so that two Puts that share keys lock
 // them in the same order instead of deadlocking.
+//
+// Several instances write one index, each with a consumer of some partitions, and the article, comment and
+// moderation topics all change the same documents: each document is merged (search.Merge) with the one the index
+// holds, read and locked in the same transaction, so that no instance's change is lost to another's older read.
 func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
-	rows := putRows(docs)
-	if len(rows) == 0 {
+	prepared := putRows(docs)
+	if len(prepared) == 0 {
 		return nil
 	}
 	err := ix.db.Transact(ctx, func(tx *sql.Tx) error {
 		// Each attempt starts over from the first row: Transact runs this again after a deadlock.
+		rows, err := ix.merged(ctx, tx, prepared)
+		if err != nil {
+			return err
+		}
 		for pending := rows; len(pending) > 0; {
 			n, size := 0, 0
 			for n < len(pending) && n < maxPutRows && size < maxPutBytes {
@@ -123,6 +134,34 @@ func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
 	return nil
 }
 
+// merged returns rows with each document merged with the one the index holds, which it locks.
+func (ix *Index) merged(ctx context.Context, tx *sql.Tx, rows []putRow) ([]putRow, error) {
+	out := slices.Clone(rows)
+	for start := 0; start < len(rows); start += getBatch {
+		batch := rows[start:min(start+getBatch, len(rows))]
+		args := make([]any, len(batch))
+		for i, r := range batch {
+			args[i] = r.key
+		}
+		held, err := scanDocs(tx.QueryContext(ctx, ix.get+"?"+strings.Repeat(", ?", len(batch)-1)+ix.lockSuffix, args...))
+		if err != nil {
+			return nil, err
+		}
+		byKey := make(map[string]search.Doc, len(held))
+		for _, d := range held {
+			byKey[d.Key()] = d
+		}
+		for i, r := range batch {
+			if cur, ok := byKey[r.key]; ok {
+				if d := search.Merge(cur, r.doc); d != r.doc {
+					out[start+i] = newPutRow(d)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // An upsert statement of Put writes at most maxPutRows documents, and stops adding documents once they hold
 // maxPutBytes of text: a statement must fit MySQL's max_allowed_packet (16 MiB by default on MariaDB), and a
 // document's words take about 14 bytes for each Korean character (3 bytes) of its text, a bigram's word and a space.
@@ -134,8 +173,17 @@ const (
 // putRow is the arguments of one document's row, and the bytes of text they hold.
 type putRow struct {
 	key  string
+	doc  search.Doc
 	args []any
 	size int
+}
+
+// newPutRow analyzes d into its row.
+func newPutRow(d search.Doc) putRow {
+	words := documentWords(d)
+	return putRow{key: d.Key(), doc: d, size: len(d.Title) + len(d.Content) + len(words), args: []any{
+		d.Key(), string(d.Type), d.ArticleID, d.CommentID, d.BoardID, d.WriterID, d.Title, d.Content,
+		d.CreatedAt.UnixMilli(), d.Version, d.Moderation, d.Hidden, d.Deleted, words}}
 }
 
 // putRows returns the rows of docs to write, the last document of each key, in key order. Analysis happens here,
@@ -146,12 +194,8 @@ func putRows(docs []search.Doc) []putRow {
 		last[d.Key()] = i
 	}
 	rows := make([]putRow, 0, len(last))
-	for key, i := range last {
-		d := docs[i]
-		words := documentWords(d)
-		rows = append(rows, putRow{key: key, size: len(d.Title) + len(d.Content) + len(words), args: []any{
-			key, string(d.Type), d.ArticleID, d.CommentID, d.BoardID, d.WriterID, d.Title, d.Content,
-			d.CreatedAt.UnixMilli(), d.Version, d.Moderation, d.Hidden, d.Deleted, words}})
+	for _, i := range last {
+		rows = append(rows, newPutRow(docs[i]))
 	}
 	slices.SortFunc(rows, func(a, b putRow) int { return strings.Compare(a.key, b.key) })
 	return rows
