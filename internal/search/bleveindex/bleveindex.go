@@ -12,14 +12,17 @@ package bleveindex
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -89,7 +92,16 @@ func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
 		_ = idx.Close()
 		return nil, fmt.Errorf("open bleve index %s: no analyzer %s", path, search.AnalyzerName)
 	}
-	return &Index{idx: idx, analyzer: analyzer, close: sync.OnceValue(idx.Close)}, nil
+	ix := &Index{idx: idx, analyzer: analyzer, close: sync.OnceValue(idx.Close)}
+	newest, err := idx.GetInternal(newestKey)
+	if err != nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("open bleve index %s: %w", path, err)
+	}
+	if len(newest) == 8 {
+		ix.newest.Store(int64(binary.BigEndian.Uint64(newest)))
+	}
+	return ix, nil
 }
 
 // Current returns the name in the current file; "" when there is none.
@@ -170,7 +182,13 @@ type Index struct {
 	idx      bleve.Index
 	analyzer analysis.Analyzer // board's, for the text field
 	close    func() error      // idx.Close once: bleve panics on a second close
+	// newest is the creation time, in Unix ms, of the newest document put, where Search's windows end; kept in the
+	// index under newestKey, in the batch that raises it.
+	newest atomic.Int64
 }
+
+// newestKey holds Index.newest in the index's internal storage.
+var newestKey = []byte("board_newest")
 
 // source is a document as its stored field keeps it.
 type source struct {
@@ -266,6 +284,7 @@ func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc,
 // Put indexes docs in one batch and returns once it is persisted.
 func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
 	b := ix.idx.NewBatch()
+	newest := ix.newest.Load()
 	for _, d := range docs {
 		doc, err := ix.build(d)
 		if err != nil {
@@ -274,11 +293,24 @@ func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
 		if err := b.IndexAdvanced(doc); err != nil {
 			return err
 		}
+		newest = max(newest, d.CreatedAt.UnixMilli())
+	}
+	raised := newest > ix.newest.Load()
+	if raised {
+		b.SetInternal(newestKey, binary.BigEndian.AppendUint64(nil, uint64(newest)))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return ix.idx.Batch(b)
+	if err := ix.idx.Batch(b); err != nil {
+		return err
+	}
+	for cur := ix.newest.Load(); newest > cur; cur = ix.newest.Load() {
+		if ix.newest.CompareAndSwap(cur, newest) { // another Put may have raised it meanwhile
+			break
+		}
+	}
+	return nil
 }
 
 // Comments finds every comment of an article, whatever its state.
@@ -321,10 +353,6 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 	for i, t := range q.Terms {
 		terms[i] = term(fieldText, t)
 	}
-	var must query.Query = query.NewConjunctionQuery(terms)
-	if len(terms) == 1 {
-		must = terms[0]
-	}
 	var filters []query.Query
 	if q.BoardID != 0 {
 		filters = append(filters, term(fieldBoard, strconv.FormatInt(q.BoardID, 10)))
@@ -335,28 +363,74 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 	if q.Type != "" {
 		filters = append(filters, term(fieldType, string(q.Type)))
 	}
-	if len(filters) > 0 {
-		b := query.NewBooleanQuery([]query.Query{must}, nil, nil)
-		b.AddFilter(query.NewConjunctionQuery(filters))
-		must = b
+	need := uint64(max(q.Offset+q.Limit, q.CountLimit))
+	if !q.Newest {
+		need = max(need, minRanked)
 	}
-	req := bleve.NewSearchRequestOptions(must, q.Limit, q.Offset, false)
+	newest := ix.newest.Load()
+	for _, window := range windows {
+		since := float64(newest - window.Milliseconds())
+		must := terms
+		if window > 0 {
+			// A conjunct, not a filter: the conjunction walks the window's documents, the fewer, and looks each up in
+			// the terms' postings. Boost 0: the window does not change the scores.
+			r := query.NewNumericRangeInclusiveQuery(&since, nil, &inclusive, nil)
+			r.SetField(fieldCreated)
+			r.SetBoost(0)
+			must = append(slices.Clone(terms), r)
+		}
+		res, err := ix.search(ctx, must, filters, q)
+		if err != nil {
+			return search.Result{}, err
+		}
+		if res.Total < need && window > 0 {
+			continue // too few in the window for the page or the count: widen
+		}
+		docs, err := hitDocs(res.Hits)
+		if err != nil {
+			return search.Result{}, err
+		}
+		return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
+	}
+	panic("unreachable: the last window is the whole index")
+}
+
+// Search looks at the newest documents first: it asks for the matches created within a window that ends at the
+// newest document, and widens the window until it holds enough matches for the page and the capped count (and, for
+// relevance, at least minRanked to rank), the last time to the whole index. A frequent word's matches are then never
+// all scored and sorted, only those of a recent window; a rare word costs a few cheap searches. Relevance is so the
+// ranking of the newest minRanked or more matches, which is what a forum's reader looks for.
+var windows = []time.Duration{24 * time.Hour, 8 * 24 * time.Hour, 64 * 24 * time.Hour, 512 * 24 * time.Hour, 0}
+
+// minRanked is how many matches, the newest, a relevance search ranks at the least.
+const minRanked = 500
+
+var inclusive = true
+
+// search runs one bleve search of the conjunction of must, narrowed by filters (which do not score).
+func (ix *Index) search(ctx context.Context, must, filters []query.Query, q search.Query) (*bleve.SearchResult, error) {
+	var qq query.Query = query.NewConjunctionQuery(must)
+	if len(must) == 1 {
+		qq = must[0]
+	}
+	if len(filters) > 0 {
+		b := query.NewBooleanQuery([]query.Query{qq}, nil, nil)
+		b.AddFilter(query.NewConjunctionQuery(filters))
+		qq = b
+	}
+	req := bleve.NewSearchRequestOptions(qq, q.Limit, q.Offset, false)
 	req.Fields = []string{fieldSource}
 	if q.Newest {
-		req.SortBy([]string{"-" + fieldCreated, "-_id"})
+		req.SortBy([]string{"-" + fieldCreated})
 		req.Score = "none"
 	} else {
-		req.SortBy([]string{"-_score", "-" + fieldCreated, "-_id"})
+		req.SortBy([]string{"-_score", "-" + fieldCreated})
 	}
 	res, err := ix.idx.SearchInContext(ctx, req)
 	if err != nil {
-		return search.Result{}, fmt.Errorf("bleve index: search: %w", err)
+		return nil, fmt.Errorf("bleve index: search: %w", err)
 	}
-	docs, err := hitDocs(res.Hits)
-	if err != nil {
-		return search.Result{}, err
-	}
-	return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
+	return res, nil
 }
 
 func term(field, value string) *query.TermQuery {
