@@ -13,6 +13,7 @@ package bleveindex
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -367,40 +368,77 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 	if !q.Newest {
 		need = max(need, minRanked)
 	}
-	newest := ix.newest.Load()
-	for _, window := range windows {
-		since := float64(newest - window.Milliseconds())
-		must := terms
-		if window > 0 {
+	res, err := ix.newestFirst(ctx, terms, filters, q, need)
+	if err != nil {
+		return search.Result{}, err
+	}
+	docs, err := hitDocs(res.Hits)
+	if err != nil {
+		return search.Result{}, err
+	}
+	return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
+}
+
+// newestFirst answers q from the narrowest window of creation time that holds need matches, or from the whole index
+// when the rarest term is rare enough to rank all its documents, or no window holds enough.
+func (ix *Index) newestFirst(ctx context.Context, terms, filters []query.Query, q search.Query, need uint64) (*bleve.SearchResult, error) {
+	rarest, err := ix.rarest(ctx, q.Terms)
+	if err != nil {
+		return nil, err
+	}
+	if rarest > windowsAbove*need {
+		newest := ix.newest.Load()
+		for _, window := range windows {
+			since := float64(newest - window.Milliseconds())
 			// A conjunct, not a filter: the conjunction walks the window's documents, the fewer, and looks each up in
 			// the terms' postings. Boost 0: the window does not change the scores.
 			r := query.NewNumericRangeInclusiveQuery(&since, nil, &inclusive, nil)
 			r.SetField(fieldCreated)
 			r.SetBoost(0)
-			must = append(slices.Clone(terms), r)
+			res, err := ix.search(ctx, append(slices.Clone(terms), r), filters, q)
+			if err != nil || res.Total >= need {
+				return res, err
+			}
 		}
-		res, err := ix.search(ctx, must, filters, q)
-		if err != nil {
-			return search.Result{}, err
-		}
-		if res.Total < need && window > 0 {
-			continue // too few in the window for the page or the count: widen
-		}
-		docs, err := hitDocs(res.Hits)
-		if err != nil {
-			return search.Result{}, err
-		}
-		return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
 	}
-	panic("unreachable: the last window is the whole index")
+	return ix.search(ctx, terms, filters, q)
 }
 
-// Search looks at the newest documents first: it asks for the matches created within a window that ends at the
-// newest document, and widens the window until it holds enough matches for the page and the capped count (and, for
-// relevance, at least minRanked to rank), the last time to the whole index. A frequent word's matches are then never
-// all scored and sorted, only those of a recent window; a rare word costs a few cheap searches. Relevance is so the
-// ranking of the newest minRanked or more matches, which is what a forum's reader looks for.
-var windows = []time.Duration{24 * time.Hour, 8 * 24 * time.Hour, 64 * 24 * time.Hour, 512 * 24 * time.Hour, 0}
+// rarest returns how many documents hold the rarest of terms (deleted ones included: an estimate).
+func (ix *Index) rarest(ctx context.Context, terms []string) (uint64, error) {
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return 0, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	rarest := uint64(math.MaxUint64)
+	for _, t := range terms {
+		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, false, false, false)
+		if err != nil {
+			return 0, err
+		}
+		rarest = min(rarest, tfr.Count())
+		if err := tfr.Close(); err != nil {
+			return 0, err
+		}
+	}
+	return rarest, nil
+}
+
+// A query whose rarest term is frequent looks at the newest documents first: it searches the matches created within
+// a window that ends at the newest document, widening the window until it holds enough for the page and the capped
+// count (and, for relevance, at least minRanked to rank), and the whole index last. A frequent word's matches are so
+// never all scored and sorted, only a recent window's; a word held by at most windowsAbove times what is needed is
+// searched whole at once, at a cost its few documents bound. Relevance is so the ranking of the newest minRanked or
+// more matches, which is what a forum's reader looks for.
+var windows = []time.Duration{24 * time.Hour, 8 * 24 * time.Hour, 64 * 24 * time.Hour, 512 * 24 * time.Hour}
+
+// windowsAbove is how many times the matches a query needs its rarest term must be held by for Search to narrow it.
+const windowsAbove = 8
 
 // minRanked is how many matches, the newest, a relevance search ranks at the least.
 const minRanked = 500
