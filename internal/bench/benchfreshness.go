@@ -23,6 +23,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/app"
 	"board/internal/auth"
+	"board/internal/progress"
 )
 
 // writeKind is one of the writes the freshness bench sends; each raises one count of the read models.
@@ -283,13 +284,13 @@ func (r *freshnessRun) days() []string {
 func (r *freshnessRun) sendWrites(ctx context.Context, rate int, duration time.Duration, workers int, stderr io.Writer) (scheduled, skipped int64) {
 	total := int64(float64(rate) * duration.Seconds())
 	jobs := make(chan int64, workers)
-	bar := startProgress(stderr, "writes", total)
+	bar := progress.Start(stderr, "writes", total)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for seq := range jobs {
 				r.write(ctx, seq)
-				bar.add(1)
+				bar.Add(1)
 			}
 		})
 	}
@@ -312,7 +313,7 @@ func (r *freshnessRun) sendWrites(ctx context.Context, rate int, duration time.D
 	tick.Stop()
 	close(jobs)
 	wg.Wait() // each request is bounded by the client's timeout
-	bar.finish()
+	bar.Finish()
 	return scheduled, skipped
 }
 

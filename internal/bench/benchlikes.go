@@ -18,6 +18,7 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/like"
+	"board/internal/progress"
 	"board/internal/sqldb"
 )
 
@@ -107,11 +108,11 @@ checks that inside its transaction and asks the article service nothing.`, stder
 		"likes/s", "exact", "txs", "retries", "most attempts")
 	// pass has every user like articleID at base with strategy st, and times it.
 	pass := func(name, base string, st like.Strategy, articleID int64) (time.Duration, error) {
-		bar := startProgress(stderr, name, int64(*likes))
+		bar := progress.Start(stderr, name, int64(*likes))
 		start := time.Now()
 		err := likeConcurrently(ctx, client, tokens, base, st, articleID, *workers, bar)
 		elapsed := time.Since(start)
-		bar.finish()
+		bar.Finish()
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", name, err)
 		}
@@ -175,7 +176,7 @@ checks that inside its transaction and asks the article service nothing.`, stder
 // likeConcurrently has users 1..len(tokens) like an article with strategy, from workers goroutines, user u with
 // tokens[u-1]. Every like must be accepted (201); the first failure stops the run.
 func likeConcurrently(ctx context.Context, client *http.Client, tokens []string, base string, st like.Strategy, articleID int64,
-	workers int, bar *progress) error {
+	workers int, bar *progress.Bar) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
@@ -188,7 +189,7 @@ func likeConcurrently(ctx context.Context, client *http.Client, tokens []string,
 					cancel(err)
 					return
 				}
-				bar.add(1)
+				bar.Add(1)
 			}
 		})
 	}

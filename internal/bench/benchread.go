@@ -24,6 +24,7 @@ import (
 	"board/internal/app"
 	"board/internal/article"
 	"board/internal/auth"
+	"board/internal/progress"
 	"board/internal/redisclient"
 )
 
@@ -219,7 +220,7 @@ type readSetup struct {
 func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, likeURL string, articles, likes, comments, contentSize int, stderr io.Writer) error {
 	content := strings.Repeat("board bench read. ", contentSize/18+1)[:contentSize]
 	s.ids = make([]int64, articles)
-	bar := startProgress(stderr, "articles", int64(articles))
+	bar := progress.Start(stderr, "articles", int64(articles))
 	err := parallel(ctx, articles, func(ctx context.Context, i int) error {
 		// Every write by a user of its own: a running board holds each user to its write rate limit.
 		token, err := s.tokens.Mint(auth.Principal{UserID: int64(i + 1), Role: auth.RoleUser})
@@ -238,15 +239,15 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 			return fmt.Errorf("POST %s/v1/articles: %w", articleURL, err)
 		}
 		s.ids[i] = int64(a.ArticleID)
-		bar.add(1)
+		bar.Add(1)
 		return nil
 	})
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return err
 	}
 	perArticle := likes + comments
-	bar = startProgress(stderr, "likes and comments", int64(articles*perArticle))
+	bar = progress.Start(stderr, "likes and comments", int64(articles*perArticle))
 	err = parallel(ctx, articles*perArticle, func(ctx context.Context, i int) error {
 		id, n := s.ids[i/perArticle], i%perArticle
 		writer := int64(articles + i + 1)
@@ -259,10 +260,10 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 			_, err = request(ctx, s.client, token, http.MethodPost, commentURL+"/v2/comments",
 				map[string]any{"articleId": apijson.ID(id), "content": "bench read"}, http.StatusCreated)
 		}
-		bar.add(1)
+		bar.Add(1)
 		return err
 	})
-	bar.finish()
+	bar.Finish()
 	return err
 }
 

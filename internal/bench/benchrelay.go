@@ -14,6 +14,7 @@ import (
 	"board/internal/app"
 	"board/internal/event"
 	"board/internal/outbox"
+	"board/internal/progress"
 )
 
 func benchRelay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -56,7 +57,7 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 		PollInterval: 10 * time.Millisecond, MinAge: time.Nanosecond, BatchSize: *batch}, e.Logger, metrics)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	bar := startProgress(stderr, "events", int64(*events))
+	bar := progress.Start(stderr, "events", int64(*events))
 	start := time.Now()
 	go func() {
 		defer close(done)
@@ -73,10 +74,10 @@ brokers, or the embedded one). Prints events per second.`, stderr)
 		} else if err != nil {
 			break
 		}
-		bar.set(min(publishedEvents(reg), int64(*events)))
+		bar.Set(min(publishedEvents(reg), int64(*events)))
 	}
 	elapsed := time.Since(start)
-	bar.finish()
+	bar.Finish()
 	stop()
 	<-done
 	if err != nil {

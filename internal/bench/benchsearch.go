@@ -22,6 +22,7 @@ import (
 
 	"board/internal/app"
 	"board/internal/boardpage"
+	"board/internal/progress"
 	"board/internal/search"
 	"board/internal/search/bleveindex"
 )
@@ -172,7 +173,7 @@ func (c *corpus) generate(ctx context.Context, workers int, stderr io.Writer) ([
 func eachBatch(ctx context.Context, n, batchSize, workers int, what string, stderr io.Writer, use func(first, end int) error) (time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	bar := startProgress(stderr, "articles "+what, int64(n))
+	bar := progress.Start(stderr, "articles "+what, int64(n))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -187,12 +188,12 @@ func eachBatch(ctx context.Context, n, batchSize, workers int, what string, stde
 					cancel(err)
 					return
 				}
-				bar.add(int64(end - first))
+				bar.Add(int64(end - first))
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := bar.finish()
+	elapsed := bar.Finish()
 	return elapsed, context.Cause(ctx)
 }
 

@@ -18,6 +18,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/app"
 	"board/internal/auth"
+	"board/internal/progress"
 )
 
 // searchPollPage is the page size of the poller's query for the run's articles, the most the API gives.
@@ -117,13 +118,13 @@ func printQuantiles(w io.Writer, name string, ds []time.Duration) {
 func openLoop(ctx context.Context, rate int, duration time.Duration, workers int, stderr io.Writer, send func(context.Context, int64)) (scheduled, skipped int64) {
 	total := int64(float64(rate) * duration.Seconds())
 	jobs := make(chan int64, workers)
-	bar := startProgress(stderr, "creates", total)
+	bar := progress.Start(stderr, "creates", total)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for seq := range jobs {
 				send(ctx, seq)
-				bar.add(1)
+				bar.Add(1)
 			}
 		})
 	}
@@ -146,7 +147,7 @@ func openLoop(ctx context.Context, rate int, duration time.Duration, workers int
 	tick.Stop()
 	close(jobs)
 	wg.Wait() // each request is bounded by the client's timeout
-	bar.finish()
+	bar.Finish()
 	return scheduled, skipped
 }
 

@@ -16,6 +16,7 @@ import (
 	"board/internal/app"
 	"board/internal/event"
 	"board/internal/kafka"
+	"board/internal/progress"
 	"board/internal/standing"
 )
 
@@ -92,8 +93,8 @@ func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 // publishBans publishes a USER_BANNED of users 1..n under prefix, as the moderation service's relay would.
 func publishBans(ctx context.Context, producer *kgo.Client, prefix string, n int, stderr io.Writer) error {
 	const batch = 10_000
-	bar := startProgress(stderr, "bans published", int64(n))
-	defer bar.finish()
+	bar := progress.Start(stderr, "bans published", int64(n))
+	defer bar.Finish()
 	for first := 1; first <= n; first += batch {
 		recs := make([]*kgo.Record, 0, batch)
 		for u := first; u < min(first+batch, n+1); u++ {
@@ -110,7 +111,7 @@ func publishBans(ctx context.Context, producer *kgo.Client, prefix string, n int
 		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return err
 		}
-		bar.add(int64(len(recs)))
+		bar.Add(int64(len(recs)))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"board/internal/article"
 	"board/internal/comment"
 	"board/internal/existence"
+	"board/internal/progress"
 	"board/internal/snowflake"
 )
 
@@ -206,7 +207,7 @@ func bulkLoad(ctx context.Context, stdout, stderr io.Writer, what string, total 
 	load func(ctx context.Context, first, n int64) (skipped bool, err error)) error {
 	batch := int64(*sf.batch)
 	chunks := (total + batch - 1) / batch
-	bar := startProgress(stderr, what, total)
+	bar := progress.Start(stderr, what, total)
 	var skipped atomic.Int64
 	next := make(chan int64)
 	g, gctx := errgroup.WithContext(ctx)
@@ -232,13 +233,13 @@ func bulkLoad(ctx context.Context, stdout, stderr io.Writer, what string, total 
 				if already {
 					skipped.Add(n)
 				}
-				bar.add(n)
+				bar.Add(n)
 			}
 			return nil
 		})
 	}
 	err := g.Wait()
-	elapsed := bar.finish()
+	elapsed := bar.Finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("seed interrupted; run the same command again to resume")
