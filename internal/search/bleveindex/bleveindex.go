@@ -13,10 +13,10 @@ package bleveindex
 import (
 	"context"
 	"encoding/binary"
-	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
