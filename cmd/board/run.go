@@ -32,6 +32,8 @@ Usage:
   board bench read           load a running board's article-read, warm and cold, against a bare Redis GET
   board bench pages          load a running board's web pages next to the article-read calls they are made from
   board bench standing       time a process reading every user's ban at start, against a bare Kafka read
+  board bench search         index generated articles and query them at 50 clients, against their floors
+  board bench search-freshness  time creates until a running board's search finds them
   board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`
