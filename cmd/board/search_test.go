@@ -274,7 +274,7 @@ func testSearchReindex(t *testing.T, engine string) {
 		}
 		return ""
 	})
-	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search")
+	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search", "0") // the first instance's slot
 	before, _ := os.ReadFile(filepath.Join(searchDir, "current")) // bleve's
 
 	// Writes go on during the rebuild.

@@ -47,8 +47,9 @@ during the rebuild, and drops the old one. The new index's consumer group starts
 topics ended when the rebuild began, so nothing written meanwhile is missed, and at the start of the moderation
 topic, which the services read from may not have applied yet.
 
-With the bleve engine, each search instance keeps its own index under its --data-dir: run this once per instance,
-with that instance's --data-dir. With the sql engine, the instances share one index: run it once.
+With the bleve engine, each search instance keeps its own index in a slot of --data-dir/search (0 for the first
+instance on a data directory, 1 for a second that shares it, ...): run this once per instance, with its --data-dir
+and --search-slot. With the sql engine, the instances share one index: run it once.
 
 It signs a moderator's token with the user service's keys (the user database, as 'board user token' does) to read
 hidden articles and comments too, which the index keeps, unsearchable, for a moderator's restore.`, stderr)
@@ -56,6 +57,7 @@ hidden articles and comments too, which the index keeps, unsearchable, for a mod
 	cfg.SearchEngineFlag(fs)
 	articleOrigin := fs.String("article-origin", "http://127.0.0.1:9000", "base URL of the article service")
 	commentOrigin := fs.String("comment-origin", "http://127.0.0.1:9001", "base URL of the comment service")
+	slot := fs.Int("search-slot", 0, "with the bleve engine, the slot of --data-dir/search whose index to rebuild")
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -73,7 +75,10 @@ hidden articles and comments too, which the index keeps, unsearchable, for a mod
 	if err != nil {
 		return err
 	}
-	engine, err := app.SearchEngine(ctx, e)
+	if *slot < 0 {
+		return errors.New("--search-slot must be 0 or more")
+	}
+	engine, err := app.SearchEngine(ctx, e, *slot)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"syscall"
 	"time"
 
 	"board/internal/event"
@@ -25,11 +28,24 @@ import (
 // often it then looks at how far the rebuilt index's consumer has caught up.
 const searchWatch = time.Second
 
-// SearchEngine returns the search engine the configuration names.
-func SearchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
+// SearchEngine returns the search engine the configuration names. With bleve, each instance keeps its own indexes
+// in a slot of --data-dir/search: slot is the slot to use (`board search reindex` names one), or -1 for the first
+// that no other running instance holds, which this process then holds until its engines close. Instances that share
+// a data directory (on SQLite, say) so each get a full index of their own, and a restarted instance finds its slot
+// again (the lowest free one).
+func SearchEngine(ctx context.Context, e *Engines, slot int) (search.Engine, error) {
 	switch e.Config.SearchEngine {
 	case "bleve":
-		return bleveindex.New(filepath.Join(e.Config.DataDir, "search")), nil
+		root := filepath.Join(e.Config.DataDir, "search")
+		if slot >= 0 {
+			return bleveindex.New(filepath.Join(root, strconv.Itoa(slot))), nil
+		}
+		dir, release, err := holdSearchSlot(root)
+		if err != nil {
+			return nil, err
+		}
+		e.closers = append(e.closers, release)
+		return bleveindex.New(dir), nil
 	case "sql":
 		db, err := e.OpenSQL(ctx, "search")
 		if err != nil {
@@ -51,6 +67,30 @@ func SearchEngine(ctx context.Context, e *Engines) (search.Engine, error) {
 	}
 }
 
+// maxSearchSlots bounds the bleve search instances that share one data directory.
+const maxSearchSlots = 64
+
+// holdSearchSlot locks the first slot directory under root that no other process holds, and returns it with the
+// function that lets it go. The lock is the operating system's (flock): a process that dies lets it go.
+func holdSearchSlot(root string) (dir string, release func() error, err error) {
+	for slot := range maxSearchSlots {
+		dir := filepath.Join(root, strconv.Itoa(slot))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, err
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return "", nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		return dir, f.Close, nil
+	}
+	return "", nil, fmt.Errorf("all %d search slots of %s are held by running instances", maxSearchSlots, root)
+}
+
 // NewSearchIndexName names a new index: unique, so that its consumer group is its own.
 func NewSearchIndexName(now time.Time) string {
 	var b [4]byte
@@ -65,7 +105,7 @@ func SearchGroup(topicPrefix, name string) string { return topicPrefix + "search
 // oldest records) and keeps it following the topics among the workers, switching to a rebuilt one when it becomes
 // current.
 func buildSearch(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
-	engine, err := SearchEngine(ctx, e)
+	engine, err := SearchEngine(ctx, e, -1)
 	if err != nil {
 		return nil, nil, err
 	}
