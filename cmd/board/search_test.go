@@ -274,8 +274,9 @@ func testSearchReindex(t *testing.T, engine string) {
 		}
 		return ""
 	})
-	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search", "0") // the first instance's slot
-	before, _ := os.ReadFile(filepath.Join(searchDir, "current")) // bleve's
+	// bleve's current index, in the first instance's slot
+	searchDir := filepath.Join(flagValue(p.flags, "--data-dir"), "search", "0")
+	before, _ := os.ReadFile(filepath.Join(searchDir, "current"))
 
 	// Writes go on during the rebuild.
 	stop := make(chan struct{})
