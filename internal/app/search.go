@@ -101,6 +101,27 @@ func NewSearchIndexName(now time.Time) string {
 // SearchGroup is the consumer group of the named index.
 func SearchGroup(topicPrefix, name string) string { return topicPrefix + "search-" + name }
 
+// dropOlderIndexes drops the indexes older than current (names begin with their creation time): the one a switch
+// left, and those a service that was down during a rebuild, or killed before its drop, or a rebuild killed midway
+// left behind. A rebuild in progress is newer than current, and is left alone.
+func dropOlderIndexes(ctx context.Context, e *Engines, engine search.Engine, current string) {
+	names, err := engine.List(ctx)
+	if err != nil {
+		e.Logger.Warn("search: cannot list the indexes to drop the old ones", "err", err)
+		return
+	}
+	for _, name := range names {
+		if name >= current {
+			continue
+		}
+		if err := engine.Drop(ctx, name); err != nil {
+			e.Logger.Warn("search: dropping an old index", "index", name, "err", err)
+			continue
+		}
+		e.Logger.Info("search: dropped an old index", "index", name)
+	}
+}
+
 // buildSearch opens the current index (a new, empty one the first time, which then follows the topics from their
 // oldest records) and keeps it following the topics among the workers, switching to a rebuilt one when it becomes
 // current.
@@ -119,6 +140,7 @@ func buildSearch(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []htt
 			return nil, nil, err
 		}
 	}
+	dropOlderIndexes(ctx, e, engine, name)
 	ix, err := engine.Open(ctx, name)
 	if err != nil {
 		return nil, nil, err
@@ -276,9 +298,7 @@ func (f *searchFollower) run(ctx context.Context, cur *following) {
 		if err := old.close(); err != nil {
 			f.e.Logger.Warn("search: closing the old index", "index", old.name, "err", err)
 		}
-		if err := f.engine.Drop(ctx, old.name); err != nil {
-			f.e.Logger.Warn("search: dropping the old index", "index", old.name, "err", err)
-		}
+		dropOlderIndexes(ctx, f.e, f.engine, name)
 		f.e.Logger.Info("search: now answering from the rebuilt index", "index", name, "old", old.name)
 	}
 }

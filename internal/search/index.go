@@ -122,6 +122,8 @@ type Engine interface {
 	SetCurrent(ctx context.Context, name string) error
 	// Drop deletes the named index and its documents; it must not be open.
 	Drop(ctx context.Context, name string) error
+	// List returns the names of the indexes the engine keeps, in any order.
+	List(ctx context.Context) ([]string, error)
 }
 
 // Merge returns the document that two writes of the same document, each made from its own read of it, agree on:

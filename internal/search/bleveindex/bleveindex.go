@@ -154,6 +154,24 @@ func (e *Engine) Drop(_ context.Context, name string) error {
 	return os.RemoveAll(filepath.Join(e.dir, name))
 }
 
+// List returns the names of the index directories.
+func (e *Engine) List(context.Context) ([]string, error) {
+	entries, err := os.ReadDir(e.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, en := range entries {
+		if en.IsDir() && validName.MatchString(en.Name()) {
+			names = append(names, en.Name())
+		}
+	}
+	return names, nil
+}
+
 // newMapping declares the fields documents are built with (see the package doc).
 func newMapping() mapping.IndexMapping {
 	text := bleve.NewTextFieldMapping()

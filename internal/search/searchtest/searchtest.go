@@ -309,8 +309,14 @@ func testEngine(t *testing.T, e search.Engine) {
 	if err := e.SetCurrent(ctx, "second"); err != nil {
 		t.Fatal(err)
 	}
+	if names, err := e.List(ctx); err != nil || !slices.Equal(slices.Sorted(slices.Values(names)), []string{"first", "second"}) {
+		t.Fatalf("List = %v, %v; want first and second", names, err)
+	}
 	if err := e.Drop(ctx, "first"); err != nil {
 		t.Fatal(err)
+	}
+	if names, err := e.List(ctx); err != nil || !slices.Equal(names, []string{"second"}) {
+		t.Fatalf("List after a drop = %v, %v; want second", names, err)
 	}
 	if cur, err := e.Current(ctx); err != nil || cur != "second" {
 		t.Fatalf("Current = %q, %v; want second", cur, err)

@@ -159,6 +159,31 @@ func (e *Engine) Drop(ctx context.Context, name string) error {
 	})
 }
 
+// List returns the names of the indexes whose documents tables the database holds.
+func (e *Engine) List(ctx context.Context) ([]string, error) {
+	// "!" escapes LIKE's "_" the same way on both engines (a backslash is also a string escape on MySQL).
+	query := "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '!'"
+	if e.db.Dialect == sqldb.MySQL {
+		query = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ? ESCAPE '!'"
+	}
+	rows, err := e.db.QueryContext(ctx, query, "search!_%!_doc")
+	if err != nil {
+		return nil, fmt.Errorf("list sql search indexes: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var table string
+		if err := rows.Scan(&table); err != nil {
+			return nil, err
+		}
+		if name := strings.TrimSuffix(strings.TrimPrefix(table, "search_"), "_doc"); validName.MatchString(name) {
+			names = append(names, name)
+		}
+	}
+	return names, rows.Err()
+}
+
 // tableNames replaces the placeholders of the schema and queries with the quoted names of index name's tables,
 // triggers and indexes: {doc}, {fts}, and {doc_name}, the documents table's bare name, for FTS5's content option.
 // Every name ends in a suffix that no other index's names end in (_doc, _fts, FTS5's _fts_data and the like,
