@@ -91,11 +91,14 @@ func holdSearchSlot(root string) (dir string, release func() error, err error) {
 	return "", nil, fmt.Errorf("all %d search slots of %s are held by running instances", maxSearchSlots, root)
 }
 
-// NewSearchIndexName names a new index: unique, so that its consumer group is its own.
+// NewSearchIndexName names a new index: unique, so that its consumer group is its own, and beginning with its
+// creation time to the nanosecond, so that names sort as the indexes were made (dropOlderIndexes), also two made in
+// the same second.
 func NewSearchIndexName(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102t150405") + "_" + hex.EncodeToString(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("%st%09d_%s", now.Format("20060102t150405"), now.Nanosecond(), hex.EncodeToString(b[:]))
 }
 
 // SearchGroup is the consumer group of the named index.
