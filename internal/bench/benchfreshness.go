@@ -23,7 +23,6 @@ import (
 	"board/internal/apijson"
 	"board/internal/app"
 	"board/internal/auth"
-	"board/internal/progress"
 )
 
 // writeKind is one of the writes the freshness bench sends; each raises one count of the read models.
@@ -278,43 +277,9 @@ func (r *freshnessRun) days() []string {
 	return days
 }
 
-// sendWrites dispatches writes on a fixed schedule: by time t since the start, rate*t writes are due, whether or not the
-// earlier ones were answered. A due write that finds every worker busy and the queue full is skipped, so a
-// board slower than the rate shows as a lower achieved rate instead of a slipping schedule.
+// sendWrites dispatches writes on a fixed schedule (openLoop).
 func (r *freshnessRun) sendWrites(ctx context.Context, rate int, duration time.Duration, workers int, stderr io.Writer) (scheduled, skipped int64) {
-	total := int64(float64(rate) * duration.Seconds())
-	jobs := make(chan int64, workers)
-	bar := progress.Start(stderr, "writes", total)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for seq := range jobs {
-				r.write(ctx, seq)
-				bar.Add(1)
-			}
-		})
-	}
-	tick := time.NewTicker(max(time.Second/time.Duration(rate), time.Millisecond))
-	start := time.Now()
-	for scheduled < total && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case now := <-tick.C:
-			due := min(total, int64(now.Sub(start).Seconds()*float64(rate)))
-			for ; scheduled < due; scheduled++ {
-				select {
-				case jobs <- scheduled:
-				default:
-					skipped++
-				}
-			}
-		}
-	}
-	tick.Stop()
-	close(jobs)
-	wg.Wait() // each request is bounded by the client's timeout
-	bar.Finish()
-	return scheduled, skipped
+	return openLoop(ctx, "writes", rate, duration, workers, stderr, r.write)
 }
 
 // write sends write number seq: the writes go round the articles, and round the kinds once per round of articles.

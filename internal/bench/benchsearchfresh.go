@@ -78,7 +78,7 @@ is full of newer ones is searched for by its own word. Prints the latencies, the
 	}()
 	defer func() { stopPolling(); <-polled }()
 	sendStart := time.Now()
-	scheduled, skipped := openLoop(ctx, *rate, *duration, *workers, stderr, r.create)
+	scheduled, skipped := openLoop(ctx, "creates", *rate, *duration, *workers, stderr, r.create)
 	sendElapsed := time.Since(sendStart)
 	waited := r.waitForPending(ctx, *wait)
 	stopPolling()
@@ -112,13 +112,15 @@ func printQuantiles(w io.Writer, name string, ds []time.Duration) {
 		roundDuration(percentile(sorted, 0.9)), roundDuration(percentile(sorted, 0.99)), roundDuration(sorted[len(sorted)-1]))
 }
 
-// openLoop calls send for 0, 1, ... on a fixed schedule from at most workers goroutines: by time t since the start,
+// openLoop calls send for 0, 1, ... (what, for the progress bar) on a fixed schedule from at most workers goroutines:
+// by time t since the start,
 // rate*t calls are due, whether or not the earlier ones returned. A due call that finds every worker busy and the
 // queue full is skipped, so a board slower than the rate shows as a lower achieved rate, not a slipping schedule.
-func openLoop(ctx context.Context, rate int, duration time.Duration, workers int, stderr io.Writer, send func(context.Context, int64)) (scheduled, skipped int64) {
+func openLoop(ctx context.Context, what string, rate int, duration time.Duration, workers int, stderr io.Writer,
+	send func(context.Context, int64)) (scheduled, skipped int64) {
 	total := int64(float64(rate) * duration.Seconds())
 	jobs := make(chan int64, workers)
-	bar := progress.Start(stderr, "creates", total)
+	bar := progress.Start(stderr, what, total)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
