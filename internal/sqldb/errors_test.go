@@ -178,3 +178,43 @@ func TestVitessUnavailableErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshVSchema checks, on vtgate, that a refresh of the VSchema it serves leaves the keyspace's as it was, also
+// after a refresh cut short.
+func TestRefreshVSchema(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
+		t.Skip("needs vtgate: set " + sqldbtest.VitessPrefixesEnv + " and " + sqldbtest.MySQLDSNEnv)
+	}
+	db := sqldbtest.OpenMySQL(t, migrate)
+	ctx := context.Background()
+	for _, leftover := range []bool{false, true, false} {
+		if err := sqldb.RefreshVSchema(ctx, db, leftover); err != nil {
+			t.Fatalf("refresh (leftover %v): %v", leftover, err)
+		}
+	}
+	var columns, name, typ, params, owner string
+	if err := db.QueryRowContext(ctx, "SHOW VSCHEMA VINDEXES ON schema_migrations").Scan(&columns, &name, &typ, &params, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if columns != "version" || name != "hash" {
+		t.Errorf("schema_migrations after the refreshes: vindex %s(%s), want hash(version)", name, columns)
+	}
+	rows, err := db.QueryContext(ctx, "SHOW VSCHEMA VINDEXES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var keyspace string
+		if err := rows.Scan(&keyspace, &name, &typ, &params, &owner); err != nil {
+			t.Fatal(err)
+		}
+		if keyspace == db.Name && name == sqldb.RefreshVindex {
+			t.Errorf("the refreshes left vindex %s in keyspace %s", name, keyspace)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

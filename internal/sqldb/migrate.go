@@ -26,10 +26,9 @@ import (
 // re-runnable DDL anyway: instances that run one at once both run it, and the second record of it is ignored.
 func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	err := migrate(ctx, db, component, fsys)
-	// vtgate serves one VSchema rebuilt from every keyspace's at each change, and a change to another keyspace's,
-	// by another process at the same moment, can leave a table out of it for a moment: a statement then answers
+	// The VSchema vtgate serves can leave a table out for a moment (see vitessUnrouted): a statement then answers
 	// that the table is not found. The migrations are idempotent; run them again once it is back.
-	for deadline := time.Now().Add(vschemaSettle); db.vitess && isTableNotFound(err) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(vschemaSettle); db.vitess && vitessUnrouted(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return err
@@ -42,16 +41,6 @@ func Migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 
 // vschemaSettle bounds how long Migrate waits for vtgate's VSchema to show a table again.
 const vschemaSettle = 30 * time.Second
-
-// isTableNotFound reports whether err is vtgate's answer for a table its VSchema does not hold (VT05005 for a
-// statement it plans, "table ... not found" for a lookup).
-func isTableNotFound(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "VT05005") || strings.Contains(msg, "table ") && strings.Contains(msg, " not found")
-}
 
 func migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	files, err := migrationFiles(fsys, path.Join("migrations", string(db.Dialect)))

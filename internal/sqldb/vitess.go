@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // A service's database behind Vitess's vtgate is a keyspace, usually sharded. Each table of a sharded keyspace needs
@@ -101,11 +103,10 @@ func applyVSchema(ctx context.Context, conn *sql.Conn, keyspace string, vs vsche
 		if err != nil {
 			return err
 		}
-		if len(have) > 0 && len(want) > 0 && have[0] != want[0].Name {
-			return fmt.Errorf("vschema of %s.%s: its primary vindex is %s, board shards it by %s(%s)",
-				keyspace, table, have[0], want[0].Name, want[0].Column)
+		if err := checkPrimary(keyspace, table, have, want); err != nil {
+			return err
 		}
-		added := false
+		changed, stale := false, false
 		for _, cv := range want {
 			if slices.Contains(have, cv.Name) {
 				continue
@@ -116,16 +117,70 @@ func applyVSchema(ctx context.Context, conn *sql.Conn, keyspace string, vs vsche
 			}
 			stmt := "ALTER VSCHEMA ON " + QuoteIdent(table) + " ADD VINDEX " + QuoteIdent(cv.Name) + "(" +
 				QuoteIdent(cv.Column) + ") USING " + v.Type + vindexParams(keyspace, v)
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			_, err := conn.ExecContext(ctx, stmt)
+			switch {
+			case err == nil:
+				// It wrote the keyspace's VSchema whole, as the topology holds it: what was lost is back too.
+				changed, stale = true, false
+			case definedAlready(err):
+				// The topology's VSchema of the keyspace has it, the one vtgate serves has lost it (see refreshVSchema).
+				stale = true
+			default:
 				return fmt.Errorf("%w in: %s (vtgate must let this user change VSchemas: --vschema-ddl-authorized-users)", err, stmt)
 			}
-			added = true
 		}
-		if added {
-			if err := awaitVindexes(ctx, conn, table, len(want)); err != nil {
+		if stale {
+			if err := refreshVSchema(ctx, conn, keyspace); err != nil {
 				return err
 			}
 		}
+		if changed || stale {
+			if have, err = awaitVindexes(ctx, conn, table, len(want)); err != nil {
+				return err
+			}
+			if err := checkPrimary(keyspace, table, have, want); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkPrimary reports a table whose primary vindex, first of have, is not the one board declares, first of want.
+func checkPrimary(keyspace, table string, have []string, want []columnVindex) error {
+	if len(have) > 0 && len(want) > 0 && have[0] != want[0].Name {
+		return fmt.Errorf("vschema of %s.%s: its primary vindex is %s, board shards it by %s(%s)",
+			keyspace, table, have[0], want[0].Name, want[0].Column)
+	}
+	return nil
+}
+
+// definedAlready reports vtgate's refusal to add a column vindex that the table has in the topology's VSchema of the
+// keyspace, which ALTER VSCHEMA reads and changes (topotools.ApplyVSchemaDDL).
+func definedAlready(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && strings.Contains(my.Message, " already defined on table ")
+}
+
+// refreshVindex names the vindex that refreshVSchema creates and drops at once.
+const refreshVindex = "board_vschema_refresh"
+
+// refreshVSchema makes vtgate serve the topology's VSchema of keyspace again, when the one it serves has lost part
+// of it. vtgate (v0.24) serves the SrvVSchema, all keyspaces' VSchemas in one record, and an ALTER VSCHEMA writes it
+// whole: the keyspace it changes as the topology holds it, every other keyspace as vtgate's own copy holds it. That
+// copy follows the record through a watch, which can deliver an older record after the one an ALTER just wrote, so
+// that an ALTER on another keyspace at that moment writes back that keyspace's older VSchema (vitessio/vitess#17398
+// tracks VSchema writes that are lost). Nothing rewrites it until an ALTER VSCHEMA on the keyspace succeeds: this
+// one creates a vindex that no table uses, and drops it.
+func refreshVSchema(ctx context.Context, conn *sql.Conn, keyspace string) error {
+	name := QuoteIdent(keyspace) + "." + QuoteIdent(refreshVindex)
+	// A refresh cut short leaves the vindex in place: dropping it then refreshes as well.
+	if _, err := conn.ExecContext(ctx, "ALTER VSCHEMA CREATE VINDEX "+name+" USING hash"); err != nil &&
+		!strings.Contains(err.Error(), " already exists in keyspace ") {
+		return fmt.Errorf("refresh the VSchema vtgate serves of %s: %w", keyspace, err)
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER VSCHEMA DROP VINDEX "+name); err != nil {
+		return fmt.Errorf("refresh the VSchema vtgate serves of %s: %w", keyspace, err)
 	}
 	return nil
 }
@@ -176,23 +231,23 @@ func columnVindexes(ctx context.Context, conn *sql.Conn, table string) ([]string
 }
 
 // awaitVindexes waits until vtgate's VSchema, which follows the topology asynchronously, shows n column vindexes on
-// table.
-func awaitVindexes(ctx context.Context, conn *sql.Conn, table string, n int) error {
+// table, and returns their names.
+func awaitVindexes(ctx context.Context, conn *sql.Conn, table string, n int) ([]string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		have, err := columnVindexes(ctx, conn, table)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(have) >= n {
-			return nil
+			return have, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("vtgate did not show the VSchema of %s within 30s", table)
+			return nil, fmt.Errorf("vtgate did not show the VSchema of %s within 30s", table)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
