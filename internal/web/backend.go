@@ -19,9 +19,10 @@ import (
 
 // Origins are the base URLs of the services the pages are made from: reads through article-read and hot-article,
 // writes through the producers, accounts through the user service, reports, bans and the log through moderation,
-// searches through search.
+// searches through search, the reader's notifications through notification ("": a site without notifications,
+// whose pages show no bell).
 type Origins struct {
-	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation, Search string
+	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation, Search, Notification string
 }
 
 // callTimeout bounds one backend call, within the page's own deadline: a page of two calls in parallel waits for

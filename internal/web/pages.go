@@ -20,6 +20,10 @@ type layout struct {
 	MainID string // "error" on an error page
 	// Here is the page's own address, for the sign-in link that comes back to it.
 	Here string
+	// Bell shows the signed-in reader's notifications, with their unread count when UnreadKnown.
+	Bell        bool
+	Unread      int64
+	UnreadKnown bool
 }
 
 // notices are the messages an action leaves for the page it redirects to, by the key in ?notice=: fixed texts, so
@@ -41,6 +45,10 @@ var notices = map[string]string{
 	"removed":         "It was removed; its reason is shown in its place.",
 	"banned":          "The user is banned.",
 	"unbanned":        "The user is no longer banned.",
+	// Notifications.
+	"markedread":  "The notification is marked read.",
+	"allread":     "All your notifications are marked read.",
+	"preferences": "Your notification preferences are saved.",
 }
 
 func (s *Service) layout(r *http.Request, title string) layout {
@@ -60,6 +68,10 @@ func (s *Service) layout(r *http.Request, title string) layout {
 func (s *Service) pageLayout(r *http.Request, v *viewer, title string) layout {
 	l := s.layout(r, title)
 	l.Viewer = v
+	if v != nil && s.cfg.Origins.Notification != "" {
+		l.Bell = true
+		l.Unread, l.UnreadKnown = v.unread.get()
+	}
 	return l
 }
 

@@ -25,6 +25,8 @@ type viewer struct {
 	Name  string
 	Role  auth.Role
 	token string
+	// unread is the count of the bell, asked as the page starts (nil: not asked).
+	unread *unreadCount
 }
 
 // Moderator says whether the viewer may change what others wrote.
@@ -56,7 +58,9 @@ func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error
 		s.clearSession(w, r)
 		return nil, nil
 	}
-	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.get(r.Context(), p.UserID), token: c.Value}, nil
+	v := &viewer{ID: p.UserID, Role: p.Role, token: c.Value, unread: s.askUnread(r, c.Value)}
+	v.Name = s.names.get(r.Context(), p.UserID)
+	return v, nil
 }
 
 // knownViewer is the signed-in reader for an error page, from what is at hand: a token that verifies with the keys

@@ -140,3 +140,11 @@ func flagAction(flag string, on bool) string {
 	}
 	return "/" + flag
 }
+
+// bellLabel is what the bell says to a screen reader.
+func bellLabel(l layout) string {
+	if l.UnreadKnown && l.Unread > 0 {
+		return "Notifications, " + strconv.FormatInt(l.Unread, 10) + " unread"
+	}
+	return "Notifications"
+}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a-h/templ"
@@ -93,6 +94,8 @@ type Service struct {
 	// viewsInFlight holds a token for each view being counted behind its page.
 	viewsInFlight chan struct{}
 	views         *recentViews
+	// bellResting is until when (Unix nanoseconds) no unread count is asked, after one failed.
+	bellResting atomic.Int64
 }
 
 // maxViewsInFlight bounds the views being counted at once (see countView).
@@ -176,6 +179,14 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("GET /signup", s.signUpForm)
 	handle("POST /signup", s.signUp)
 	handle("POST /signout", s.signOut)
+	if s.cfg.Origins.Notification != "" {
+		handle("GET /notifications", s.inbox)
+		handle("POST /notifications/{notificationId}/read", s.markRead)
+		handle("POST /notifications/read-all", s.markAllRead)
+		handle("POST /notifications/preferences", s.savePreferences)
+		// Not a page: an event stream, for as long as the reader stays (see stream).
+		pages.Handle("GET /notifications/stream", http.HandlerFunc(s.stream))
+	}
 	handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fault.NotFoundf("NOT_FOUND", "There is no page at this address.")
 	})
@@ -389,6 +400,8 @@ func (s *Service) renderError(w http.ResponseWriter, r *http.Request, status int
 	data := errorPage{layout: s.layout(r, heading), Status: status, Heading: heading, Message: message}
 	data.MainID = "error"
 	data.Viewer = s.knownViewer(r)
+	// The bell without its count: an error page asks no service (the script fills it in from the stream).
+	data.Bell = data.Viewer != nil && s.cfg.Origins.Notification != ""
 	if err := s.render(w, r, status, errorView(data)); err != nil {
 		s.cfg.Logger.ErrorContext(r.Context(), "error page failed", "err", err)
 		http.Error(w, heading+": "+message, status)

@@ -64,5 +64,72 @@ function watchMore() {
   observer.observe(more);
 }
 
+// The bell: the unread count, kept live by the stream the web passes on from the notification service. On the
+// newest page of the inbox, a notification that arrives goes on top, in place of its older self (a grouped like
+// comes again with its new count); the page's own HTML for it is fetched, names and links made as the server does.
+function watchNotifications() {
+  const bell = document.getElementById("nav-bell");
+  if (!bell || !("EventSource" in window)) return;
+  const count = document.getElementById("bell-count");
+  const showUnread = (n) => {
+    count.textContent = String(n);
+    count.hidden = n === 0;
+    bell.setAttribute("aria-label", n > 0 ? `Notifications, ${n} unread` : "Notifications");
+  };
+  let refresh = null;
+  const arrived = () => {
+    const list = document.querySelector("#inbox[data-live]");
+    if (!list || refresh) return;
+    // Events that come together are fetched together.
+    refresh = setTimeout(async () => {
+      refresh = null;
+      try {
+        const res = await fetch("/notifications", { headers: { "X-Fragment": "1" } });
+        if (!res.ok || !res.headers.has("X-Fragment")) return;
+        const fresh = fragment(await res.text()).querySelectorAll("#inbox > li");
+        for (const li of [...fresh].reverse()) {
+          const old = document.getElementById(li.id);
+          if (old && old.isEqualNode(li)) continue;
+          old?.remove();
+          list.prepend(li);
+        }
+        document.getElementById("inbox-empty")?.remove();
+      } catch {
+        // The next event or a reload shows it.
+      }
+    }, 100);
+  };
+  let wait = 3000, source = null, retry = null;
+  const open = () => {
+    retry = null;
+    source = new EventSource("/notifications/stream");
+    source.addEventListener("open", () => { wait = 3000; });
+    source.addEventListener("unread", (e) => showUnread(JSON.parse(e.data).count));
+    source.addEventListener("notification", arrived);
+    source.addEventListener("error", () => {
+      // A dropped stream is reopened by the browser; a refusal (signed out, too many streams) closes it, and it is
+      // tried again later, less and less often.
+      if (source.readyState !== EventSource.CLOSED || retry) return;
+      retry = setTimeout(open, wait);
+      wait = Math.min(wait * 2, 300000);
+    });
+  };
+  // Only a tab in sight holds a stream: a browser opens at most six connections to a site over HTTP/1.1, and
+  // background tabs holding them would stall every other page. Back in sight, the stream's first event brings the
+  // count, and the inbox is fetched for what came meanwhile.
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) {
+      source?.close();
+      clearTimeout(retry);
+      source = retry = null;
+    } else if (!source) {
+      open();
+      arrived();
+    }
+  });
+  if (!document.hidden) open();
+}
+
 localTimes(document);
 watchMore();
+watchNotifications();
