@@ -20,7 +20,8 @@ import (
 const screenshotsEnv = "BOARD_WEB_SCREENSHOTS"
 
 // TestWebScreenshots makes the screenshots of docs/web.md and the README: a site with a few people, articles, a
-// thread, likes and views, photographed on a desktop and a phone, a search, and a page with article-read down.
+// thread, likes and views, photographed on a desktop and a phone, a search, alice's notifications, and a page with
+// article-read down.
 //
 //	BOARD_WEB_SCREENSHOTS=docs/screenshots go test ./cmd/board -run TestWebScreenshots -count=1
 //	pngquant --quality=70-90 --force --ext .png docs/screenshots/*.png
@@ -36,6 +37,7 @@ func TestWebScreenshots(t *testing.T) {
 	p := startProgram(t, append(testFlags(t, t.TempDir()), "--hot-article-time-zone", "UTC"))
 	featured := seedSite(t, p)
 	waitForSearch(t, p, "outbox", 2)
+	waitForInbox(t, p)
 
 	// A second site whose article-read is nowhere: nothing listens on the port it is told.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,7 +62,7 @@ func TestWebScreenshots(t *testing.T) {
 		b.followOK("sign in", "#signin button[type=submit]")
 		for _, page := range []struct{ name, path string }{
 			{"home", "/"}, {"board", "/boards/1"}, {"article", "/articles/" + featured}, {"hot", "/hot"}, {"write", "/boards/1/write"},
-			{"search", "/search?q=outbox"},
+			{"search", "/search?q=outbox"}, {"notifications", "/notifications"},
 		} {
 			b.openOK(page.path)
 			shoot(t, b, filepath.Join(dir, page.name+"-"+screen.name+".png"))
@@ -209,4 +211,33 @@ func waitForSearch(t *testing.T, p *program, query string, n int64) {
 		done := a.status == http.StatusOK && json.Unmarshal(a.body, &got) == nil && got.Count >= n
 		return done, fmt.Sprintf("search did not catch up: %d %s", a.status, a.body)
 	})
+}
+
+// waitForInbox waits until alice's inbox has what seedSite did to her article: comments on it, replies to her
+// comments, and the three likes in one notification; then marks the oldest read, for the inbox to show both.
+func waitForInbox(t *testing.T, p *program) {
+	t.Helper()
+	token := signIn(t, p, "alice")
+	var page struct {
+		Notifications []struct {
+			NotificationID, Kind string
+			ActorCount           int
+		}
+	}
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
+		a := sendAs(t, bearer(token), "GET", p.urls["notification"]+"/v1/notifications?pageSize=100", nil)
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &page) != nil {
+			return false, fmt.Sprintf("alice's inbox: %d %s", a.status, a.body)
+		}
+		kinds := map[string]int{}
+		for _, n := range page.Notifications {
+			kinds[n.Kind] += max(1, n.ActorCount)
+		}
+		return kinds["article-like"] == 3 && kinds["comment-reply"] >= 2 && kinds["article-comment"] >= 2,
+			fmt.Sprintf("alice's inbox did not catch up: %s", a.body)
+	})
+	oldest := page.Notifications[len(page.Notifications)-1].NotificationID
+	if a := sendAs(t, bearer(token), "POST", p.urls["notification"]+"/v1/notifications/"+oldest+"/read", nil); a.status != http.StatusNoContent {
+		t.Fatalf("mark read: %d %s", a.status, a.body)
+	}
 }
