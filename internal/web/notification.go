@@ -241,7 +241,11 @@ func inboxItemOf(n notification, names map[int64]string) inboxItem {
 			it.Who, it.Names = strconv.FormatInt(n.ActorCount, 10)+" people", it.Who
 		}
 	case "moderation":
-		if len(n.ActorIDs) == 0 {
+		switch {
+		case len(n.ActorIDs) > 0:
+		case n.Action == "hide":
+			it.Who = "Readers' reports" // enough of them hide it until a moderator looks
+		default:
 			it.Who = "A moderator"
 		}
 		it.Says, it.Reason = moderationSays(n), n.Reason

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/httpio"
 )
@@ -377,5 +378,34 @@ func TestStreamLastEventID(t *testing.T) {
 	w := serve(t, h, visit{target: "/notifications/stream", token: alice, header: map[string]string{"Last-Event-ID": "7"}})
 	if w.Code != http.StatusOK || w.Body.String() != ": after 7\n\nid: 9\nevent: notification\ndata: {}\n\n" {
 		t.Errorf("status %d: %q", w.Code, w.Body)
+	}
+}
+
+// TestInboxItemOf: what an item says of its people and of a moderation without a moderator.
+func TestInboxItemOf(t *testing.T) {
+	t.Parallel()
+	names := map[int64]string{1: "ann", 2: "ben", 3: "cy"}
+	ids := func(n ...int64) []apijson.ID {
+		out := make([]apijson.ID, len(n))
+		for i, v := range n {
+			out[i] = apijson.ID(v)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		n                notification
+		who, says, names string
+	}{
+		{notification{Kind: "article-comment", ActorIDs: ids(1), ActorCount: 1}, "ann", "commented on your article", ""},
+		{notification{Kind: "article-like", ActorIDs: ids(1, 2), ActorCount: 2}, "2 people", "liked your article", "ann and ben"},
+		{notification{Kind: "article-like", ActorIDs: ids(1, 2, 3), ActorCount: 12}, "12 people", "liked your article", "ann, ben and 10 others"},
+		{notification{Kind: "moderation", ArticleID: 5, CommentID: 6, Action: "hide"}, "Readers' reports", "hid your comment on", ""},
+		{notification{Kind: "moderation", ArticleID: 5, Action: "lock", ActorIDs: ids(3), ActorCount: 1}, "cy", "locked your article", ""},
+		{notification{Kind: "moderation", Action: "unban"}, "A moderator", "lifted your ban", ""},
+	} {
+		it := inboxItemOf(c.n, names)
+		if it.Who != c.who || it.Says != c.says || it.Names != c.names {
+			t.Errorf("%+v: %q %q (%q), want %q %q (%q)", c.n, it.Who, it.Says, it.Names, c.who, c.says, c.names)
+		}
 	}
 }
