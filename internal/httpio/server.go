@@ -43,6 +43,9 @@ type Server struct {
 	Logger         *slog.Logger
 	RequestTimeout time.Duration // the deadline of each API request's work; 0 means DefaultRequestTimeout
 	ReadyTimeout   time.Duration // each readiness check's own budget; 0 means DefaultReadyTimeout
+	// Streams are the exact paths whose answers stay open (Server-Sent Events): served without the request deadline;
+	// their handlers bound their own writes and end with their client or their token.
+	Streams map[string]bool
 }
 
 func (s Server) requestTimeout() time.Duration {
@@ -69,20 +72,27 @@ func (s Server) readyTimeout() time.Duration {
 //   - IdleTimeout 12d (a minute by default): a keep-alive connection costs a goroutine and a socket while idle.
 func (s Server) HTTPServer() *http.Server {
 	d := s.requestTimeout()
-	return &http.Server{
-		Handler:           s.Handler(),
+	// Streams never go idle: Shutdown would wait for them to its end. It ends them first.
+	closing, endStreams := context.WithCancel(context.Background())
+	srv := &http.Server{
+		Handler:           s.handler(closing),
 		ReadHeaderTimeout: d,
 		ReadTimeout:       3 * d,
 		WriteTimeout:      4 * d,
 		IdleTimeout:       12 * d,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(endStreams)
+	return srv
 }
 
 // Handler returns the port's handler: /healthz, /readyz, /metrics, /openapi.json and the instrumented API. It routes on the path
 // as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect.
-func (s Server) Handler() http.Handler {
-	api := s.instrument(s.API)
+func (s Server) Handler() http.Handler { return s.handler(context.Background()) }
+
+// handler is Handler with the streams ended when closing is done.
+func (s Server) handler(closing context.Context) http.Handler {
+	api := s.instrument(s.API, closing)
 	operational := map[string]http.Handler{
 		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			Write(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -178,7 +188,7 @@ func (x *exchange) Value(key any) any {
 
 // instrument adds a request id, the request deadline, panic recovery, JSON answers for unknown routes, and
 // per-route metrics.
-func (s Server) instrument(api *http.ServeMux) http.Handler {
+func (s Server) instrument(api *http.ServeMux, closing context.Context) http.Handler {
 	routes := &routeTable{metrics: s.Metrics, service: s.Service}
 	timeout := s.requestTimeout()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +199,12 @@ func (s Server) instrument(api *http.ServeMux) http.Handler {
 		x.idHeader[0] = x.id
 		w.Header()["X-Request-Id"] = x.idHeader[:] // the key is canonical: what Set would do, but for the slice
 		var cancel context.CancelFunc
-		x.Context, cancel = context.WithTimeout(r.Context(), timeout)
+		if s.Streams[r.URL.Path] {
+			x.Context, cancel = context.WithCancel(r.Context())
+			defer context.AfterFunc(closing, cancel)()
+		} else {
+			x.Context, cancel = context.WithTimeout(r.Context(), timeout)
+		}
 		defer cancel()
 		r = r.WithContext(x)
 		s.serve(x, r, api, routes)
@@ -318,6 +333,9 @@ func (m *muxWriter) Header() http.Header         { return m.to().Header() }
 func (m *muxWriter) Write(b []byte) (int, error) { return m.to().Write(b) }
 func (m *muxWriter) WriteHeader(status int)      { m.to().WriteHeader(status) }
 
+// Unwrap lets http.ResponseController reach the connection (to flush a stream, and set its deadlines).
+func (m *muxWriter) Unwrap() http.ResponseWriter { return m.to() }
+
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -335,6 +353,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wrote = true
 	return w.ResponseWriter.Write(b)
 }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Ids of requests that come without one are a count from a random start, scrambled so that they do not show how
 // many requests a process serves: unique within a process, and across processes unless their random starts fall
