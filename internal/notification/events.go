@@ -1,0 +1,415 @@
+package notification
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"board/internal/apijson"
+	"board/internal/event"
+	"board/internal/fault"
+	"board/internal/kafka"
+	"board/internal/sqldb"
+)
+
+// Handlers are the service's handlers of the article, comment, like, moderation and ban topics. Each is idempotent:
+// a notification is made at most once per comment, liker or moderator's event (see the dedupe keys in the
+// migration), so a record delivered twice, or replayed, changes nothing.
+func (s *Service) Handlers() map[event.Type]kafka.Handler {
+	return map[event.Type]kafka.Handler{
+		event.ArticleCreated: s.articleSaved, event.ArticleUpdated: s.articleSaved, event.ArticleDeleted: s.articleDeleted,
+		event.CommentCreated: s.commentCreated, event.CommentDeleted: s.commentDeleted,
+		event.ArticleLiked:     s.articleLiked,
+		event.ArticleModerated: s.articleModerated, event.CommentModerated: s.commentModerated,
+		event.UserBanned: s.banChanged, event.UserUnbanned: s.banChanged,
+	}
+}
+
+func (s *Service) articleSaved(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Article](env)
+	if err != nil {
+		return err
+	}
+	if p.ArticleID <= 0 {
+		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
+	}
+	return s.saveArticle(ctx, article{id: int64(p.ArticleID), writerID: int64(p.WriterID), title: p.Title})
+}
+
+// articleDeleted takes back the unread notifications about the article, of its writer and of its commenters, and
+// remembers that it is gone.
+func (s *Service) articleDeleted(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Article](env)
+	if err != nil {
+		return err
+	}
+	id := int64(p.ArticleID)
+	if id <= 0 {
+		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
+	}
+	writers, err := s.commentWriters(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, user := range distinct(append(writers, int64(p.WriterID)), 0) {
+		if err := s.retract(ctx, user, "article_id = ? AND kind <> ?", id, string(Moderation)); err != nil {
+			return err
+		}
+	}
+	// The refs go last: a delivery that fails midway finds them again.
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title, deleted) VALUES (?, ?, '', TRUE)"+
+		s.db.OnConflictUpdate("article_id", "deleted = TRUE"), id, int64(p.WriterID)); err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "DELETE FROM comment_ref WHERE article_id = ?", id)
+	return err
+}
+
+// commentCreated tells the writer of the comment's parent of a reply, and the article's writer of a comment, each
+// unless they wrote it. A writer who is both is told once, of the reply.
+func (s *Service) commentCreated(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Comment](env)
+	if err != nil {
+		return err
+	}
+	c, err := commentOf(env, p)
+	if err != nil {
+		return err
+	}
+	if _, known, err := s.knownComment(ctx, c.articleID, c.id); err != nil || known {
+		return err
+	}
+	if err := s.notifyComment(ctx, c, time.Time(p.CreatedAt)); err != nil {
+		return err
+	}
+	// The ref goes last: a delivery that fails midway (the article service down) does not find it, and notifies
+	// again; the dedupe keys keep that to one notification each.
+	return s.saveComment(ctx, c)
+}
+
+func (s *Service) notifyComment(ctx context.Context, c comment, at time.Time) error {
+	a, ok, err := s.article(ctx, c.articleID)
+	if err != nil || !ok {
+		return err
+	}
+	n := Notification{ArticleID: c.articleID, ArticleTitle: a.title, CommentID: c.id, ActorIDs: []int64{c.writerID},
+		CreatedAt: s.at(at), UpdatedAt: s.at(at)}
+	key := "c:" + strconv.FormatInt(c.id, 10)
+	parent, found, deleted, err := s.parentWriter(ctx, c)
+	if err != nil {
+		return err
+	}
+	if found && !deleted && parent != c.writerID {
+		n.Kind = CommentReply
+		if err := s.add(ctx, parent, key, n); err != nil {
+			return err
+		}
+	}
+	if a.writerID != c.writerID {
+		n.Kind = ArticleComment
+		return s.add(ctx, a.writerID, key, n)
+	}
+	return nil
+}
+
+// commentDeleted takes back the unread notifications of the comment and remembers that it is gone.
+func (s *Service) commentDeleted(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Comment](env)
+	if err != nil {
+		return err
+	}
+	c, err := commentOf(env, p)
+	if err != nil {
+		return err
+	}
+	if err := s.retractComment(ctx, c); err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id, deleted) VALUES (?, ?, ?, ?, ?, TRUE)"+
+		s.db.OnConflictUpdate("article_id, comment_id", "deleted = TRUE"), c.articleID, c.id, c.path, c.parentID, c.writerID)
+	return err
+}
+
+// retractComment takes back the unread notifications of a comment: its article's writer's and its parent's writer's.
+func (s *Service) retractComment(ctx context.Context, c comment) error {
+	recipients := []int64{}
+	if a, ok, err := s.knownArticle(ctx, c.articleID); err != nil {
+		return err
+	} else if ok {
+		recipients = append(recipients, a.writerID)
+	}
+	// A deleted parent's writer was told of the reply all the same, when the parent was still there.
+	if parent, found, _, err := s.parentWriter(ctx, c); err != nil {
+		return err
+	} else if found {
+		recipients = append(recipients, parent)
+	}
+	for _, user := range distinct(recipients, c.writerID) {
+		if err := s.retract(ctx, user, "dedupe_key = ?", "c:"+strconv.FormatInt(c.id, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) articleLiked(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Like](env)
+	if err != nil {
+		return err
+	}
+	id, liker := int64(p.ArticleID), int64(p.UserID)
+	if id <= 0 || liker <= 0 {
+		return fault.Invalidf("INVALID_LIKE", "%s without a valid articleId and userId", env.Type)
+	}
+	a, ok, err := s.article(ctx, id)
+	if err != nil || !ok || a.writerID == liker {
+		return err
+	}
+	at := s.at(time.Time(p.CreatedAt))
+	return s.addLike(ctx, a.writerID, Notification{Kind: ArticleLike, ArticleID: id, ArticleTitle: a.title,
+		ActorIDs: []int64{liker}, CreatedAt: at, UpdatedAt: at})
+}
+
+// articleModerated tells the article's writer what a moderator (or enough reports) did to it. A hidden article is
+// out of sight of its commenters: their unread replies on it are taken back.
+func (s *Service) articleModerated(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.ArticleModeration](env)
+	if err != nil {
+		return err
+	}
+	id, writer := int64(p.ArticleID), int64(p.WriterID)
+	if id <= 0 {
+		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
+	}
+	if p.Hidden != event.Visible {
+		writers, err := s.commentWriters(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, user := range distinct(writers, writer) {
+			if err := s.retract(ctx, user, "article_id = ? AND kind = ?", id, string(CommentReply)); err != nil {
+				return err
+			}
+		}
+	}
+	a, _, err := s.knownArticle(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.moderated(ctx, env, writer, p.ModeratorID, Notification{ArticleID: id, ArticleTitle: a.title,
+		Action: p.Action, Reason: p.Reason, CreatedAt: s.at(time.Time(p.ModeratedAt))})
+}
+
+// commentModerated tells the comment's writer what was done to it; a hidden comment's unread notifications are taken
+// back.
+func (s *Service) commentModerated(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.CommentModeration](env)
+	if err != nil {
+		return err
+	}
+	if p.CommentID <= 0 || p.ArticleID <= 0 {
+		return fault.Invalidf("INVALID_COMMENT_ID", "%s without a valid commentId and articleId", env.Type)
+	}
+	c, known, err := s.knownComment(ctx, int64(p.ArticleID), int64(p.CommentID))
+	if err != nil {
+		return err
+	}
+	if p.Hidden != event.Visible && known {
+		if err := s.retractComment(ctx, c); err != nil {
+			return err
+		}
+	}
+	a, _, err := s.knownArticle(ctx, int64(p.ArticleID))
+	if err != nil {
+		return err
+	}
+	return s.moderated(ctx, env, int64(p.WriterID), p.ModeratorID, Notification{ArticleID: int64(p.ArticleID),
+		ArticleTitle: a.title, CommentID: int64(p.CommentID), Action: p.Action, Reason: p.Reason,
+		CreatedAt: s.at(time.Time(p.ModeratedAt))})
+}
+
+func (s *Service) banChanged(ctx context.Context, env event.Envelope) error {
+	p, err := event.Payload[event.Ban](env)
+	if err != nil {
+		return err
+	}
+	if p.UserID <= 0 {
+		return fault.Invalidf("INVALID_USER_ID", "%s without a valid userId", env.Type)
+	}
+	action := event.ActionBan
+	if !p.Banned {
+		action = event.ActionUnban
+	}
+	return s.moderated(ctx, env, int64(p.UserID), p.ModeratorID, Notification{Action: action, Reason: p.Reason,
+		CreatedAt: s.at(time.Time(p.At))})
+}
+
+// moderated adds a moderation notification of the event to the user's inbox, unless the user did it.
+func (s *Service) moderated(ctx context.Context, env event.Envelope, user int64, moderator apijson.ID, n Notification) error {
+	if user <= 0 || int64(moderator) == user {
+		return nil
+	}
+	n.Kind, n.UpdatedAt = Moderation, n.CreatedAt
+	if moderator > 0 {
+		n.ActorIDs = []int64{int64(moderator)}
+	}
+	return s.add(ctx, user, "m:"+env.EventID.String(), n)
+}
+
+// article is what the service knows of an article.
+type article struct {
+	id, writerID int64
+	title        string
+}
+
+func (s *Service) saveArticle(ctx context.Context, a article) error {
+	_, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title) VALUES (?, ?, ?)"+
+		s.db.OnConflictUpdate("article_id", "title = ?"), a.id, a.writerID, a.title, a.title)
+	return err
+}
+
+// knownArticle returns the article as the events told of it; ok is false for one they did not, or that is deleted.
+func (s *Service) knownArticle(ctx context.Context, id int64) (article, bool, error) {
+	a, found, deleted, err := s.articleRef(ctx, id)
+	return a, found && !deleted, err
+}
+
+// article returns the article, from the events or else from the article service: the article topic is read apart
+// from the others, so a comment or like can come before its article's event. ok is false for a deleted article.
+func (s *Service) article(ctx context.Context, id int64) (article, bool, error) {
+	a, found, deleted, err := s.articleRef(ctx, id)
+	if err != nil || found {
+		return a, found && !deleted, err
+	}
+	looked, err := s.lookUpArticle(ctx, id)
+	if err != nil || !looked.ok {
+		return a, false, err
+	}
+	return looked.article, true, s.saveArticle(ctx, looked.article)
+}
+
+func (s *Service) articleRef(ctx context.Context, id int64) (a article, found, deleted bool, err error) {
+	a.id = id
+	err = s.db.QueryRowContext(ctx, "SELECT writer_id, title, deleted FROM article_ref WHERE article_id = ?", id).Scan(&a.writerID, &a.title, &deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, false, false, nil
+	}
+	return a, err == nil, deleted, err
+}
+
+type lookedUp struct {
+	article
+	ok bool
+}
+
+// lookUpArticle GETs the article at the article service within the lookup deadline.
+func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error) {
+	if s.cfg.ArticleOrigin == "" {
+		return lookedUp{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	url := strings.TrimSuffix(s.cfg.ArticleOrigin, "/") + "/v1/articles/" + strconv.FormatInt(id, 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return lookedUp{}, err
+	}
+	unavailable := func(err error) error {
+		return fault.Unavailablef(err, "ARTICLE_SERVICE_UNAVAILABLE", "the article service did not answer; try again")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return lookedUp{}, unavailable(err)
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, 1<<20)
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		_, _ = io.Copy(io.Discard, body)
+		return lookedUp{}, nil
+	default:
+		_, _ = io.Copy(io.Discard, body)
+		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
+	}
+	var a struct {
+		Title    string     `json:"title"`
+		WriterID apijson.ID `json:"writerId"`
+	}
+	if err := json.NewDecoder(body).Decode(&a); err != nil {
+		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %w", url, err))
+	}
+	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+}
+
+// comment is what the service knows of a comment. A v2 comment's parent is found by path, a v1 comment's by id.
+type comment struct {
+	id, articleID, writerID int64
+	path                    string
+	parentID                int64 // v1: the parent's id, 0 for a root
+}
+
+// commentOf checks a comment event's payload.
+func commentOf(env event.Envelope, p event.Comment) (comment, error) {
+	c := comment{id: int64(p.CommentID), articleID: int64(p.ArticleID), writerID: int64(p.WriterID), path: p.Path}
+	if c.id <= 0 || c.articleID <= 0 {
+		return c, fault.Invalidf("INVALID_COMMENT", "%s without a valid commentId and articleId", env.Type)
+	}
+	if p.Path == "" && p.ParentCommentID != p.CommentID {
+		c.parentID = int64(p.ParentCommentID)
+	}
+	return c, nil
+}
+
+// saveComment records a new comment; one recorded before (deleted meanwhile, say) stays as it is.
+func (s *Service) saveComment(ctx context.Context, c comment) error {
+	_, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id) VALUES (?, ?, ?, ?, ?)"+
+		s.db.OnConflictUpdate("article_id, comment_id", "writer_id = writer_id"), c.articleID, c.id, c.path, c.parentID, c.writerID)
+	return err
+}
+
+// knownComment returns a comment the events told of; ok is true for any they did, deleted or not.
+func (s *Service) knownComment(ctx context.Context, articleID, id int64) (c comment, ok bool, err error) {
+	c = comment{id: id, articleID: articleID}
+	err = s.db.QueryRowContext(ctx, "SELECT path, parent_id, writer_id FROM comment_ref WHERE article_id = ? AND comment_id = ?",
+		articleID, id).Scan(&c.path, &c.parentID, &c.writerID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// parentWriter returns the writer of a reply's parent, and whether it is deleted; found is false for a root comment,
+// or a parent the events did not tell of (older than the topic's retention when the service started).
+func (s *Service) parentWriter(ctx context.Context, c comment) (writer int64, found, deleted bool, err error) {
+	var query string
+	var key any
+	switch {
+	case len(c.path) > pathLevel:
+		query, key = "SELECT writer_id, deleted FROM comment_ref WHERE article_id = ? AND path = ?", c.path[:len(c.path)-pathLevel]
+	case c.path == "" && c.parentID > 0:
+		query, key = "SELECT writer_id, deleted FROM comment_ref WHERE article_id = ? AND comment_id = ?", c.parentID
+	default:
+		return 0, false, false, nil
+	}
+	err = s.db.QueryRowContext(ctx, query, c.articleID, key).Scan(&writer, &deleted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, false, nil
+	}
+	return writer, err == nil, deleted, err
+}
+
+// pathLevel is the length of one level of a v2 comment's path (SPEC §5.2).
+const pathLevel = 5
+
+// commentWriters returns the writers of the article's comments the events told of.
+func (s *Service) commentWriters(ctx context.Context, articleID int64) ([]int64, error) {
+	return sqldb.IDs(s.db.QueryContext(ctx, "SELECT DISTINCT writer_id FROM comment_ref WHERE article_id = ?", articleID))
+}

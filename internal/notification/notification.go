@@ -1,0 +1,158 @@
+// Package notification is the notification service (SPEC §3.11): it keeps each user's inbox in its own SQL
+// database, written from the comment, like, moderation and ban topics, and pushes the inbox's changes to the user's
+// open streams (Server-Sent Events) on every instance, through Redis pub/sub.
+package notification
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"board/internal/apijson"
+	"board/internal/snowflake"
+	"board/internal/sqldb"
+)
+
+// Kind says what a notification tells of.
+type Kind string
+
+const (
+	ArticleComment Kind = "article-comment" // a comment on the user's article
+	CommentReply   Kind = "comment-reply"   // a reply to the user's comment
+	ArticleLike    Kind = "article-like"    // likes of the user's article, grouped while unread
+	Moderation     Kind = "moderation"      // a moderator's act on the user's content or account
+)
+
+// maxActors bounds the actors a notification names; actorCount counts them all.
+const maxActors = 5
+
+// Notification is one entry of a user's inbox.
+type Notification struct {
+	ID           int64
+	Seq          int64 // the inbox's sequence at its last change: the stream's event id
+	Kind         Kind
+	ArticleID    int64
+	ArticleTitle string
+	CommentID    int64
+	ActorIDs     []int64 // newest first, at most maxActors
+	ActorCount   int64
+	Action       string // moderation only
+	Reason       string // moderation only
+	Read         bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Preferences are the kinds a user wants; all by default.
+type Preferences struct {
+	Reply        bool `json:"reply"`        // article-comment
+	CommentReply bool `json:"commentReply"` // comment-reply
+	Like         bool `json:"like"`         // article-like
+	Moderation   bool `json:"moderation"`
+}
+
+// wants reports whether p lets a notification of kind k through.
+func (p Preferences) wants(k Kind) bool {
+	switch k {
+	case ArticleComment:
+		return p.Reply
+	case CommentReply:
+		return p.CommentReply
+	case ArticleLike:
+		return p.Like
+	}
+	return p.Moderation
+}
+
+// Config is what the service is built with besides its engines.
+type Config struct {
+	// ArticleOrigin is the article service's base URL, where an article that no event has told of yet (its event
+	// is on another topic, not yet read, or older than the topic's retention) is looked up.
+	ArticleOrigin string
+	KeyPrefix     string // of the Redis pub/sub channel
+	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
+	MaxStreams, MaxStreamsPerUser int
+	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
+	// the client reconnects (which EventSource does by itself, resuming from its last event id).
+	StreamLifetime time.Duration
+	Heartbeat      time.Duration // how often an idle stream is written a comment line, to find dead clients
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Defaults of Config's zero values.
+const (
+	DefaultMaxStreams        = 20000
+	DefaultMaxStreamsPerUser = 8
+	DefaultStreamLifetime    = 10 * time.Minute
+	DefaultHeartbeat         = 15 * time.Second
+	lookupTimeout            = 2 * time.Second
+)
+
+// Service is the notification service.
+type Service struct {
+	db     *sqldb.DB
+	ids    *snowflake.Generator
+	rdb    redis.UniversalClient
+	hub    *hub
+	cfg    Config
+	client *http.Client
+}
+
+// New returns the service. Run must run for its streams to hear of changes made by other instances.
+func New(db *sqldb.DB, ids *snowflake.Generator, rdb redis.UniversalClient, cfg Config) *Service {
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxStreamsPerUser <= 0 {
+		cfg.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
+	if cfg.StreamLifetime <= 0 {
+		cfg.StreamLifetime = DefaultStreamLifetime
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	client := &http.Client{Timeout: 2 * lookupTimeout,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: lookupTimeout}}
+	return &Service{db: db, ids: ids, rdb: rdb, hub: newHub(cfg.MaxStreams, cfg.MaxStreamsPerUser), cfg: cfg, client: client}
+}
+
+// channel is the Redis pub/sub channel that tells every instance whose inbox changed.
+func (s *Service) channel() string { return s.cfg.KeyPrefix + "notification::changed" }
+
+// formatActors and parseActors are the actor_ids column's form: ids, newest first, comma-separated.
+func formatActors(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseActors(s string) []int64 {
+	if s == "" {
+		return []int64{}
+	}
+	parts := strings.Split(s, ",")
+	ids := make([]int64, 0, len(parts))
+	for _, p := range parts {
+		if id, err := strconv.ParseInt(p, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// millis is t as the inbox stores and shows it.
+func millis(t time.Time) time.Time { return apijson.Millis(t) }
