@@ -22,6 +22,7 @@ import (
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/notification"
 	"board/internal/outbox"
 	"board/internal/ratelimit"
 	"board/internal/sqldb"
@@ -90,6 +91,10 @@ type Config struct {
 	SearchAddr   string
 	SearchEngine string // where the search index lives: "bleve" (on disk under DataDir) or "sql" (the SQL engine's full-text search)
 
+	NotificationAddr  string
+	MaxStreams        int // open notification streams per instance
+	MaxStreamsPerUser int // open notification streams per user per instance
+
 	WebAddr       string
 	Boards        []web.Board
 	SecureCookies bool
@@ -147,6 +152,9 @@ func Default() Config {
 		ReportThreshold:     5,
 		SearchAddr:          ":9008",
 		SearchEngine:        "bleve",
+		NotificationAddr:    ":9009",
+		MaxStreams:          notification.DefaultMaxStreams,
+		MaxStreamsPerUser:   notification.DefaultMaxStreamsPerUser,
 		WebAddr:             ":8080",
 		Boards:              web.DefaultBoards,
 		NodeLeaseTTL:        30 * time.Second,
@@ -316,6 +324,9 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
 	fs.StringVar(&c.SearchAddr, "search-addr", c.SearchAddr, "listen address of the search service")
 	c.SearchEngineFlag(fs)
+	fs.StringVar(&c.NotificationAddr, "notification-addr", c.NotificationAddr, "listen address of the notification service")
+	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "open notification streams this instance holds at most (each costs about a goroutine and a socket)")
+	fs.IntVar(&c.MaxStreamsPerUser, "max-streams-per-user", c.MaxStreamsPerUser, "open notification streams one user may hold on this instance")
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",

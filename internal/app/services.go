@@ -24,6 +24,7 @@ import (
 	"board/internal/kafka"
 	"board/internal/like"
 	"board/internal/logicalttl"
+	"board/internal/notification"
 	"board/internal/outbox"
 	"board/internal/ratelimit"
 	"board/internal/redisclient"
@@ -56,7 +57,9 @@ type service struct {
 	pages bool
 	// open maps the route patterns of the writes it takes without an access token to the rate limit that holds
 	// each instead, per client address (see httpio.Guard).
-	open    map[string]string
+	open map[string]string
+	// streams are the paths whose answers stay open (httpio.Server.Streams).
+	streams map[string]bool
 	addr    func(*Config) string
 	openAPI func() []byte // the service's OpenAPI document, served at /openapi.json; nil for the web pages
 	build   func(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error)
@@ -109,8 +112,12 @@ var services = []service{
 	// search keeps its own index, on disk or in SQL, and names its consumer group after it (buildSearch).
 	{Service: Service{Name: "search"}, openAPI: search.OpenAPI, addr: func(c *Config) string { return c.SearchAddr },
 		build: buildSearch},
+	// notification looks up, at the article service, an article whose event it has not read yet.
+	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
+		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true},
+		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
 	// web comes last: in one process, it calls every other service where it listens.
-	{Service: Service{Name: "web"}, pages: true, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
+	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }
 
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by
@@ -176,6 +183,19 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 		}
 	})
 	return view.Routes(svc, e.Logger), r.checks(e), nil
+}
+
+// buildNotification starts the service's consumer, and among the workers its listener of the other instances'
+// announcements, which its streams wait on.
+func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
+	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
+		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), KeyPrefix: e.Config.RedisPrefix,
+		MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser, Logger: e.Logger})
+	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
+		return nil, nil, err
+	}
+	r.workers.run(ctx, svc.Run)
+	return notification.Routes(svc, e.Logger), r.checks(e), nil
 }
 
 func buildHotArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
