@@ -193,7 +193,7 @@ const (
 func (c *Config) EngineFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the embedded engines' files (SQLite, Redis snapshot, Kafka log)")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
-	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (user, article, comment, article_like, article_view)")
+	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (user, article, comment, article_like, article_view, moderation, notification, ...)")
 	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", c.MySQLMaxConns, "maximum open MySQL connections per service")
 	fs.DurationVar(&c.MySQLTimeouts.Dial, "mysql-dial-timeout", c.MySQLTimeouts.Dial, "how long connecting to MySQL may take")
 	fs.DurationVar(&c.MySQLTimeouts.Read, "mysql-read-timeout", c.MySQLTimeouts.Read, "how long MySQL may stay silent on a connection, even for work no request waits for; longer than the longest statement (migrations)")
@@ -268,15 +268,16 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, and the web pages sign in at",
-		"article":      "article-read rebuilds its model from, comment, like, view and moderation look articles up at, and the web pages write to",
+		"article":      "article-read rebuilds its model from, comment, like, view, moderation and notification look articles up at, and the web pages write to",
 		"comment":      "article-read rebuilds its model from, moderation looks comments up at, and the web pages read threads from and write to",
 		"like":         "article-read rebuilds its model from and the web pages write to",
 		"view":         "article-read rebuilds its model from and the web pages count views at",
 		"article-read": "the web pages read articles from",
 		"hot-article":  "the web pages read hot articles from",
 		"moderation":   "the web pages report to and moderate through",
-		"search":       "the web pages search through"}
-	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation", "search"} {
+		"search":       "the web pages search through",
+		"notification": "the web pages show and stream people's notifications from"}
+	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation", "search", "notification"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
