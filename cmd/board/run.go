@@ -34,6 +34,7 @@ Usage:
   board bench standing       time a process reading every user's ban at start, against a bare Kafka read
   board bench search         index generated articles and query them at 50 clients, against their floors
   board bench search-freshness  time creates until a running board's search finds them
+  board bench notifications  time comments until two instances' streams deliver them, and hold 10,000 streams
   board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`

@@ -23,7 +23,7 @@ import (
 	"board/internal/sqldb"
 )
 
-const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search|search-freshness [flags]
+const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search|search-freshness|notifications [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
@@ -54,6 +54,8 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			return benchSearch(ctx, args[1:], getenv, stdout, stderr)
 		case "search-freshness":
 			return benchSearchFreshness(ctx, args[1:], getenv, stdout, stderr)
+		case "notifications":
+			return benchNotifications(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, benchUsage)
