@@ -53,7 +53,7 @@ streams: opens --streams streams to the first of --notification-urls, --streams-
 --max-streams-per-user is 8), --workers opening at once, holds them for --hold and reads the instance's /metrics
 before and after: heap and stacks in use, resident memory and goroutines, per stream. The figures are the whole
 process's, and the heap counts garbage not yet collected (Go collects at least every 2 minutes: a --hold past that
-shows a collected heap). Then one comment on an article of the first stream's user must reach all that user's
+shows a collected heap); after closing, net/http keeps the streams' buffers in its pools until a second collection. Then one comment on an article of the first stream's user must reach all that user's
 streams while every stream is open. This process holds a socket per stream and so does the server: raise both
 descriptor limits (ulimit -n 20000); the server's --max-streams (default 20000) must be above --streams.
 
