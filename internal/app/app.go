@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 		if err != nil {
 			return a, fmt.Errorf("start %s: %w", s.Name, err)
 		}
-		api, checks, err := s.build(ctx, e, deps{producer: p, name: s.Name, group: s.Group, ids: ids, workers: a.workers,
+		api, checks, err := s.build(ctx, e, deps{producer: p, name: s.Name, group: s.Group, concurrent: s.concurrent, ids: ids, workers: a.workers,
 			consumers: a.consumers, metrics: consumerMetrics, purgeBatchSeconds: purgeBatchSeconds, failed: a.failed, local: a.urls})
 		if err != nil {
 			return a, fmt.Errorf("start %s: %w", s.Name, err)

@@ -48,7 +48,7 @@ func startConsumer(ctx context.Context, e *Engines, r deps, handlers map[event.T
 		return err
 	}
 	c, err := kafka.NewConsumer(kafka.ConsumerConfig{Brokers: e.KafkaBrokers, Group: group, Topics: topics,
-		Handlers: handlers, Logger: e.Logger, Metrics: r.metrics})
+		Handlers: handlers, Logger: e.Logger, Metrics: r.metrics, Concurrent: r.concurrent})
 	if err != nil {
 		return err
 	}

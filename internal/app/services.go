@@ -60,20 +60,24 @@ type service struct {
 	open map[string]string
 	// streams are the paths whose answers stay open (httpio.Server.Streams).
 	streams map[string]bool
-	addr    func(*Config) string
-	openAPI func() []byte // the service's OpenAPI document, served at /openapi.json; nil for the web pages
-	build   func(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error)
+	// concurrent: its handlers may run at once for records of different partitions (kafka.ConsumerConfig.Concurrent).
+	concurrent bool
+	addr       func(*Config) string
+	openAPI    func() []byte // the service's OpenAPI document, served at /openapi.json; nil for the web pages
+	build      func(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error)
 }
 
 // deps is what a service is built on besides the engines.
 type deps struct {
 	producer
-	name      string // the service's name
-	group     string // its consumer group under the topic prefix, if it consumes
-	ids       *snowflake.Generator
-	workers   *background // the service's own background work, stopped after the HTTP servers
-	consumers *background // consumer loops, stopped after the HTTP servers and before the workers
-	metrics   *kafka.Metrics
+	name  string // the service's name
+	group string // its consumer group under the topic prefix, if it consumes
+	// concurrent: its consumer handles a batch's partitions at once.
+	concurrent bool
+	ids        *snowflake.Generator
+	workers    *background // the service's own background work, stopped after the HTTP servers
+	consumers  *background // consumer loops, stopped after the HTTP servers and before the workers
+	metrics    *kafka.Metrics
 	// purgeBatchSeconds observes how long each batch of a deleted article's purge took, by service.
 	purgeBatchSeconds *prometheus.HistogramVec
 	failed            chan<- error      // a consumer that stops on its own reports here, which shuts the process down
@@ -114,7 +118,7 @@ var services = []service{
 		build: buildSearch},
 	// notification looks up, at the article service, an article whose event it has not read yet.
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
-		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true},
+		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},

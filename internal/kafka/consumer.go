@@ -43,6 +43,10 @@ type ConsumerConfig struct {
 	// dependency that is down; if Run's context ends first, the batch's offsets are not committed and its records are
 	// delivered again.
 	Flush func(context.Context) error
+	// Concurrent lets a batch's partitions be handled at once, a goroutine each, instead of one after another; the
+	// records of one partition stay in order, one at a time. For handlers that may run concurrently for different
+	// keys, and whose work is mostly waiting (a SQL commit each): they then wait side by side.
+	Concurrent bool
 }
 
 // Headers a dead-letter record carries besides the original record's headers.
@@ -86,6 +90,7 @@ type Consumer struct {
 	metrics     *Metrics
 	now         func() time.Time
 	flush       func(context.Context) error
+	concurrent  bool
 	ran         atomic.Bool
 
 	mu sync.Mutex
@@ -125,6 +130,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		metrics:     cfg.Metrics,
 		now:         cfg.Now,
 		flush:       cfg.Flush,
+		concurrent:  cfg.Concurrent,
 	}
 	if c.maxAttempts == 0 {
 		c.maxAttempts = defaultMaxAttempts
@@ -180,12 +186,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		if err := c.fetchErrors(fs); err != nil {
 			return err
 		}
-		stopped := false
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if !stopped && !c.processPartition(ctx, p) {
-				stopped = true
-			}
-		})
+		stopped := !c.processBatch(ctx, fs)
 		if !c.flushBatch(ctx) {
 			return nil
 		}
@@ -259,6 +260,27 @@ func isFatal(err error) bool {
 		errors.Is(err, kerr.TopicAuthorizationFailed) ||
 		errors.Is(err, kerr.ClusterAuthorizationFailed) ||
 		errors.Is(err, kerr.SaslAuthenticationFailed)
+}
+
+// processBatch works through a poll's partitions, at once when the consumer is concurrent. It returns false when
+// ctx ended the work.
+func (c *Consumer) processBatch(ctx context.Context, fs kgo.Fetches) bool {
+	if !c.concurrent {
+		ok := true
+		fs.EachPartition(func(p kgo.FetchTopicPartition) { ok = ok && c.processPartition(ctx, p) })
+		return ok
+	}
+	var wg sync.WaitGroup
+	var stopped atomic.Bool
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		wg.Go(func() {
+			if !c.processPartition(ctx, p) {
+				stopped.Store(true)
+			}
+		})
+	})
+	wg.Wait()
+	return !stopped.Load()
 }
 
 // processPartition works through one partition's records in order. It returns false when ctx ended the work; the

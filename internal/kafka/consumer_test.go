@@ -886,3 +886,60 @@ func TestFlushBeforeCommit(t *testing.T) {
 		t.Errorf("the last Flush saw %d records handled, want 3", flushed.Load())
 	}
 }
+
+// A concurrent consumer handles a batch's partitions at once: each partition's first record waits for the other's,
+// which a consumer that works through partitions one after another never reaches.
+func TestConcurrentPartitions(t *testing.T) {
+	t.Parallel()
+	k := startKafka(t)
+	cl := newClient(t, k.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const topic = "board-view"
+	if err := EnsureTopics(context.Background(), cl, []string{topic}, 2); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for id := int64(1); id <= 4; id++ {
+		r := EventRecord(topic, id, id, event.ArticleViewed, viewEvent(t, id))
+		r.Partition = int32(id % 2)
+		recs = append(recs, r)
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var started sync.WaitGroup
+	started.Add(2)
+	var together atomic.Int64 // first records that met the other partition's
+	var seen handled
+	stop := runConsumer(t, ConsumerConfig{
+		Brokers: k.Addrs(), Group: "concurrent", Topics: []string{topic}, Concurrent: true,
+		Handlers: map[event.Type]Handler{event.ArticleViewed: func(_ context.Context, env event.Envelope) error {
+			if id := idOf(env); id <= 2 {
+				started.Done()
+				met := make(chan struct{})
+				go func() { started.Wait(); close(met) }()
+				select {
+				case <-met:
+					together.Add(1)
+				case <-time.After(5 * time.Second):
+				}
+			}
+			seen.add(idOf(env))
+			return nil
+		}},
+	})
+	eventually(t, 20*time.Second, "four records handled", func() bool { return seen.len() == 4 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if together.Load() != 2 {
+		t.Errorf("%d of the partitions' first records ran beside the other's, want 2", together.Load())
+	}
+	// Each partition in order.
+	var order [2][]int64
+	for _, id := range seen.snapshot() {
+		order[id%2] = append(order[id%2], id)
+	}
+	if !slices.Equal(order[0], []int64{2, 4}) || !slices.Equal(order[1], []int64{1, 3}) {
+		t.Errorf("partition orders %v, want [2 4] and [1 3]", order)
+	}
+}
