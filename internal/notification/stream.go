@@ -48,7 +48,7 @@ func (h *hub) join(user int64) (*listener, error) {
 		return nil, fault.Unavailablef(nil, "STREAMS_FULL", "this instance holds all the streams it can; try again")
 	}
 	streams := h.byUser[user]
-	if len(streams) >= h.maxPerUser+100 {
+	if len(streams) >= h.maxPerUser {
 		return nil, &fault.Error{Kind: fault.RateLimited, Code: "TOO_MANY_STREAMS", RetryAfter: time.Minute,
 			Message: fmt.Sprintf("you have %d notification streams open already; close one", h.maxPerUser)}
 	}
