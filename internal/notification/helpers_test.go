@@ -108,8 +108,6 @@ func (o *origin) add(id, writer int64, title string) {
 // fixture is a service over a test database and Redis, with a fake article service, served as board serve does.
 type fixture struct {
 	t      *testing.T
-	db     *sqldb.DB
-	b      redisclienttest.Backend
 	svc    *Service
 	api    http.Handler
 	origin *origin
@@ -121,7 +119,7 @@ type fixture struct {
 // newFixture returns a service with its listener of the other instances running until the test ends.
 func newFixture(t *testing.T, db *sqldb.DB, b redisclienttest.Backend, cfg Config) *fixture {
 	t.Helper()
-	f := &fixture{t: t, db: db, b: b, origin: newOrigin(t), servers: map[int64]*httptest.Server{}}
+	f := &fixture{t: t, origin: newOrigin(t), servers: map[int64]*httptest.Server{}}
 	cfg.ArticleOrigin, cfg.KeyPrefix, cfg.Logger = f.origin.url, b.Prefix, httpiotest.Logger
 	f.svc = New(db, newIDs(t), b.Client, cfg)
 	f.api = httpio.Server{Service: "notification", API: Routes(f.svc, httpiotest.Logger), Gatherer: prometheus.NewRegistry(),
