@@ -407,12 +407,14 @@ func (f *fixture) stream(user int64, lastEventID string) *sseStream {
 	return f.openStream(user, StreamPath, h)
 }
 
+// openStream opens the stream at path (with a query, say) as user; it must be answered 200.
 func (f *fixture) openStream(user int64, path string, h http.Header) *sseStream {
 	f.t.Helper()
-	resp, cancel := f.get(user, path, h)
+	resp, cancel := f.get(user, path, h) //nolint:bodyclose // the stream's close closes it, at the latest when the test ends
 	if resp.StatusCode != http.StatusOK {
+		r := readReply(f.t, resp)
 		cancel()
-		f.t.Fatalf("stream: status %d", resp.StatusCode)
+		f.t.Fatalf("stream: status %d; body %s", r.Status, r.Body)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		f.t.Errorf("stream Content-Type = %q", ct)
