@@ -79,7 +79,7 @@ func openStream(t *testing.T, base, token, lastID string) stream {
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the reader goroutine below closes it
 	if err != nil {
 		t.Fatal(err)
 	}
