@@ -10,6 +10,7 @@ import (
 
 	"board/internal/fault"
 	"board/internal/snowflake"
+	"board/internal/sqldb"
 )
 
 // inbox is a user's inbox row, as a transaction holds it.
@@ -24,13 +25,22 @@ type inbox struct {
 func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx, in *inbox) error) (changed bool, err error) {
 	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
 		changed = false
-		if _, err := tx.ExecContext(ctx, "INSERT INTO inbox (user_id) VALUES (?)"+s.db.OnConflictUpdate("user_id", "user_id = user_id"), userID); err != nil {
-			return err
-		}
 		in := inbox{userID: userID}
 		p := &in.prefs
-		if err := tx.QueryRowContext(ctx, "SELECT seq, unread, want_reply, want_comment_reply, want_like, want_moderation FROM inbox WHERE user_id = ?"+s.db.ForUpdate(),
-			userID).Scan(&in.seq, &in.unread, &p.Reply, &p.CommentReply, &p.Like, &p.Moderation); err != nil {
+		lock := func() error {
+			return tx.QueryRowContext(ctx, "SELECT seq, unread, want_reply, want_comment_reply, want_like, want_moderation FROM inbox WHERE user_id = ?"+s.db.ForUpdate(),
+				userID).Scan(&in.seq, &in.unread, &p.Reply, &p.CommentReply, &p.Like, &p.Moderation)
+		}
+		// Most inboxes exist: one statement takes the row. A new one is made first (by another transaction at the
+		// same time, perhaps: the upsert then waits for it), then taken.
+		err := lock()
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO inbox (user_id) VALUES (?)"+s.db.OnConflictUpdate("user_id", "user_id = user_id"), userID); err != nil {
+				return err
+			}
+			err = lock()
+		}
+		if err != nil {
 			return err
 		}
 		before := in
@@ -41,7 +51,7 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 			return nil
 		}
 		changed = true
-		_, err := tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ? WHERE user_id = ?",
+		_, err = tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ? WHERE user_id = ?",
 			in.seq, in.unread, p.Reply, p.CommentReply, p.Like, p.Moderation, userID)
 		return err
 	})
@@ -55,12 +65,12 @@ func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Not
 		if !in.prefs.wants(n.Kind) {
 			return nil
 		}
-		if dup, err := s.hasKey(ctx, tx, userID, dedupeKey); err != nil || dup {
-			return err
+		added, err := s.insert(ctx, tx, userID, in.seq+1, dedupeKey, n)
+		if added {
+			in.seq++
+			in.unread++
 		}
-		in.seq++
-		in.unread++
-		return s.insert(ctx, tx, userID, in.seq, dedupeKey, n)
+		return err
 	})
 	if changed {
 		s.publish(ctx, userID)
@@ -76,15 +86,12 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 		if !in.prefs.Like {
 			return nil
 		}
-		var seen int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM like_actor WHERE user_id = ? AND article_id = ? AND actor_id = ?", userID, n.ArticleID, actor).Scan(&seen)
-		if err == nil {
-			return nil // this liker notified the writer already
-		} else if !errors.Is(err, sql.ErrNoRows) {
+		res, err := tx.ExecContext(ctx, s.insertIgnore()+" like_actor (user_id, article_id, actor_id) VALUES (?, ?, ?)", userID, n.ArticleID, actor)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO like_actor (user_id, article_id, actor_id) VALUES (?, ?, ?)", userID, n.ArticleID, actor); err != nil {
-			return err
+		if first, err := res.RowsAffected(); err != nil || first == 0 {
+			return err // this liker notified the writer already
 		}
 		in.seq++
 		var id, count int64
@@ -93,7 +100,8 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 			userID, key).Scan(&id, &actors, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			in.unread++
-			return s.insert(ctx, tx, userID, in.seq, key, n)
+			_, err := s.insert(ctx, tx, userID, in.seq, key, n)
+			return err
 		} else if err != nil {
 			return err
 		}
@@ -109,26 +117,30 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 	return err
 }
 
-func (s *Service) hasKey(ctx context.Context, tx *sql.Tx, userID int64, key string) (bool, error) {
-	var one int
-	err := tx.QueryRowContext(ctx, "SELECT 1 FROM notification WHERE user_id = ? AND dedupe_key = ?", userID, key).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// insertIgnore begins an insert that adds nothing, rather than fail, where a unique key has the row already.
+func (s *Service) insertIgnore() string {
+	if s.db.Dialect == sqldb.MySQL {
+		return "INSERT IGNORE INTO"
 	}
-	return err == nil, err
+	return "INSERT OR IGNORE INTO"
 }
 
-func (s *Service) insert(ctx context.Context, tx *sql.Tx, userID, seq int64, key string, n Notification) error {
+// insert adds n to the user's inbox at sequence number seq; added is false when the inbox has its dedupe key already.
+func (s *Service) insert(ctx context.Context, tx *sql.Tx, userID, seq int64, key string, n Notification) (added bool, err error) {
 	id, err := s.ids.Next()
 	if err != nil {
-		return snowflake.Unavailable(err)
+		return false, snowflake.Unavailable(err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO notification (user_id, notification_id, seq, kind, dedupe_key, article_id,
+	res, err := tx.ExecContext(ctx, s.insertIgnore()+` notification (user_id, notification_id, seq, kind, dedupe_key, article_id,
 		article_title, comment_id, actor_ids, actor_count, action, reason, is_read, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE, ?, ?)`,
 		userID, id, seq, string(n.Kind), key, n.ArticleID, n.ArticleTitle, n.CommentID, formatActors(n.ActorIDs),
 		len(n.ActorIDs), n.Action, n.Reason, millis(n.CreatedAt), millis(n.UpdatedAt))
-	return err
+	if err != nil {
+		return false, err
+	}
+	rows, err := res.RowsAffected()
+	return rows == 1, err
 }
 
 // retract deletes the user's unread notifications that match cond (with its args), which point at content no longer
