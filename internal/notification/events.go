@@ -221,8 +221,16 @@ func (s *Service) commentModerated(ctx context.Context, env event.Envelope) erro
 	if err != nil {
 		return err
 	}
-	if p.Hidden != event.Visible && known {
+	switch {
+	case p.Hidden != event.Visible && known:
 		if err := s.retractComment(ctx, c); err != nil {
+			return err
+		}
+	case p.Hidden != event.Visible:
+		// Hidden before its create was read here (the topics are read apart): recorded as gone, so that the create
+		// tells no one.
+		if _, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id, deleted) VALUES (?, ?, '', 0, ?, TRUE)"+
+			s.db.OnConflictUpdate("article_id, comment_id", "deleted = TRUE"), c.articleID, c.id, int64(p.WriterID)); err != nil {
 			return err
 		}
 	}

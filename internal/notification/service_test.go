@@ -239,6 +239,13 @@ func TestDeletedOrHiddenBeforeRead(t *testing.T) {
 		if got := f.unread(author); got != 2 {
 			t.Errorf("a deleted comment's late create: author's unread %d, want 2", got)
 		}
+		// So does one hidden before its create is read (the moderation topic is read apart from the comment topic).
+		f.deliver(event.CommentModerated, event.CommentModeration{CommentID: apijson.ID(c(10)), ArticleID: a1, BoardID: 1,
+			WriterID: other, Hidden: event.Pending, Action: event.ActionHide, ModeratedAt: apijson.Time(t0)})
+		f.deliver(event.CommentCreated, commentV2(c(10), a1, other, "00004"))
+		if got := f.unread(author); got != 2 {
+			t.Errorf("a hidden comment's late create: author's unread %d, want 2", got)
+		}
 
 		// A restored comment does not take anything back.
 		f.deliver(event.CommentModerated, event.CommentModeration{CommentID: apijson.ID(c(4)), ArticleID: a1, BoardID: 1,
