@@ -54,6 +54,12 @@ func (s *Service) articleDeleted(ctx context.Context, env event.Envelope) error 
 	if id <= 0 {
 		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
 	}
+	// Marked gone first: a comment or like handled at the same time either sees it gone, or adds its notification
+	// before it looks again, which finds it gone and takes the notification back (notifyComment, articleLiked).
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title, deleted) VALUES (?, ?, '', TRUE)"+
+		s.db.OnConflictUpdate("article_id", "deleted = TRUE"), id, int64(p.WriterID)); err != nil {
+		return err
+	}
 	writers, err := s.commentWriters(ctx, id)
 	if err != nil {
 		return err
@@ -63,11 +69,7 @@ func (s *Service) articleDeleted(ctx context.Context, env event.Envelope) error 
 			return err
 		}
 	}
-	// The refs go last: a delivery that fails midway finds them again.
-	if _, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title, deleted) VALUES (?, ?, '', TRUE)"+
-		s.db.OnConflictUpdate("article_id", "deleted = TRUE"), id, int64(p.WriterID)); err != nil {
-		return err
-	}
+	// The comments go last: a delivery that fails midway finds their writers again.
 	_, err = s.db.ExecContext(ctx, "DELETE FROM comment_ref WHERE article_id = ?", id)
 	return err
 }
@@ -83,11 +85,14 @@ func (s *Service) commentCreated(ctx context.Context, env event.Envelope) error 
 	if err != nil {
 		return err
 	}
-	if _, known, err := s.knownComment(ctx, c.articleID, c.id); err != nil || known {
-		return err
+	ref, err := s.commentRef(ctx, c.articleID, c.id)
+	if err != nil || ref.created || ref.deleted {
+		return err // told of already, or gone before its create was read
 	}
-	if err := s.notifyComment(ctx, c, time.Time(p.CreatedAt)); err != nil {
-		return err
+	if !ref.hidden {
+		if err := s.notifyComment(ctx, c, time.Time(p.CreatedAt)); err != nil {
+			return err
+		}
 	}
 	// The ref goes last: a delivery that fails midway (the article service down) does not find it, and notifies
 	// again; the dedupe keys keep that to one notification each.
@@ -106,15 +111,38 @@ func (s *Service) notifyComment(ctx context.Context, c comment, at time.Time) er
 	if err != nil {
 		return err
 	}
+	var told []int64
 	if found && !deleted && parent != c.writerID {
 		n.Kind = CommentReply
 		if err := s.add(ctx, parent, key, n); err != nil {
 			return err
 		}
+		told = append(told, parent)
 	}
 	if a.writerID != c.writerID {
 		n.Kind = ArticleComment
-		return s.add(ctx, a.writerID, key, n)
+		if err := s.add(ctx, a.writerID, key, n); err != nil {
+			return err
+		}
+		told = append(told, a.writerID)
+	}
+	// The article's delete, or the comment's hide, may have been handled meanwhile (their topics are read apart):
+	// looked at again after the adds, one of the two handlers sees the other's work.
+	_, there, err := s.knownArticle(ctx, c.articleID)
+	if err != nil {
+		return err
+	}
+	ref, err := s.commentRef(ctx, c.articleID, c.id)
+	if err != nil {
+		return err
+	}
+	if there && !ref.hidden && !ref.deleted {
+		return nil
+	}
+	for _, user := range told {
+		if err := s.retract(ctx, user, "dedupe_key = ?", key); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -173,8 +201,15 @@ func (s *Service) articleLiked(ctx context.Context, env event.Envelope) error {
 		return err
 	}
 	at := s.at(time.Time(p.CreatedAt))
-	return s.addLike(ctx, a.writerID, Notification{Kind: ArticleLike, ArticleID: id, ArticleTitle: a.title,
-		ActorIDs: []int64{liker}, CreatedAt: at, UpdatedAt: at})
+	if err := s.addLike(ctx, a.writerID, Notification{Kind: ArticleLike, ArticleID: id, ArticleTitle: a.title,
+		ActorIDs: []int64{liker}, CreatedAt: at, UpdatedAt: at}); err != nil {
+		return err
+	}
+	// As for a comment (notifyComment): the article's delete may have been handled meanwhile.
+	if _, there, err := s.knownArticle(ctx, id); err != nil || there {
+		return err
+	}
+	return s.retract(ctx, a.writerID, "article_id = ? AND kind = ?", id, string(ArticleLike))
 }
 
 // articleModerated tells the article's writer what a moderator (or enough reports) did to it. A hidden article is
@@ -217,20 +252,17 @@ func (s *Service) commentModerated(ctx context.Context, env event.Envelope) erro
 	if p.CommentID <= 0 || p.ArticleID <= 0 {
 		return fault.Invalidf("INVALID_COMMENT_ID", "%s without a valid commentId and articleId", env.Type)
 	}
-	c, known, err := s.knownComment(ctx, int64(p.ArticleID), int64(p.CommentID))
-	if err != nil {
+	hidden := p.Hidden != event.Visible
+	// A comment hidden before its create was read here (the topics are read apart) gets its row now, not created
+	// yet: its create then tells no one, unless a restore comes first.
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id, hidden, created) VALUES (?, ?, '', 0, ?, ?, FALSE)"+
+		s.db.OnConflictUpdate("article_id, comment_id", "hidden = ?"), int64(p.ArticleID), int64(p.CommentID), int64(p.WriterID), hidden, hidden); err != nil {
 		return err
 	}
-	switch {
-	case p.Hidden != event.Visible && known:
-		if err := s.retractComment(ctx, c); err != nil {
-			return err
-		}
-	case p.Hidden != event.Visible:
-		// Hidden before its create was read here (the topics are read apart): recorded as gone, so that the create
-		// tells no one.
-		if _, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id, deleted) VALUES (?, ?, '', 0, ?, TRUE)"+
-			s.db.OnConflictUpdate("article_id, comment_id", "deleted = TRUE"), c.articleID, c.id, int64(p.WriterID)); err != nil {
+	if ref, err := s.commentRef(ctx, int64(p.ArticleID), int64(p.CommentID)); err != nil {
+		return err
+	} else if hidden && ref.created {
+		if err := s.retractComment(ctx, ref.comment); err != nil {
 			return err
 		}
 	}
@@ -300,7 +332,10 @@ func (s *Service) article(ctx context.Context, id int64) (article, bool, error) 
 	if err != nil || !looked.ok {
 		return a, false, err
 	}
-	return looked.article, true, s.saveArticle(ctx, looked.article)
+	// Only inserted: an ARTICLE_UPDATED handled while the lookup ran has the newer title.
+	_, err = s.db.ExecContext(ctx, s.insertIgnore()+" article_ref (article_id, writer_id, title) VALUES (?, ?, ?)",
+		looked.id, looked.writerID, looked.title)
+	return looked.article, true, err
 }
 
 func (s *Service) articleRef(ctx context.Context, id int64) (a article, found, deleted bool, err error) {
@@ -376,22 +411,28 @@ func commentOf(env event.Envelope, p event.Comment) (comment, error) {
 	return c, nil
 }
 
-// saveComment records a new comment; one recorded before (deleted meanwhile, say) stays as it is.
+// saveComment records a comment's create, keeping what a delete or a hide recorded before.
 func (s *Service) saveComment(ctx context.Context, c comment) error {
 	_, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id) VALUES (?, ?, ?, ?, ?)"+
-		s.db.OnConflictUpdate("article_id, comment_id", "writer_id = writer_id"), c.articleID, c.id, c.path, c.parentID, c.writerID)
+		s.db.OnConflictUpdate("article_id, comment_id", "path = ?, parent_id = ?, created = TRUE"),
+		c.articleID, c.id, c.path, c.parentID, c.writerID, c.path, c.parentID)
 	return err
 }
 
-// knownComment returns a comment the events told of; ok is true for any they did, deleted or not.
-func (s *Service) knownComment(ctx context.Context, articleID, id int64) (c comment, ok bool, err error) {
-	c = comment{id: id, articleID: articleID}
-	err = s.db.QueryRowContext(ctx, "SELECT path, parent_id, writer_id FROM comment_ref WHERE article_id = ? AND comment_id = ?",
-		articleID, id).Scan(&c.path, &c.parentID, &c.writerID)
+// commentRefState is what the service knows of a comment: nothing (all false), or its row.
+type commentRefState struct {
+	comment
+	created, deleted, hidden bool
+}
+
+func (s *Service) commentRef(ctx context.Context, articleID, id int64) (commentRefState, error) {
+	r := commentRefState{comment: comment{id: id, articleID: articleID}}
+	err := s.db.QueryRowContext(ctx, "SELECT path, parent_id, writer_id, created, deleted, hidden FROM comment_ref WHERE article_id = ? AND comment_id = ?",
+		articleID, id).Scan(&r.path, &r.parentID, &r.writerID, &r.created, &r.deleted, &r.hidden)
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, false, nil
+		return r, nil
 	}
-	return c, err == nil, err
+	return r, err
 }
 
 // parentWriter returns the writer of a reply's parent, and whether it is deleted; found is false for a root comment,

@@ -545,10 +545,10 @@ func (s *sseStream) quiet(d time.Duration) {
 	}
 }
 
-// opened expects the events a stream starts with: the retry and the unread count.
+// opened expects the events a stream starts with: the retry (with the id it starts from) and the unread count.
 func (s *sseStream) opened(unread int64) {
 	s.t.Helper()
-	if ev := s.next(5 * time.Second); ev != (sseEvent{Name: "retry", Data: "3000"}) {
+	if ev := s.next(5 * time.Second); ev.Name != "retry" || ev.Data != "3000" || ev.ID == "" {
 		s.t.Fatalf("first event %+v, want retry: 3000", ev)
 	}
 	s.unread(unread)

@@ -95,12 +95,14 @@ const (
 
 // Service is the notification service.
 type Service struct {
-	db     *sqldb.DB
-	ids    *snowflake.Generator
-	rdb    redis.UniversalClient
-	hub    *hub
-	cfg    Config
-	client *http.Client
+	db  *sqldb.DB
+	ids *snowflake.Generator
+	rdb redis.UniversalClient
+	hub *hub
+	// announce holds the users whose inbox changed, for Run to announce to the other instances.
+	announce chan int64
+	cfg      Config
+	client   *http.Client
 }
 
 // New returns the service. Run must run for its streams to hear of changes made by other instances.
@@ -125,7 +127,8 @@ func New(db *sqldb.DB, ids *snowflake.Generator, rdb redis.UniversalClient, cfg 
 	}
 	client := &http.Client{Timeout: 2 * lookupTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: lookupTimeout}}
-	return &Service{db: db, ids: ids, rdb: rdb, hub: newHub(cfg.MaxStreams, cfg.MaxStreamsPerUser), cfg: cfg, client: client}
+	return &Service{db: db, ids: ids, rdb: rdb, hub: newHub(cfg.MaxStreams, cfg.MaxStreamsPerUser),
+		announce: make(chan int64, announceQueue), cfg: cfg, client: client}
 }
 
 // channel is the Redis pub/sub channel that tells every instance whose inbox changed.

@@ -3,6 +3,7 @@ package notification
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -569,4 +570,40 @@ func TestNeedsAToken(t *testing.T) {
 	} {
 		httpiotest.WantError(t, f.call(0, route.method, route.target, route.body), http.StatusUnauthorized, "UNAUTHENTICATED")
 	}
+}
+
+// An article's delete and a comment or like on it, handled at once (their topics are read apart, and partitions
+// side by side): no unread notification about the deleted article is left, whichever goes first.
+func TestDeleteRacesCommentsAndLikes(t *testing.T) {
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		f := newFixture(t, db, b, Config{})
+		for i := range int64(40) {
+			a := a1 + 1000 + i
+			f.deliver(event.ArticleCreated, articleEvent(a, author, "x"))
+			f.deliver(event.CommentCreated, commentV1(c(100+2*i), a, other, 0))
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			wg.Go(func() {
+				errs[0] = f.handle(envelope(t, event.CommentCreated, commentV1(c(101+2*i), a, replier, c(100+2*i))))
+			})
+			wg.Go(func() { errs[1] = f.handle(envelope(t, event.ArticleLiked, likeEvent(a, replier))) })
+			wg.Go(func() { errs[2] = f.handle(envelope(t, event.ArticleDeleted, articleEvent(a, author, "x"))) })
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, u := range []int64{author, other} {
+			for _, n := range f.list(u) {
+				if !n.Read {
+					t.Errorf("user %d has an unread notification about a deleted article: %+v", u, n.brief())
+				}
+			}
+			if got := f.unread(u); got != 0 {
+				t.Errorf("user %d's unread count %d, want 0", u, got)
+			}
+		}
+	})
 }

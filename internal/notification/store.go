@@ -61,6 +61,9 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 // add puts n in the user's inbox as a new unread notification unless its dedupe key is there already (the event
 // was delivered before) or the user does not want its kind.
 func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Notification) error {
+	if userID <= 0 {
+		return nil // an event that names no writer
+	}
 	changed, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
 		if !in.prefs.wants(n.Kind) {
 			return nil
@@ -73,13 +76,16 @@ func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Not
 		return err
 	})
 	if changed {
-		s.publish(ctx, userID)
+		s.publish(userID)
 	}
 	return err
 }
 
 // addLike adds actor to the unread like group of the user's article, or starts one, the first time actor likes it.
 func (s *Service) addLike(ctx context.Context, userID int64, n Notification) error {
+	if userID <= 0 {
+		return nil
+	}
 	actor := n.ActorIDs[0]
 	key := "l:" + strconv.FormatInt(n.ArticleID, 10)
 	changed, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
@@ -112,7 +118,7 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 		return err
 	})
 	if changed {
-		s.publish(ctx, userID)
+		s.publish(userID)
 	}
 	return err
 }
@@ -157,7 +163,7 @@ func (s *Service) retract(ctx context.Context, userID int64, cond string, args .
 		return err
 	})
 	if changed {
-		s.publish(ctx, userID)
+		s.publish(userID)
 	}
 	return err
 }
@@ -184,7 +190,7 @@ func (s *Service) MarkRead(ctx context.Context, userID, notificationID int64) er
 		return err // read already
 	})
 	if changed {
-		s.publish(ctx, userID)
+		s.publish(userID)
 	}
 	return err
 }
@@ -201,7 +207,7 @@ func (s *Service) MarkAllRead(ctx context.Context, userID int64) error {
 		return err
 	})
 	if changed {
-		s.publish(ctx, userID)
+		s.publish(userID)
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,19 +93,24 @@ func (h *hub) wake(user int64) {
 // publishTimeout bounds an announcement: a stream that misses one reads within a minute anyway.
 const publishTimeout = time.Second
 
-// publish announces a change to the user's inbox, to this instance's streams and, through Redis, to the others'.
-func (s *Service) publish(ctx context.Context, user int64) {
+// announceQueue bounds the announcements waiting for Redis; past it they are dropped (the streams read anyway).
+const announceQueue = 4096
+
+// publish announces a change to the user's inbox: at once to this instance's streams, and through Redis, by Run, to
+// the other instances'. It never waits for Redis: a hint must not slow the inbox write it follows.
+func (s *Service) publish(user int64) {
 	s.hub.wake(user)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
-	if err := s.rdb.Publish(ctx, s.channel(), strconv.FormatInt(user, 10)).Err(); err != nil {
-		s.cfg.Logger.Warn("notification: cannot announce an inbox change; streams on other instances see it within a minute",
-			"user", user, "err", err)
+	select {
+	case s.announce <- user:
+	default:
 	}
 }
 
-// Run listens to the other instances' announcements until ctx ends.
+// Run sends this instance's announcements and listens to the other instances' until ctx ends.
 func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.announceChanges(ctx) })
 	ps := s.rdb.Subscribe(ctx, s.channel())
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // Receive does not end with its context
 	defer stop()
@@ -129,12 +135,37 @@ func (s *Service) Run(ctx context.Context) {
 	_ = ps.Close()
 }
 
+// announceChanges publishes the queued announcements, logging when Redis starts and stops failing them.
+func (s *Service) announceChanges(ctx context.Context) {
+	failing := false
+	for {
+		var user int64
+		select {
+		case <-ctx.Done():
+			return
+		case user = <-s.announce:
+		}
+		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		err := s.rdb.Publish(pctx, s.channel(), strconv.FormatInt(user, 10)).Err()
+		cancel()
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			s.cfg.Logger.Warn("notification: cannot announce inbox changes; streams on other instances see them within a minute",
+				"err", err)
+		case err == nil && failing:
+			s.cfg.Logger.Info("notification: announcing inbox changes again")
+		}
+		failing = err != nil
+	}
+}
+
 // Stream timings.
 const (
 	streamRetry      = 3 * time.Second  // how long EventSource waits before it reconnects
 	streamWrite      = 10 * time.Second // a client that takes longer to take a write is gone
 	streamPageSize   = 100
-	streamCheckEvery = 4 // heartbeats between reads of a stream that heard nothing
+	streamCheckEvery = 4               // heartbeats between reads of a stream that heard nothing
+	streamQuery      = 5 * time.Second // bounds a stream's reads of the inbox
 )
 
 // stream serves GET /v1/notifications/stream: the user's unread count, and every notification changed after the
@@ -156,7 +187,9 @@ func (h handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer s.hub.leave(l)
 	// Joined first, read second: a change made in between wakes the stream, which then reads it.
-	seq, _, err := s.state(ctx, p.UserID)
+	qctx, cancel := context.WithTimeout(ctx, streamQuery)
+	seq, _, err := s.state(qctx, p.UserID)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -172,14 +205,20 @@ func (h handlers) stream(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("X-Accel-Buffering", "no") // nginx would hold the events back
 	w.WriteHeader(http.StatusOK)
 	out := sse{w: w, rc: rc, unread: -1}
-	out.buf = fmt.Appendf(out.buf, "retry: %d\n\n", streamRetry.Milliseconds())
+	// The id, without an event, becomes the client's last event id: one that reconnects before any notification
+	// came resumes from here, not from the moment it reconnects.
+	out.buf = fmt.Appendf(out.buf, "retry: %d\nid: %d\n\n", streamRetry.Milliseconds(), last)
 	lifetime := time.NewTimer(s.cfg.StreamLifetime)
 	defer lifetime.Stop()
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
-	for check, beats := true, 0; ; {
+	// Streams opened together check at different beats, so that their periodic reads do not come at once.
+	for check, beats := true, rand.IntN(streamCheckEvery); ; {
 		if check {
-			if last, err = out.catchUp(ctx, s, p.UserID, last); err != nil {
+			qctx, cancel := context.WithTimeout(ctx, streamQuery)
+			last, err = out.catchUp(qctx, s, p.UserID, last)
+			cancel()
+			if err != nil {
 				if ctx.Err() == nil {
 					s.cfg.Logger.Info("notification: stream ended", "user", p.UserID, "err", err)
 				}
@@ -260,7 +299,7 @@ func (o *sse) catchUp(ctx context.Context, s *Service, user, last int64) (int64,
 		return last, err
 	}
 	if unread != o.unread {
-		o.buf = fmt.Appendf(o.buf, "event: unread\ndata: {\"count\":%d}\n\n", unread)
+		o.buf = fmt.Appendf(o.buf, "id: %d\nevent: unread\ndata: {\"count\":%d}\n\n", last, unread)
 		o.unread = unread
 	}
 	return last, o.flush()

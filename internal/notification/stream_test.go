@@ -368,3 +368,21 @@ func TestStreamLifetime(t *testing.T) {
 		t.Errorf("the stream ended after %v, before its lifetime", d)
 	}
 }
+
+// A client that had no notification yet still has an event id, the one the stream opened at: reconnecting with it
+// (as EventSource does), it gets what came while it was away.
+func TestStreamResumesBeforeAnyNotification(t *testing.T) {
+	f := newFixture(t, sqldbtest.OpenSQLite(t, Migrate), redisclienttest.Mini(t), Config{})
+	f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
+	st := f.stream(author, "")
+	first := st.next(5 * time.Second)
+	st.close()
+	f.deliver(event.CommentCreated, commentV1(c(1), a1, replier, 0))
+	again := f.stream(author, first.ID)
+	if ev := again.next(5 * time.Second); ev.Name != "retry" {
+		t.Fatalf("first event %+v", ev)
+	}
+	if _, n := again.notification(5 * time.Second); n.CommentID != idStr(c(1)) {
+		t.Errorf("resumed with %+v, want the comment made while away", n)
+	}
+}

@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS article_ref (
     deleted    BOOLEAN      NOT NULL DEFAULT FALSE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
--- path compares byte by byte, as in the comment service.
+-- path compares byte by byte, as in the comment service. A comment hidden by moderation before its create was read
+-- here (the topics are read apart) has a row before it is created: created is false until then.
 CREATE TABLE IF NOT EXISTS comment_ref (
     article_id BIGINT      NOT NULL,
     comment_id BIGINT      NOT NULL,
@@ -62,6 +63,8 @@ CREATE TABLE IF NOT EXISTS comment_ref (
     parent_id  BIGINT      NOT NULL,
     writer_id  BIGINT      NOT NULL,
     deleted    BOOLEAN     NOT NULL DEFAULT FALSE,
+    hidden     BOOLEAN     NOT NULL DEFAULT FALSE,
+    created    BOOLEAN     NOT NULL DEFAULT TRUE,
     PRIMARY KEY (article_id, comment_id),
     KEY idx_article_path (article_id, path)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;

@@ -54,6 +54,8 @@ CREATE TABLE comment_ref (
     parent_id  INTEGER NOT NULL,
     writer_id  INTEGER NOT NULL,
     deleted    BOOLEAN NOT NULL DEFAULT FALSE,
+    hidden     BOOLEAN NOT NULL DEFAULT FALSE,
+    created    BOOLEAN NOT NULL DEFAULT TRUE,
     PRIMARY KEY (article_id, comment_id)
 );
 
