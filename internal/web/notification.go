@@ -115,7 +115,8 @@ func (s *Service) askUnread(r *http.Request, token string) *unreadCount {
 		u.n, u.err = s.api.unreadCount(ctx, token)
 		if u.err != nil {
 			s.cfg.Logger.WarnContext(ctx, "unread count unavailable; the bell is shown without it", "err", u.err)
-			if st := statusOf(u.err); st == 0 || st >= 500 {
+			// A reader who went away is no sign of a failing service.
+			if st := statusOf(u.err); (st == 0 && r.Context().Err() == nil) || st >= 500 {
 				s.bellResting.Store(time.Now().Add(bellRest).UnixNano())
 			}
 		}
@@ -404,7 +405,12 @@ func (s *Service) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+c.Value)
-	if last := r.Header.Get("Last-Event-ID"); last != "" && len(last) <= maxLastEventID {
+	// EventSource sends the header when it reconnects by itself; the page's own reopening passes the parameter.
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("lastEventId")
+	}
+	if last != "" && len(last) <= maxLastEventID {
 		req.Header.Set("Last-Event-ID", last)
 	}
 	if rid := httpio.RequestID(r.Context()); rid != "" {

@@ -366,7 +366,8 @@ func TestNotificationStream(t *testing.T) {
 	})
 }
 
-// TestStreamLastEventID: the browser's Last-Event-ID goes on to the service, which resumes from it.
+// TestStreamLastEventID: the browser's Last-Event-ID, or the page's lastEventId, goes on to the service, which
+// resumes from it.
 func TestStreamLastEventID(t *testing.T) {
 	t.Parallel()
 	f := newFakes(t)
@@ -378,6 +379,11 @@ func TestStreamLastEventID(t *testing.T) {
 	w := serve(t, h, visit{target: "/notifications/stream", token: alice, header: map[string]string{"Last-Event-ID": "7"}})
 	if w.Code != http.StatusOK || w.Body.String() != ": after 7\n\nid: 9\nevent: notification\ndata: {}\n\n" {
 		t.Errorf("status %d: %q", w.Code, w.Body)
+	}
+	// The page reopening a stream itself passes the id as a parameter.
+	w = serve(t, h, visit{target: "/notifications/stream?lastEventId=8", token: alice})
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), ": after 8\n") {
+		t.Errorf("with ?lastEventId=8: status %d: %q", w.Code, w.Body)
 	}
 }
 

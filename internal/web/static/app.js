@@ -99,13 +99,15 @@ function watchNotifications() {
       }
     }, 100);
   };
-  let wait = 3000, source = null, retry = null;
+  // The stream's last event id, for a stream the page opens again itself (the browser's own reconnects send it).
+  let wait = 3000, source = null, retry = null, last = "";
+  const seen = (e) => { if (e.lastEventId) last = e.lastEventId; };
   const open = () => {
     retry = null;
-    source = new EventSource("/notifications/stream");
+    source = new EventSource("/notifications/stream" + (last ? `?lastEventId=${encodeURIComponent(last)}` : ""));
     source.addEventListener("open", () => { wait = 3000; });
-    source.addEventListener("unread", (e) => showUnread(JSON.parse(e.data).count));
-    source.addEventListener("notification", arrived);
+    source.addEventListener("unread", (e) => { seen(e); showUnread(JSON.parse(e.data).count); });
+    source.addEventListener("notification", (e) => { seen(e); arrived(); });
     source.addEventListener("error", () => {
       // A dropped stream is reopened by the browser; a refusal (signed out, too many streams) closes it, and it is
       // tried again later, less and less often.
