@@ -168,6 +168,11 @@ func postComment(t *testing.T, base, token, article, parentPath string) (id, pat
 func TestNotificationFlow(t *testing.T) {
 	t.Parallel()
 	p := startProgram(t, testFlags(t, t.TempDir()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the board's log:\n%s", p.logs)
+		}
+	})
 	n := p.urls["notification"]
 	aliceID, alice := signUp(t, p, "alice")
 	bobID, bob := signUp(t, p, "bob")

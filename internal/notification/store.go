@@ -32,10 +32,11 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 				userID).Scan(&in.seq, &in.unread, &p.Reply, &p.CommentReply, &p.Like, &p.Moderation)
 		}
 		// Most inboxes exist: one statement takes the row. A new one is made first (by another transaction at the
-		// same time, perhaps: the upsert then waits for it), then taken.
+		// same time, perhaps: the insert then waits for it), then taken.
 		err := lock()
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO inbox (user_id) VALUES (?)"+s.db.OnConflictUpdate("user_id", "user_id = user_id"), userID); err != nil {
+			// Not an upsert that sets user_id: vtgate refuses any that touches the vindex column.
+			if _, err := tx.ExecContext(ctx, s.insertIgnore()+" inbox (user_id) VALUES (?)", userID); err != nil {
 				return err
 			}
 			err = lock()
