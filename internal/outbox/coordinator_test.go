@@ -209,6 +209,9 @@ func TestPausedOwnerCausesDuplicatesNotLoss(t *testing.T) {
 		// paused pings once, then sleeps through the active relay's dead timeout (its own, an hour, would wake it at
 		// the active one's expiry): it keeps polling the shards it last owned.
 		paused := h.killableRelay(testRelay, CoordinatorConfig{Ping: time.Hour, DeadAfter: time.Hour})
+		// Its one ping done before the active relay joins: a ping still under way (slow under the race detector)
+		// would set what it owns after the test has read it.
+		waitFor(t, "the paused relay's first ping", 5*time.Second, func() bool { return len(paused.coord.Owned()) == DefaultShards })
 		active := h.killableRelay(testRelay, testCoordinator)
 		waitFor(t, "the active relay to see the paused one", 5*time.Second, func() bool {
 			return len(active.coord.Owned()) < DefaultShards && len(active.coord.Owned()) > 0
