@@ -55,10 +55,12 @@ func (t *routeTable) route(pattern string) *routeMetrics {
 	})
 }
 
-// count records one answer of the route.
-func (m *routeMetrics) count(status int, elapsed time.Duration) {
+// count records one answer of the route, and its latency if timed.
+func (m *routeMetrics) count(status int, elapsed time.Duration, timed bool) {
 	m.codes.get(status, func() prometheus.Counter { return m.requests.WithLabelValues(strconv.Itoa(status)) }).Inc()
-	m.latency.Observe(elapsed.Seconds())
+	if timed {
+		m.latency.Observe(elapsed.Seconds())
+	}
 }
 
 // cowMap is a map read on every request and written a few times in the life of a process (once for each route and

@@ -232,7 +232,8 @@ func (s Server) serve(x *exchange, r *http.Request, api *http.ServeMux, routes *
 		if route == "" {
 			route = "unmatched"
 		}
-		routes.route(route).count(x.sw.status, time.Since(start))
+		// A stream's duration is how long its client stayed, not how fast it was served: it is counted, not timed.
+		routes.route(route).count(x.sw.status, time.Since(start), !s.Streams[r.URL.Path])
 	}()
 
 	// Paths are not cleaned: a resource has one address, and the mux would answer the alias with a redirect.

@@ -428,3 +428,76 @@ func TestGeneratedRequestIDsAreUnique(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// A stream outlives the request deadline and the write timeout, is counted but not timed in the metrics, and ends
+// when the server shuts down, which then does not wait for it.
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	api := http.NewServeMux()
+	api.HandleFunc("GET /v1/stream", func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+			t.Error(err)
+		}
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := io.WriteString(w, "tick\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+	reg := prometheus.NewRegistry()
+	s := Server{Service: "test", API: api, Gatherer: reg, Metrics: NewMetrics(reg), Logger: discard,
+		RequestTimeout: 50 * time.Millisecond, Streams: map[string]bool{"/v1/stream": true}}
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = s.HTTPServer()
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	resp, err := http.Get(srv.URL + "/v1/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	deadline := time.Now().Add(400 * time.Millisecond) // 8 request deadlines, 2 write timeouts
+	for time.Now().Before(deadline) {
+		if !lines.Scan() {
+			t.Fatalf("the stream ended after %v: %v", time.Until(deadline), lines.Err())
+		}
+	}
+	shutdown := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shutdown <- srv.Config.Shutdown(ctx)
+	}()
+	for lines.Scan() {
+	}
+	if err := <-shutdown; err != nil {
+		t.Errorf("shutdown waited for the stream: %v", err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		switch f.GetName() {
+		case "board_http_requests_total":
+			if len(f.GetMetric()) != 1 || f.GetMetric()[0].GetCounter().GetValue() != 1 {
+				t.Errorf("requests counted: %v, want the stream once", f.GetMetric())
+			}
+		case "board_http_request_duration_seconds":
+			for _, m := range f.GetMetric() {
+				if n := m.GetHistogram().GetSampleCount(); n != 0 {
+					t.Errorf("a stream was timed: %d samples", n)
+				}
+			}
+		}
+	}
+}
