@@ -85,12 +85,12 @@ func (s *Service) commentCreated(ctx context.Context, env event.Envelope) error 
 	if err != nil {
 		return err
 	}
-	ref, err := s.commentRef(ctx, c.articleID, c.id)
-	if err != nil || ref.created || ref.deleted {
+	r, err := s.refsOf(ctx, c.articleID, c.id)
+	if err != nil || r.comment.created || r.comment.deleted {
 		return err // told of already, or gone before its create was read
 	}
-	if !ref.hidden {
-		if err := s.notifyComment(ctx, c, time.Time(p.CreatedAt)); err != nil {
+	if !r.comment.hidden {
+		if err := s.notifyComment(ctx, c, r, time.Time(p.CreatedAt)); err != nil {
 			return err
 		}
 	}
@@ -99,10 +99,16 @@ func (s *Service) commentCreated(ctx context.Context, env event.Envelope) error 
 	return s.saveComment(ctx, c)
 }
 
-func (s *Service) notifyComment(ctx context.Context, c comment, at time.Time) error {
-	a, ok, err := s.article(ctx, c.articleID)
-	if err != nil || !ok {
-		return err
+func (s *Service) notifyComment(ctx context.Context, c comment, r refs, at time.Time) error {
+	a, ok := r.article, r.articleFound && !r.articleDeleted
+	if !r.articleFound {
+		var err error
+		if a, ok, err = s.article(ctx, c.articleID); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return nil
 	}
 	n := Notification{ArticleID: c.articleID, ArticleTitle: a.title, CommentID: c.id, ActorIDs: []int64{c.writerID},
 		CreatedAt: s.at(at), UpdatedAt: s.at(at)}
@@ -128,15 +134,11 @@ func (s *Service) notifyComment(ctx context.Context, c comment, at time.Time) er
 	}
 	// The article's delete, or the comment's hide, may have been handled meanwhile (their topics are read apart):
 	// looked at again after the adds, one of the two handlers sees the other's work.
-	_, there, err := s.knownArticle(ctx, c.articleID)
+	again, err := s.refsOf(ctx, c.articleID, c.id)
 	if err != nil {
 		return err
 	}
-	ref, err := s.commentRef(ctx, c.articleID, c.id)
-	if err != nil {
-		return err
-	}
-	if there && !ref.hidden && !ref.deleted {
+	if again.articleFound && !again.articleDeleted && !again.comment.hidden && !again.comment.deleted {
 		return nil
 	}
 	for _, user := range told {
@@ -417,6 +419,37 @@ func (s *Service) saveComment(ctx context.Context, c comment) error {
 		s.db.OnConflictUpdate("article_id, comment_id", "path = ?, parent_id = ?, created = TRUE"),
 		c.articleID, c.id, c.path, c.parentID, c.writerID, c.path, c.parentID)
 	return err
+}
+
+// refs is what the service knows of an article and one of its comments.
+type refs struct {
+	article                      article
+	articleFound, articleDeleted bool
+	comment                      commentRefState
+}
+
+// refsOf reads what the service knows of an article and one of its comments in one statement: both are keyed by
+// the article, so behind Vitess the join runs on its one shard.
+func (s *Service) refsOf(ctx context.Context, articleID, commentID int64) (refs, error) {
+	r := refs{article: article{id: articleID}, comment: commentRefState{comment: comment{id: commentID, articleID: articleID}}}
+	var path sql.NullString
+	var parent, writer sql.NullInt64
+	var created, deleted, hidden sql.NullBool
+	err := s.db.QueryRowContext(ctx, `SELECT a.writer_id, a.title, a.deleted, c.path, c.parent_id, c.writer_id, c.created, c.deleted, c.hidden
+		FROM article_ref a LEFT JOIN comment_ref c ON c.article_id = a.article_id AND c.comment_id = ? WHERE a.article_id = ?`,
+		commentID, articleID).Scan(&r.article.writerID, &r.article.title, &r.articleDeleted, &path, &parent, &writer, &created, &deleted, &hidden)
+	if errors.Is(err, sql.ErrNoRows) {
+		// No record of the article; one of the comment may be there all the same (a hide read first).
+		r.comment, err = s.commentRef(ctx, articleID, commentID)
+		return r, err
+	}
+	if err != nil {
+		return r, err
+	}
+	r.articleFound = true
+	r.comment.path, r.comment.parentID, r.comment.writerID = path.String, parent.Int64, writer.Int64
+	r.comment.created, r.comment.deleted, r.comment.hidden = created.Bool, deleted.Bool, hidden.Bool
+	return r, nil
 }
 
 // commentRefState is what the service knows of a comment: nothing (all false), or its row.
