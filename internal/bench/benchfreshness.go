@@ -243,6 +243,41 @@ type failure struct {
 	first string
 }
 
+// failures counts a run's errors by class, each with the first one's text.
+type failures map[string]*failure
+
+// add counts err under key.
+func (fs *failures) add(key string, err error) {
+	if *fs == nil {
+		*fs = failures{}
+	}
+	f := (*fs)[key]
+	if f == nil {
+		f = &failure{first: err.Error()}
+		(*fs)[key] = f
+	}
+	f.count++
+}
+
+// waitUntil checks done every 10 ms until it holds, wait has passed or ctx is done, and returns how long it waited.
+func waitUntil(ctx context.Context, wait time.Duration, done func() bool) time.Duration {
+	start := time.Now()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	check := time.NewTicker(10 * time.Millisecond)
+	defer check.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-deadline.C:
+			return time.Since(start)
+		case <-check.C:
+		}
+	}
+	return time.Since(start)
+}
+
 // freshnessRun is the state of one freshness bench: the writes acknowledged, the expectations they set, and the
 // latencies of those the poller has seen.
 type freshnessRun struct {
@@ -258,7 +293,7 @@ type freshnessRun struct {
 	counts    map[int][kindCount]int64 // acknowledged likes and comments per article
 	pending   []expectation
 	latencies [kindCount][]time.Duration
-	failures  map[string]*failure
+	failures  failures
 	inList    map[int]bool // bench articles in the last successful poll of their day
 
 	// Written by the poller only, read after it stopped.
@@ -356,16 +391,7 @@ func (r *freshnessRun) noteFailure(kind writeKind, err error) {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		class = "timeout"
 	}
-	key := kindNames[kind] + " " + class
-	if r.failures == nil {
-		r.failures = map[string]*failure{}
-	}
-	f := r.failures[key]
-	if f == nil {
-		f = &failure{first: err.Error()}
-		r.failures[key] = f
-	}
-	f.count++
+	r.failures.add(kindNames[kind]+" "+class, err)
 }
 
 // warnOfCompetition reads the lists of days once before the writes, and says when other articles already score
@@ -518,26 +544,11 @@ func (r *freshnessRun) resolve(day string, list []hotEntry, arrived time.Time) {
 // waitForPending waits until every expectation is seen, at most wait (or until ctx is done), and returns how
 // long it waited.
 func (r *freshnessRun) waitForPending(ctx context.Context, wait time.Duration) time.Duration {
-	start := time.Now()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	check := time.NewTicker(10 * time.Millisecond)
-	defer check.Stop()
-	for {
+	return waitUntil(ctx, wait, func() bool {
 		r.mu.Lock()
-		left := len(r.pending)
-		r.mu.Unlock()
-		if left == 0 {
-			return time.Since(start)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start)
-		case <-deadline.C:
-			return time.Since(start)
-		case <-check.C:
-		}
-	}
+		defer r.mu.Unlock()
+		return len(r.pending) == 0
+	})
 }
 
 func (r *freshnessRun) reportWrites(w io.Writer, interrupted bool, rate int, duration time.Duration, scheduled, skipped int64, elapsed time.Duration) {

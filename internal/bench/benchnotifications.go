@@ -274,22 +274,13 @@ type streamStats struct {
 	open       atomic.Int64 // connections that have had their first event and not ended
 	reconnects atomic.Int64
 	mu         sync.Mutex
-	failures   map[string]*failure // by class, of the openings and the ends of streams
+	failures   failures // by class, of the openings and the ends of streams
 }
 
 func (s *streamStats) note(what string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := what + " " + failureClass(err)
-	if s.failures == nil {
-		s.failures = map[string]*failure{}
-	}
-	f := s.failures[key]
-	if f == nil {
-		f = &failure{first: err.Error()}
-		s.failures[key] = f
-	}
-	f.count++
+	s.failures.add(what+" "+failureClass(err), err)
 }
 
 func (s *streamStats) report(w io.Writer) {
@@ -434,7 +425,7 @@ type deliveryRun struct {
 	delivered      map[int64]bool
 	acked, failed  int64
 	beforeAck, dup int64
-	failures       map[string]*failure
+	failures       failures
 	fromAck        []time.Duration
 	fromSend       []time.Duration
 	byInstance     [][]time.Duration // fromAck by the instance of the stream
@@ -545,14 +536,7 @@ func (r *deliveryRun) send(ctx context.Context, seq int64) {
 	if err != nil {
 		if ctx.Err() == nil {
 			r.failed++
-			key := failureClass(err)
-			if r.failures == nil {
-				r.failures = map[string]*failure{}
-			}
-			if r.failures[key] == nil {
-				r.failures[key] = &failure{first: err.Error()}
-			}
-			r.failures[key].count++
+			r.failures.add(failureClass(err), err)
 		}
 		return
 	}
@@ -619,19 +603,11 @@ func (r *deliveryRun) sampleFloor(ctx context.Context) {
 
 // waitForDelivery waits until every acknowledged comment is delivered, at most wait, and returns how long it waited.
 func (r *deliveryRun) waitForDelivery(ctx context.Context, wait time.Duration) time.Duration {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for ctx.Err() == nil {
+	return waitUntil(ctx, wait, func() bool {
 		r.mu.Lock()
-		left := len(r.pending)
-		r.mu.Unlock()
-		if left == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+		defer r.mu.Unlock()
+		return len(r.pending) == 0
+	})
 }
 
 // processGauges are the series of an instance's /metrics the streams phase reads, and how it names them.

@@ -287,17 +287,9 @@ func (r *searchFreshnessRun) found(id int64, at time.Time, byWord bool) {
 
 // waitForPending waits until every acknowledged article is found, at most wait, and returns how long it waited.
 func (r *searchFreshnessRun) waitForPending(ctx context.Context, wait time.Duration) time.Duration {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for ctx.Err() == nil {
+	return waitUntil(ctx, wait, func() bool {
 		r.mu.Lock()
-		left := len(r.pending)
-		r.mu.Unlock()
-		if left == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+		defer r.mu.Unlock()
+		return len(r.pending) == 0
+	})
 }
