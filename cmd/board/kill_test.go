@@ -98,6 +98,18 @@ func launch(t *testing.T, args ...string) *process {
 	return p
 }
 
+// allServicesArgs are the flags of a `board serve` of every service on the embedded engines in a new data
+// directory, each on a free port, with a relay that polls often (after a kill, what the fast path had not
+// published is the poller's), followed by extra.
+func allServicesArgs(t *testing.T, extra ...string) []string {
+	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
+		"--log-format", "json", "--relay-poll-interval", "200ms", "--relay-min-age", "200ms"}
+	for _, s := range app.Services() {
+		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
+	}
+	return append(args, extra...)
+}
+
 // startProcess runs `board serve` with args and waits until every service given a --<service>-addr listens.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"board/internal/app"
 	"board/internal/auth"
 )
 
@@ -332,11 +331,7 @@ func TestModerationSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--log-format", "json", "--report-threshold", "1000", "--relay-poll-interval", "200ms", "--relay-min-age", "200ms"}
-	for _, s := range app.Services() {
-		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
-	}
+	args := allServicesArgs(t, "--report-threshold", "1000")
 	p := startProcess(t, args...)
 	var art articleOut
 	call(t, "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "t", "content": "c", "writerId": 1, "boardId": 1},

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"board/internal/app"
 	"board/internal/auth"
 	"board/internal/polltest"
 )
@@ -324,11 +323,7 @@ func TestNotificationsSurviveKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--log-format", "json", "--relay-poll-interval", "200ms", "--relay-min-age", "200ms"}
-	for _, s := range app.Services() {
-		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
-	}
+	args := allServicesArgs(t)
 	p := startProcess(t, args...)
 	const writer = 1
 	m := registerMinter(t, p.urls, args)

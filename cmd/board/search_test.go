@@ -183,11 +183,7 @@ func TestSearchSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--log-format", "json", "--relay-poll-interval", "200ms", "--relay-min-age", "200ms"}
-	for _, s := range app.Services() {
-		args = append(args, "--"+s.Name+"-addr", "127.0.0.1:0")
-	}
+	args := allServicesArgs(t)
 	p := startProcess(t, args...)
 	// At most 800 writes: the count is capped at 1001 for the page size the check below asks for.
 	var next, acked atomic.Int64
