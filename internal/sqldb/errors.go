@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"modernc.org/sqlite"
@@ -30,4 +31,14 @@ func IsDuplicate(err error) bool {
 func IsStaleRead(err error) bool {
 	var my *mysql.MySQLError
 	return errors.As(err, &my) && my.Number == 1020 // ER_CHECKREAD
+}
+
+// galeraNotReady reports a Galera node that refuses work because it is not part of the cluster's primary component
+// (cut off from the others, or still joining): error 1047 with a message that names WSREP, where 1047 otherwise
+// means a command the server does not know. Nothing the node refused took effect, and another node, or this one
+// once it rejoins, takes the work: the database is unavailable for now, not broken. A Galera node's other refusal,
+// a certification conflict with a write set from another node, is the deadlock error 1213, which Transact retries.
+func galeraNotReady(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == 1047 && strings.Contains(my.Message, "WSREP") // ER_UNKNOWN_COM_ERROR
 }

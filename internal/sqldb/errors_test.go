@@ -218,3 +218,31 @@ func TestRefreshVSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGaleraErrors holds what a Galera node answers (as MariaDB 10.11 with galera-4 sends them; cmd/board's
+// TestGaleraFailover provokes them on a real cluster) to the classification board acts on: a node cut off from the
+// cluster's primary component is unavailable (503, the client tries again, by then through a healthy node), and a
+// certification conflict is a deadlock, which Transact retries.
+func TestGaleraErrors(t *testing.T) {
+	t.Parallel()
+	notReady := &mysql.MySQLError{Number: 1047, SQLState: [5]byte([]byte("08S01")), Message: "WSREP has not yet prepared node for application use"}
+	certification := &mysql.MySQLError{Number: 1213, SQLState: [5]byte([]byte("40001")), Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	unknownCommand := &mysql.MySQLError{Number: 1047, SQLState: [5]byte([]byte("08S01")), Message: "Unknown command"}
+	for _, c := range []struct {
+		name                   string
+		err                    error
+		unavailable, retryable bool
+	}{
+		{"node not in the primary component", notReady, true, false},
+		{"wrapped", fmt.Errorf("select: %w", notReady), true, false},
+		{"certification conflict", certification, true, true},
+		{"unknown command", unknownCommand, false, false},
+	} {
+		if got := fault.KindOf(sqldb.Classify(sqldb.MySQL, c.err)) == fault.Unavailable; got != c.unavailable {
+			t.Errorf("%s: unavailable = %v, want %v", c.name, got, c.unavailable)
+		}
+		if got := sqldb.Retryable(c.err); got != c.retryable {
+			t.Errorf("%s: retryable = %v, want %v", c.name, got, c.retryable)
+		}
+	}
+}

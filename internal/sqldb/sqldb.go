@@ -410,7 +410,7 @@ func classify(dialect Dialect, err error) error {
 		return err
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || fault.IsDependencyDown(err) || retryable(err) || refusesConnections(err) ||
-		vitessUnavailable(err) {
+		vitessUnavailable(err) || galeraNotReady(err) {
 		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", dialect)
 	}
 	return err
