@@ -11,6 +11,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/boardpage"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/snowflake"
 )
 
@@ -46,15 +47,21 @@ type Service struct {
 	store *Store
 	ids   IDGenerator
 	now   func() time.Time
+	keys  *idempotency.Store // the Idempotency-Keys of creates
 }
 
 // NewService returns the article service. now is injected so tests control time.
 func NewService(store *Store, ids IDGenerator, now func() time.Time) *Service {
-	return &Service{store: store, ids: ids, now: now}
+	return &Service{store: store, ids: ids, now: now, keys: idempotency.New(store.db, now)}
 }
 
 // Create stores a new article.
 func (s *Service) Create(ctx context.Context, title, content string, boardID, writerID int64) (Article, error) {
+	return s.create(ctx, title, content, boardID, writerID, nil)
+}
+
+// create is Create recording its answer for key (nil for none) in the same transaction.
+func (s *Service) create(ctx context.Context, title, content string, boardID, writerID int64, key *idempotency.Write) (Article, error) {
 	id, err := s.ids.Next()
 	if err != nil {
 		return Article{}, snowflake.Unavailable(err)
@@ -64,7 +71,7 @@ func (s *Service) Create(ctx context.Context, title, content string, boardID, wr
 	createdAt := snowflake.Timestamp(id)
 	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: createdAt, ModifiedAt: createdAt,
 		Version: 1}
-	if err := s.store.Create(ctx, a); err != nil {
+	if err := s.store.Create(ctx, a, key); err != nil {
 		return Article{}, err
 	}
 	return a, nil

@@ -11,6 +11,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/idempotency"
 )
 
 // Routes returns the whole HTTP API of the article service (SPEC §3.1).
@@ -72,16 +73,20 @@ const (
 // to its writer and to moderators only; anyone else (anonymous readers included) gets a placeholder title, no
 // content, and the reason it is hidden.
 func toJSON(r *http.Request, a Article) articleJSON {
-	title, content := a.Title, a.Content
 	if a.Hidden != event.Visible {
 		if p, ok := auth.FromContext(r.Context()); !ok || (p.UserID != a.WriterID && p.Role != auth.RoleModerator) {
-			title, content = removedTitle, ""
+			a.Title, a.Content = removedTitle, ""
 			if a.Hidden == event.Pending {
-				title = pendingTitle
+				a.Title = pendingTitle
 			}
 		}
 	}
-	return articleJSON{ArticleID: apijson.ID(a.ID), Title: title, Content: content, BoardID: apijson.ID(a.BoardID),
+	return wire(a)
+}
+
+// wire is the wire form of a, as it is.
+func wire(a Article) articleJSON {
+	return articleJSON{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: apijson.ID(a.BoardID),
 		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
 		Hidden: a.Hidden, RemovedReason: a.RemovedReason, Locked: a.Locked, Pinned: a.Pinned}
 }
@@ -122,16 +127,18 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err := validate(*in.Title, *in.Content); err != nil {
 		return err
 	}
+	key, err := idempotency.FromRequest(r, in)
+	if err != nil {
+		return err
+	}
 	writerID, err := auth.Writer(r.Context(), named)
 	if err != nil {
 		return err
 	}
-	a, err := h.svc.Create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), writerID)
-	if err != nil {
-		return err
-	}
-	httpio.Write(w, http.StatusCreated, toJSON(r, a))
-	return nil
+	return h.svc.keys.Serve(w, r, writerID, key, http.StatusCreated, func(k *idempotency.Write) (any, error) {
+		a, err := h.svc.create(r.Context(), *in.Title, *in.Content, int64(*in.BoardID), writerID, k)
+		return toJSON(r, a), err
+	})
 }
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request) error {

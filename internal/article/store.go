@@ -11,6 +11,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -18,9 +19,12 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the article schema and its outbox.
+// Migrate creates or upgrades the article schema, its outbox and its Idempotency-Keys.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := idempotency.Migrate(ctx, db); err != nil {
 		return err
 	}
 	return sqldb.Migrate(ctx, db, "article", migrations)
@@ -38,9 +42,13 @@ func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob
 
 const columns = "article_id, title, content, board_id, writer_id, created_at, modified_at, version"
 
-// Create inserts a, counts it on its board and records ARTICLE_CREATED, in one transaction.
-func (s *Store) Create(ctx context.Context, a Article) error {
+// Create inserts a, counts it on its board and records ARTICLE_CREATED, in one transaction, with key's answer (nil
+// for none) on the board's shard.
+func (s *Store) Create(ctx context.Context, a Article, key *idempotency.Write) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := key.Claim(ctx, tx, a.BoardID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO article ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 			a.ID, a.Title, a.Content, a.BoardID, a.WriterID, a.CreatedAt, a.ModifiedAt, a.Version); err != nil {
 			return err
@@ -49,7 +57,10 @@ func (s *Store) Create(ctx context.Context, a Article) error {
 		if err != nil {
 			return err
 		}
-		return emit(event.ArticleCreated, a.BoardID, payload(a, count))
+		if err := emit(event.ArticleCreated, a.BoardID, payload(a, count)); err != nil {
+			return err
+		}
+		return key.Record(ctx, tx, wire(a)) // a new article is visible: its answer is the same to everyone
 	})
 }
 
