@@ -33,6 +33,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/snowflake"
 )
 
@@ -72,11 +73,12 @@ type Service struct {
 	store *Store
 	ids   IDGenerator
 	now   func() time.Time
+	keys  *idempotency.Store // the Idempotency-Keys of creates
 }
 
 // NewService returns the comment service. now is injected so tests control time.
 func NewService(store *Store, ids IDGenerator, now func() time.Time) *Service {
-	return &Service{store: store, ids: ids, now: now}
+	return &Service{store: store, ids: ids, now: now, keys: idempotency.New(store.db, now)}
 }
 
 // Page is one offset page and the count that its page links need.
@@ -122,6 +124,11 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 
 // Create adds a v1 comment: a root when parentID is 0, else a reply to the root comment parentID.
 func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int64, content string) (Comment, error) {
+	return s.create(ctx, articleID, writerID, parentID, content, nil)
+}
+
+// create is Create recording its answer for key (nil for none) in the same transaction.
+func (s *Service) create(ctx context.Context, articleID, writerID, parentID int64, content string, key *idempotency.Write) (Comment, error) {
 	c, err := s.newComment(articleID, writerID, content)
 	if err != nil {
 		return Comment{}, err
@@ -131,7 +138,7 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 		c.ParentID = parentID
 	}
 	passLock := mayPassLock(ctx)
-	if err := s.store.articles.Write(ctx, articleID, func() error { return s.store.Create(ctx, c, passLock) }); err != nil {
+	if err := s.store.articles.Write(ctx, articleID, func() error { return s.store.Create(ctx, c, passLock, key) }); err != nil {
 		return Comment{}, err
 	}
 	return c, nil
@@ -139,6 +146,11 @@ func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int6
 
 // CreateV2 adds a v2 comment under the comment at parentPath ("" for a root comment); the store picks its path.
 func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, parentPath, content string) (Comment, error) {
+	return s.createV2(ctx, articleID, writerID, parentPath, content, nil)
+}
+
+// createV2 is CreateV2 recording its answer for key (nil for none) in the same transaction.
+func (s *Service) createV2(ctx context.Context, articleID, writerID int64, parentPath, content string, key *idempotency.Write) (Comment, error) {
 	c, err := s.newComment(articleID, writerID, content)
 	if err != nil {
 		return Comment{}, err
@@ -146,7 +158,7 @@ func (s *Service) CreateV2(ctx context.Context, articleID, writerID int64, paren
 	var created Comment
 	passLock := mayPassLock(ctx)
 	err = s.store.articles.Write(ctx, articleID, func() error {
-		created, err = s.store.CreateV2(ctx, c, parentPath, passLock)
+		created, err = s.store.CreateV2(ctx, c, parentPath, passLock, key)
 		return err
 	})
 	return created, err

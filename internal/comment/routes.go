@@ -11,6 +11,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/idempotency"
 )
 
 // Routes returns the whole HTTP API of the comment service, both versions (SPEC §3.2).
@@ -150,16 +151,18 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request) error {
 			return fault.Invalidf("INVALID_PARENT_COMMENT_ID", "parentCommentId must be positive; leave it out for a root comment")
 		}
 	}
+	key, err := idempotency.FromRequest(r, in)
+	if err != nil {
+		return err
+	}
 	writerID, err := auth.Writer(r.Context(), named)
 	if err != nil {
 		return err
 	}
-	c, err := h.svc.Create(r.Context(), int64(*in.ArticleID), writerID, parentID, *in.Content)
-	if err != nil {
-		return err
-	}
-	httpio.Write(w, http.StatusCreated, toV1(c))
-	return nil
+	return h.svc.keys.Serve(w, r, writerID, key, http.StatusCreated, func(k *idempotency.Write) (any, error) {
+		c, err := h.svc.create(r.Context(), int64(*in.ArticleID), writerID, parentID, *in.Content, k)
+		return toV1(c), err
+	})
 }
 
 func (h handlers) createV2(w http.ResponseWriter, r *http.Request) error {
@@ -174,16 +177,18 @@ func (h handlers) createV2(w http.ResponseWriter, r *http.Request) error {
 	if err := validateParentPath(parentPath); err != nil {
 		return err
 	}
+	key, err := idempotency.FromRequest(r, in)
+	if err != nil {
+		return err
+	}
 	writerID, err := auth.Writer(r.Context(), named)
 	if err != nil {
 		return err
 	}
-	c, err := h.svc.CreateV2(r.Context(), int64(*in.ArticleID), writerID, parentPath, *in.Content)
-	if err != nil {
-		return err
-	}
-	httpio.Write(w, http.StatusCreated, toV2(c))
-	return nil
+	return h.svc.keys.Serve(w, r, writerID, key, http.StatusCreated, func(k *idempotency.Write) (any, error) {
+		c, err := h.svc.createV2(r.Context(), int64(*in.ArticleID), writerID, parentPath, *in.Content, k)
+		return toV2(c), err
+	})
 }
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request) error {

@@ -10,6 +10,7 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -17,9 +18,13 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the comment schema, its outbox and its record of which articles exist.
+// Migrate creates or upgrades the comment schema, its outbox, its record of which articles exist and its
+// Idempotency-Keys.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := idempotency.Migrate(ctx, db); err != nil {
 		return err
 	}
 	if err := existence.Migrate(ctx, db); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 )
 
@@ -19,9 +20,13 @@ const byParent = "idx_article_id_parent_comment_id_comment_id"
 
 // Create inserts a v1 comment, counts it and records COMMENT_CREATED, in one transaction that starts with Require
 // (package comment), so it runs through the registry's Write. A reply's parent must be a root comment of the same
-// article that is not deleted. A locked article refuses it (LOCKED) unless passLock.
-func (s *Store) Create(ctx context.Context, c Comment, passLock bool) error {
+// article that is not deleted. A locked article refuses it (LOCKED) unless passLock. It records key's answer (nil
+// for none) on the article's shard, claimed first (see idempotency.Write.Claim).
+func (s *Store) Create(ctx context.Context, c Comment, passLock bool, key *idempotency.Write) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := key.Claim(ctx, tx, c.ArticleID); err != nil {
+			return err
+		}
 		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
 			return err
 		}
@@ -43,7 +48,10 @@ func (s *Store) Create(ctx context.Context, c Comment, passLock bool) error {
 			c.ID, c.Content, c.ArticleID, c.ParentID, c.WriterID, c.CreatedAt); err != nil {
 			return err
 		}
-		return emit(event.CommentCreated, c.ArticleID, payload(c, count))
+		if err := emit(event.CommentCreated, c.ArticleID, payload(c, count)); err != nil {
+			return err
+		}
+		return key.Record(ctx, tx, toV1(c))
 	})
 }
 

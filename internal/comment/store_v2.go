@@ -7,6 +7,7 @@ import (
 
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 )
 
@@ -20,9 +21,13 @@ const byPath = "idx_article_id_path"
 // CreateV2 inserts a v2 comment under the comment at parentPath ("" for a root), counts it and records
 // COMMENT_CREATED, in one transaction, and returns it with its path: the next after its parent's largest child.
 // The transaction starts with Require (package comment), so it runs through the registry's Write. The parent must
-// exist in the same article and not be deleted. A locked article refuses it (LOCKED) unless passLock.
-func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string, passLock bool) (Comment, error) {
+// exist in the same article and not be deleted. A locked article refuses it (LOCKED) unless passLock. It records
+// key's answer (nil for none) on the article's shard, claimed first (see idempotency.Write.Claim).
+func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string, passLock bool, key *idempotency.Write) (Comment, error) {
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := key.Claim(ctx, tx, c.ArticleID); err != nil {
+			return err
+		}
 		if err := s.articles.Require(ctx, tx, c.ArticleID); err != nil {
 			return err
 		}
@@ -57,7 +62,10 @@ func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string, pass
 			c.ID, c.Content, c.ArticleID, c.WriterID, c.Path, c.CreatedAt); err != nil {
 			return err
 		}
-		return emit(event.CommentCreated, c.ArticleID, payload(c, count))
+		if err := emit(event.CommentCreated, c.ArticleID, payload(c, count)); err != nil {
+			return err
+		}
+		return key.Record(ctx, tx, toV2(c))
 	})
 	return c, err
 }
