@@ -18,6 +18,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/backoff"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/snowflake"
 )
 
@@ -122,6 +123,7 @@ type Service struct {
 	retry           retryPolicy
 	stats           map[Strategy]*counters // one entry per strategy, made once: safe for concurrent use
 	batches         *batcher               // nil when every request has a transaction of its own
+	keys            *idempotency.Store     // the Idempotency-Keys of likes
 }
 
 // NewService returns the like service; requests that name no strategy use defaultStrategy (DefaultStrategy when
@@ -138,7 +140,8 @@ func NewService(store *Store, ids IDGenerator, now func() time.Time, defaultStra
 	for _, st := range Strategies {
 		stats[st] = &counters{}
 	}
-	s := &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats}
+	s := &Service{store: store, ids: ids, now: now, defaultStrategy: defaultStrategy, retry: defaultRetry, stats: stats,
+		keys: idempotency.New(store.db, now)}
 	return s.WithBatching(DefaultBatching)
 }
 
@@ -164,12 +167,18 @@ func (s *Service) Stats(strategy Strategy) Stats {
 // Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
 // a conflict; a like of an article that does not exist is NotFound (ARTICLE_NOT_FOUND).
 func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID int64) (Like, error) {
+	return s.like(ctx, strategy, articleID, userID, nil)
+}
+
+// like is Like recording its answer for key (nil for none) in the transaction that makes it, which may be shared
+// with other likes of the article (see Store.apply).
+func (s *Service) like(ctx context.Context, strategy Strategy, articleID, userID int64, key *idempotency.Write) (Like, error) {
 	id, err := s.ids.Next()
 	if err != nil {
 		return Like{}, snowflake.Unavailable(err)
 	}
 	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: apijson.Millis(s.now())}
-	err = s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, change{like: l}) })
+	err = s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, change{like: l, key: key}) })
 	if err != nil {
 		return Like{}, err
 	}
@@ -222,6 +231,18 @@ func unconfirmed(ctx context.Context) error {
 func (s *Service) runBatch(key batchKey, ops []*op) {
 	ctx, cancel := batchContext(ops)
 	defer cancel()
+	if err := s.runBatchOnce(ctx, key, ops); len(ops) > 1 && idempotency.IsClaimed(err) {
+		// A keyed like of the batch lost its key to another request, which fails the whole transaction: each on its
+		// own, only that one fails (and is answered from the other's record, see idempotency.Store.Serve).
+		for _, o := range ops {
+			s.runBatch(key, []*op{o})
+		}
+	}
+}
+
+// runBatchOnce is runBatch's one transaction. It answers each op, unless the transaction failed on a key another
+// request claimed: it then answers none and returns that error, for runBatch to try each op on its own.
+func (s *Service) runBatchOnce(ctx context.Context, key batchKey, ops []*op) error {
 	var live []*op
 	var outcomes []error
 	err := s.write(ctx, key.strategy, func(st Strategy) (int, error) {
@@ -250,6 +271,9 @@ func (s *Service) runBatch(key batchKey, ops []*op) {
 		}
 		return writes, nil
 	})
+	if len(ops) > 1 && idempotency.IsClaimed(err) {
+		return err
+	}
 	i := 0
 	for _, o := range ops {
 		switch {
@@ -263,6 +287,7 @@ func (s *Service) runBatch(key batchKey, ops []*op) {
 		}
 		i++
 	}
+	return err
 }
 
 // write runs attempt, one transaction with strategy that reports how many changes it made, retrying while the

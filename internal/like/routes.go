@@ -9,6 +9,7 @@ import (
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/idempotency"
 )
 
 // Routes returns the whole HTTP API of the like service (SPEC §3.3). Likes and unlikes on the plain path use the
@@ -85,15 +86,17 @@ func (h handlers) like(strategy Strategy) httpio.HandlerFunc {
 		if err := checkIDs(articleID, userID); err != nil {
 			return err
 		}
-		if err := auth.ActAs(r.Context(), userID); err != nil {
-			return err
-		}
-		l, err := h.svc.Like(r.Context(), strategy, articleID, userID)
+		key, err := idempotency.FromRequest(r, nil)
 		if err != nil {
 			return err
 		}
-		httpio.Write(w, http.StatusCreated, toJSON(l))
-		return nil
+		if err := auth.ActAs(r.Context(), userID); err != nil {
+			return err
+		}
+		return h.svc.keys.Serve(w, r, userID, key, http.StatusCreated, func(k *idempotency.Write) (any, error) {
+			l, err := h.svc.like(r.Context(), strategy, articleID, userID, k)
+			return toJSON(l), err
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -19,9 +20,13 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the like schema, its outbox and its record of which articles exist.
+// Migrate creates or upgrades the like schema, its outbox, its record of which articles exist and its
+// Idempotency-Keys.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := idempotency.Migrate(ctx, db); err != nil {
 		return err
 	}
 	if err := existence.Migrate(ctx, db); err != nil {
@@ -72,10 +77,12 @@ var (
 // likeCount is an article's count row as a transaction leaves it.
 type likeCount struct{ likes, version int64 }
 
-// change is one like or unlike in a batch. An unlike names only its article and user.
+// change is one like or unlike in a batch. An unlike names only its article and user. key records a like's answer
+// for its Idempotency-Key (nil for none).
 type change struct {
 	like   Like
 	unlike bool
+	key    *idempotency.Write
 }
 
 // apply makes changes, all of one article, with strategy in one transaction, in their order, as if each had a
@@ -154,6 +161,19 @@ func (s *Store) applyOnce(ctx context.Context, strategy Strategy, articleID int6
 		}
 		for _, e := range p.events {
 			if err := emit(e.typ, articleID, payload(e.like, e.count)); err != nil {
+				return err
+			}
+		}
+		// Only a like made records its key: one that failed (ALREADY_LIKED) wrote nothing, and a retry of a like whose
+		// key was recorded meanwhile, by this batch or an earlier one, is answered from the record instead.
+		for i, c := range changes {
+			if p.outcomes[i] != nil || c.key == nil {
+				continue
+			}
+			if err := c.key.Claim(ctx, tx, articleID); err != nil {
+				return err
+			}
+			if err := c.key.Record(ctx, tx, toJSON(c.like)); err != nil {
 				return err
 			}
 		}
