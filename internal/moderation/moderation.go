@@ -34,6 +34,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -116,6 +117,7 @@ type Service struct {
 	ids    IDGenerator
 	cfg    Config
 	client *http.Client
+	keys   *idempotency.Store // the Idempotency-Keys of reports
 }
 
 // New returns the moderation service over db, whose schema Migrate has prepared, writing its events to ob.
@@ -135,7 +137,7 @@ func New(db *sqldb.DB, ob *outbox.Outbox, ids IDGenerator, cfg Config) *Service 
 		client = &http.Client{Timeout: 2 * cfg.LookupTimeout,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: cfg.LookupTimeout}}
 	}
-	return &Service{db: db, ob: ob, ids: ids, cfg: cfg, client: client}
+	return &Service{db: db, ob: ob, ids: ids, cfg: cfg, client: client, keys: idempotency.New(db, cfg.Now)}
 }
 
 // Report is one user's report of one target.
@@ -351,6 +353,13 @@ func (s *Service) log(ctx context.Context, tx *sql.Tx, shardKey int64, e LogEntr
 // has an open report of it already. The report that brings the target's open reports to the threshold hides it,
 // pending review, in the same transaction.
 func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, targetID int64, reason Reason, text string) (Report, error) {
+	return s.report(ctx, reporterID, typ, targetID, reason, text, nil)
+}
+
+// report is Report recording its answer for key (nil for none) in the same transaction, on the target's board's
+// shard.
+func (s *Service) report(ctx context.Context, reporterID int64, typ TargetType, targetID int64, reason Reason, text string,
+	key *idempotency.Write) (Report, error) {
 	t, err := s.lookUp(ctx, typ, targetID)
 	if err != nil {
 		return Report{}, err
@@ -368,7 +377,7 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 		return Report{}, err
 	}
 	exists := fault.Conflictf("REPORT_EXISTS", "you have an open report of this %s already", typ)
-	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+	file := func(tx *sql.Tx, emit outbox.Emit) error {
 		row, err := s.lockTarget(ctx, tx, typ, targetID, t.boardID)
 		if errors.Is(err, errNoTarget) {
 			return targetNotFound(typ, targetID) // deleted since the lookup
@@ -404,6 +413,15 @@ func (s *Service) Report(ctx context.Context, reporterID int64, typ TargetType, 
 		}
 		row.hidden, row.removedReason = event.Pending, pendingReason(row.openReports+1, counts)
 		return s.change(ctx, tx, emit, &row, event.ActionHide, row.removedReason, 0, 0)
+	}
+	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := key.Claim(ctx, tx, t.boardID); err != nil {
+			return err
+		}
+		if err := file(tx, emit); err != nil {
+			return err
+		}
+		return key.Record(ctx, tx, toReportJSON(r))
 	})
 	if err != nil {
 		return Report{}, err

@@ -13,6 +13,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/idempotency"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -20,9 +21,12 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Migrate creates or upgrades the moderation schema and its outbox.
+// Migrate creates or upgrades the moderation schema, its outbox and its Idempotency-Keys.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := outbox.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if err := idempotency.Migrate(ctx, db); err != nil {
 		return err
 	}
 	return sqldb.Migrate(ctx, db, "moderation", migrations)
@@ -177,17 +181,23 @@ func (h handlers) report(w http.ResponseWriter, r *http.Request) error {
 	if reason == Other && text == "" {
 		return fault.Invalidf("MISSING_TEXT", "a report for reason other needs a text saying what is wrong")
 	}
+	key, err := idempotency.FromRequest(r, in)
+	if err != nil {
+		return err
+	}
 	p, err := auth.Acting(r.Context())
 	if err != nil {
 		return err
 	}
-	rep, err := h.svc.Report(r.Context(), p.UserID, typ, id, reason, text)
-	if err != nil {
-		return err
-	}
-	httpio.Write(w, http.StatusCreated, reportJSON{apijson.ID(rep.ID), rep.TargetType, apijson.ID(rep.TargetID), apijson.ID(rep.ArticleID),
-		apijson.ID(rep.ReporterID), rep.Reason, rep.Text, apijson.Time(rep.CreatedAt)})
-	return nil
+	return h.svc.keys.Serve(w, r, p.UserID, key, http.StatusCreated, func(k *idempotency.Write) (any, error) {
+		rep, err := h.svc.report(r.Context(), p.UserID, typ, id, reason, text, k)
+		return toReportJSON(rep), err
+	})
+}
+
+func toReportJSON(rep Report) reportJSON {
+	return reportJSON{apijson.ID(rep.ID), rep.TargetType, apijson.ID(rep.TargetID), apijson.ID(rep.ArticleID),
+		apijson.ID(rep.ReporterID), rep.Reason, rep.Text, apijson.Time(rep.CreatedAt)}
 }
 
 func (h handlers) queue(w http.ResponseWriter, r *http.Request) error {
