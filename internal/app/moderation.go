@@ -27,5 +27,6 @@ func buildModeration(ctx context.Context, e *Engines, r deps) (*http.ServeMux, [
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}
+	r.purgeKeys(ctx, e)
 	return moderation.Routes(svc, e.Logger), r.checks(e), nil
 }

@@ -21,6 +21,7 @@ import (
 	"board/internal/existence"
 	"board/internal/hotarticle"
 	"board/internal/httpio"
+	"board/internal/idempotency"
 	"board/internal/kafka"
 	"board/internal/like"
 	"board/internal/logicalttl"
@@ -145,6 +146,7 @@ func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}
+	r.purgeKeys(ctx, e)
 	return article.Routes(svc, e.Logger), r.checks(e), nil
 }
 
@@ -160,6 +162,7 @@ func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 		return nil, nil, err
 	}
 	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, store.Purge) })
+	r.purgeKeys(ctx, e)
 	return comment.Routes(svc, e.Logger), r.checks(e), nil
 }
 
@@ -170,6 +173,7 @@ func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 		return nil, nil, err
 	}
 	svc := like.NewService(store, r.ids, time.Now, e.Config.LikeStrategy)
+	r.purgeKeys(ctx, e)
 	return like.Routes(svc, e.Logger), r.checks(e), nil
 }
 
@@ -250,6 +254,12 @@ func startExistence(ctx context.Context, e *Engines, r deps, articles *existence
 	}
 	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, purge) })
 	return nil
+}
+
+// purgeKeys starts, among the workers, the purge of the service's expired Idempotency-Keys (internal/idempotency).
+func (r deps) purgeKeys(ctx context.Context, e *Engines) {
+	keys := idempotency.New(r.db, time.Now)
+	r.workers.run(ctx, func(ctx context.Context) { keys.RunPurge(ctx, e.Logger) })
 }
 
 // origin returns the base URL of the named service, which listens on listen by default: the configured origin,
@@ -408,12 +418,11 @@ func startProducer(ctx context.Context, e *Engines, s service, ids *snowflake.Ge
 	if !s.Publishes {
 		return producer{db: db}, nil
 	}
-	cfg := e.Config
-	coord := outbox.NewCoordinator(e.Redis, cfg.RedisPrefix, s.Name, cfg.OutboxShards,
-		outbox.CoordinatorConfig{Ping: cfg.CoordinatorPing, DeadAfter: cfg.CoordinatorDeadline}, e.Logger, metrics)
-	relay := outbox.NewRelay(db, e.Producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
-		PollInterval: cfg.RelayPollInterval, MinAge: cfg.RelayMinAge, AckTimeout: cfg.DeliveryTimeout}, e.Logger, metrics)
-	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, metrics, relay)
+	relay, err := newRelay(e, s.Name, db, metrics)
+	if err != nil {
+		return producer{}, err
+	}
+	ob := outbox.New(db, e.Config.OutboxShards, ids, time.Now, metrics, relay)
 	relays.run(ctx, relay.Run)
 	return producer{db: db, ob: ob}, nil
 }
