@@ -252,9 +252,10 @@ func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 
 // Transact runs fn in a transaction and commits it when fn returns nil. A transaction that fails on a conflict with
 // another one (see retryable: a deadlock, a lock wait timeout, a snapshot conflict, SQLSTATE 40001 as Vitess passes
-// them on, a busy or locked SQLite database) is rolled back and fn runs again in a new one, here, so no caller needs
-// its own retry loop: fn must therefore be safe to run again, any number of times, each run starting from what the
-// database holds then (effects of a failed run outside the transaction must be reset or harmless).
+// them on, a busy or locked SQLite database; behind Vitess, also a shard that a reshard's switch moved under it, see
+// vitessCutover) is rolled back and fn runs again in a new one, here, so no caller needs its own retry loop: fn must
+// therefore be safe to run again, any number of times, each run starting from what the database holds then (effects
+// of a failed run outside the transaction must be reset or harmless).
 //
 // Before each retry Transact waits a random time below a ceiling that starts at retryBase and doubles up to retryMax
 // ("full jitter": the transactions that collided do not meet again at once, and a crowd spreads out). It makes at
@@ -265,7 +266,7 @@ func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 func (db *DB) Transact(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.transactOnce(ctx, fn)
-		if err == nil || !(retryable(err) || db.vitess && vitessUnrouted(err)) || ctx.Err() != nil {
+		if err == nil || !(retryable(err) || db.vitess && (vitessUnrouted(err) || vitessCutover(err))) || ctx.Err() != nil {
 			return db.classify(err)
 		}
 		if attempt == maxAttempts {
@@ -391,10 +392,11 @@ func vitessUnrouted(err error) bool {
 }
 
 // classify turns "the database cannot be reached or is too busy" into a fault the edge answers with 503; behind
-// Vitess, so is a table that vtgate does not route for now (see vitessUnrouted).
+// Vitess, so is a table that vtgate does not route for now (see vitessUnrouted), and a shard that a reshard moved
+// under a transaction whose retries ran out (see vitessCutover).
 func (db *DB) classify(err error) error {
 	err = classify(db.Dialect, err)
-	if _, ok := fault.As(err); !ok && db.vitess && vitessUnrouted(err) {
+	if _, ok := fault.As(err); !ok && db.vitess && (vitessUnrouted(err) || vitessCutover(err)) {
 		return fault.Unavailablef(err, "DATABASE_UNAVAILABLE", "the %s database is unavailable or too busy; try again", db.Dialect)
 	}
 	return err
