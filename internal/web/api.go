@@ -92,14 +92,17 @@ func (b *backend) likeCount(ctx context.Context, articleID int64) (int64, error)
 	return n, err
 }
 
-// setLiked likes or unlikes the article as v. Liking twice or unliking what is not liked is what the reader wanted
-// (a second tab, a double click), not an error.
-func (b *backend) setLiked(ctx context.Context, v *viewer, articleID int64, like bool) error {
+// setLiked likes or unlikes the article as v, a like with its form's key. Liking twice or unliking what is not liked
+// is what the reader wanted (a second tab, a double click), not an error.
+func (b *backend) setLiked(ctx context.Context, v *viewer, articleID int64, like bool, key string) error {
 	method, already := http.MethodPost, http.StatusConflict
 	if !like {
 		method, already = http.MethodDelete, http.StatusNotFound
 	}
-	err := b.do(ctx, call{service: "like", method: method, url: b.origins.Like + likePath(articleID, v.ID), token: v.token}, nil)
+	if !like {
+		key = "" // an unlike is a DELETE, which needs none
+	}
+	err := b.do(ctx, call{service: "like", method: method, url: b.origins.Like + likePath(articleID, v.ID), token: v.token, key: key}, nil)
 	if statusOf(err) == already {
 		return nil
 	}
@@ -118,9 +121,9 @@ type articleInput struct {
 	BoardID string `json:"boardId,omitempty"`
 }
 
-func (b *backend) createArticle(ctx context.Context, v *viewer, in articleInput) (articleRead, error) {
+func (b *backend) createArticle(ctx context.Context, v *viewer, in articleInput, key string) (articleRead, error) {
 	var a articleRead
-	err := b.do(ctx, call{service: "article", method: http.MethodPost, url: b.origins.Article + "/v1/articles", body: in, token: v.token}, &a)
+	err := b.do(ctx, call{service: "article", method: http.MethodPost, url: b.origins.Article + "/v1/articles", body: in, token: v.token, key: key}, &a)
 	return a, err
 }
 
@@ -134,13 +137,13 @@ func (b *backend) deleteArticle(ctx context.Context, v *viewer, articleID int64)
 	return b.do(ctx, call{service: "article", method: http.MethodDelete, url: b.origins.Article + "/v1/articles/" + id(articleID), token: v.token}, nil)
 }
 
-func (b *backend) createComment(ctx context.Context, v *viewer, articleID int64, parentPath, content string) (comment, error) {
+func (b *backend) createComment(ctx context.Context, v *viewer, articleID int64, parentPath, content, key string) (comment, error) {
 	var c comment
 	in := map[string]string{"articleId": id(articleID), "content": content}
 	if parentPath != "" {
 		in["parentPath"] = parentPath
 	}
-	err := b.do(ctx, call{service: "comment", method: http.MethodPost, url: b.origins.Comment + "/v2/comments", body: in, token: v.token}, &c)
+	err := b.do(ctx, call{service: "comment", method: http.MethodPost, url: b.origins.Comment + "/v2/comments", body: in, token: v.token, key: key}, &c)
 	return c, err
 }
 
@@ -172,12 +175,12 @@ func (b *backend) user(ctx context.Context, userID int64) (userInfo, error) {
 }
 
 // report reports an article or a comment ("article" or "comment" as targetType) to the moderators.
-func (b *backend) report(ctx context.Context, v *viewer, targetType string, targetID int64, reason, text string) error {
+func (b *backend) report(ctx context.Context, v *viewer, targetType string, targetID int64, reason, text, key string) error {
 	in := map[string]string{"targetType": targetType, "targetId": id(targetID), "reason": reason}
 	if text != "" {
 		in["text"] = text
 	}
-	return b.do(ctx, call{service: "moderation", method: http.MethodPost, url: b.origins.Moderation + "/v1/reports", body: in, token: v.token}, nil)
+	return b.do(ctx, call{service: "moderation", method: http.MethodPost, url: b.origins.Moderation + "/v1/reports", body: in, token: v.token, key: key}, nil)
 }
 
 // reports is a page of the moderators' queue, oldest first.

@@ -84,6 +84,8 @@ type call struct {
 	body    any
 	token   string // the reader's access token, for writes
 	client  string // the browser's address, for the user service's per-address limits
+	// key is the write's Idempotency-Key, from its form (see formKey): a form sent twice writes once.
+	key string
 }
 
 // do sends c and decodes a successful JSON answer into out (unless out is nil). Every call counts toward the page's
@@ -113,6 +115,9 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	}
 	if c.client != "" {
 		req.Header.Set("X-Forwarded-For", c.client)
+	}
+	if c.key != "" {
+		req.Header.Set("Idempotency-Key", c.key)
 	}
 	if id := httpio.RequestID(ctx); id != "" {
 		req.Header.Set("X-Request-Id", id)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -82,6 +83,7 @@ type fakeHot struct {
 // seen is one request a fake service received.
 type seen struct {
 	Method, Path, Query, Auth, Body string
+	Key                             string // the Idempotency-Key header
 }
 
 func (s seen) String() string {
@@ -114,6 +116,7 @@ type fakes struct {
 	hot       map[string][]fakeHot
 	log       map[string][]seen
 	overrides map[string]http.HandlerFunc
+	answered  map[string]*httptest.ResponseRecorder // a keyed write's first answer, by token and key
 	issued    []tokenIssued
 	moderation
 
@@ -155,6 +158,7 @@ func newFakes(t *testing.T) *fakes {
 		},
 		log:        map[string][]seen{},
 		overrides:  map[string]http.HandlerFunc{},
+		answered:   map[string]*httptest.ResponseRecorder{},
 		servers:    map[string]*httptest.Server{},
 		moderation: moderation{bans: map[int64]fakeBan{}},
 	}
@@ -187,21 +191,39 @@ func (f *fakes) override(service string, h http.HandlerFunc) {
 	f.overrides[service] = h
 }
 
-// recorded logs every request to service before answering it.
+// recorded logs every request to service before answering it. A write with an Idempotency-Key that succeeded
+// before is answered as it was then, without writing, as the services do (internal/idempotency).
 func (f *fakes) recorded(service string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		key := r.Header.Get("Idempotency-Key")
 		f.mu.Lock()
 		f.log[service] = append(f.log[service], seen{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			Auth: r.Header.Get("Authorization"), Body: string(body)})
+			Auth: r.Header.Get("Authorization"), Body: string(body), Key: key})
 		o := f.overrides[service]
+		first := f.answered[r.Header.Get("Authorization")+" "+key]
 		f.mu.Unlock()
 		if o != nil {
 			o(w, r)
 			return
 		}
-		h.ServeHTTP(w, r)
+		if key == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if first == nil {
+			first = httptest.NewRecorder()
+			h.ServeHTTP(first, r)
+			if first.Code < 300 {
+				f.mu.Lock()
+				f.answered[r.Header.Get("Authorization")+" "+key] = first
+				f.mu.Unlock()
+			}
+		}
+		maps.Copy(w.Header(), first.Header())
+		w.WriteHeader(first.Code)
+		_, _ = w.Write(first.Body.Bytes()) // the client went away
 	})
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"strconv"
@@ -161,6 +162,30 @@ type formState struct {
 	Error        string
 	SessionEnded bool
 	SignIn       string
+	// Key is the Idempotency-Key the form comes back with: the one it was sent with, so that sending it again after an
+	// answer that never came (a 503) cannot write twice; "" for a fresh one (see keyField).
+	Key string
+}
+
+// formKeyField names the hidden field that carries a form's Idempotency-Key (keyField), which the pages forward to
+// the service as the header: a form sent twice (a double click, a reload that posts again) writes once.
+const formKeyField = "idempotencyKey"
+
+// codeKeyReused is a service's answer to a key sent before with another request.
+const codeKeyReused = "IDEMPOTENCY_KEY_REUSED"
+
+// hasCode reports whether err is a service's answer with code.
+func hasCode(err error, code string) bool {
+	se, ok := errors.AsType[*serviceError](err)
+	return ok && se.code == code
+}
+
+// formKey is the key of a form: key, the one it was sent with, or a fresh random one.
+func formKey(key string) string {
+	if key != "" {
+		return key
+	}
+	return rand.Text()
 }
 
 // formText is a field of a form as the services take it: browsers send a textarea's line breaks as CRLF, which
@@ -174,7 +199,12 @@ func formText(r *http.Request, name string) string {
 // no session). Any other error is returned, for an error page.
 func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page func() templ.Component, st *formState, err error) error {
 	status := statusOf(err)
+	st.Key = r.PostFormValue(formKeyField)
 	switch {
+	case hasCode(err, codeKeyReused):
+		// The form was sent before with other text, and that was written: this text goes with a key of its own.
+		status, st.Key = http.StatusConflict, ""
+		st.Error = "This form was sent before with other text, which was posted. To post this text too, send it again."
 	case err == nil || status == http.StatusUnauthorized:
 		s.clearSession(w, r)
 		status, st.SessionEnded, st.SignIn = http.StatusUnauthorized, true, "/signin?next="+returnPath(r)
@@ -234,7 +264,8 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request) error {
 	if v == nil {
 		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, nil)
 	}
-	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)})
+	a, err := s.api.createArticle(r.Context(), v, articleInput{Title: data.Title, Content: data.Content, BoardID: id(b.ID)},
+		r.PostFormValue(formKeyField))
 	if err != nil {
 		return s.keepText(w, r, func() templ.Component { return writeView(data) }, &data.formState, err)
 	}
@@ -357,7 +388,7 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	if v == nil {
 		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, nil)
 	}
-	c, err := s.api.createComment(r.Context(), v, articleID, data.ParentPath, data.Content)
+	c, err := s.api.createComment(r.Context(), v, articleID, data.ParentPath, data.Content, r.PostFormValue(formKeyField))
 	if err != nil {
 		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, err)
 	}
@@ -393,7 +424,7 @@ func (s *Service) like(like bool) func(w http.ResponseWriter, r *http.Request) e
 		if !ok {
 			return err
 		}
-		if err := s.api.setLiked(r.Context(), v, articleID, like); err != nil {
+		if err := s.api.setLiked(r.Context(), v, articleID, like, r.PostFormValue(formKeyField)); err != nil {
 			return err
 		}
 		if r.Header.Get("X-Fragment") == "" {

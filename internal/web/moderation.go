@@ -94,7 +94,7 @@ func (s *Service) reportContent(w http.ResponseWriter, r *http.Request) error {
 	if v == nil {
 		return s.keepText(w, r, func() templ.Component { return reportFormView(data) }, &data.formState, nil)
 	}
-	err = s.api.report(r.Context(), v, data.TargetType, data.TargetID, data.Reason, data.Text)
+	err = s.api.report(r.Context(), v, data.TargetType, data.TargetID, data.Reason, data.Text, r.PostFormValue(formKeyField))
 	notice := "reported"
 	if se, ok := errors.AsType[*serviceError](err); ok && se.code == codeReportExists {
 		notice, err = "alreadyreported", nil
