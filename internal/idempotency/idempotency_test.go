@@ -331,3 +331,49 @@ func TestPurge(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentKeyReuse: one key sent at once with different requests, whose writes would land on different
+// shards: one is made, and every other is a 409, never a failure of the server's.
+func TestConcurrentKeyReuse(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		f := newFixture(t, db)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		const n = 12
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = f.store.do(ctx, 1, &Key{key: "k", fingerprint: []byte{byte(i)}}, 201, func(w *Write) error {
+					err := f.db.Transact(ctx, func(tx *sql.Tx) error {
+						if err := w.Claim(ctx, tx, int64(i+1)); err != nil {
+							return err
+						}
+						return w.Record(ctx, tx, i)
+					})
+					if err == nil {
+						f.commits.Add(1)
+					}
+					return err
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		made := 0
+		for i, err := range errs {
+			switch fe, _ := fault.As(err); {
+			case err == nil:
+				made++
+			case fe == nil || fe.Kind != fault.Conflict:
+				t.Errorf("request %d: %v, want a 409 or a write", i, err)
+			}
+		}
+		if made != 1 || f.commits.Load() != 1 {
+			t.Errorf("%d answered as written, %d writes; want 1 and 1", made, f.commits.Load())
+		}
+	})
+}
