@@ -56,10 +56,10 @@ type Outbox struct {
 
 // New returns the outbox of db with the given logical shard count. relay, the relay that publishes db's outbox, is
 // handed each transaction's events as soon as it commits (its fast path); with a nil relay the events only wait in
-// the table, for a relay's poller (tools and tests write so).
+// the table, for a relay's poller (tools and tests write so). A relay that follows the change stream has no fast path.
 func New(db *sqldb.DB, shards int, ids IDGenerator, now func() time.Time, metrics *Metrics, relay *Relay) *Outbox {
 	o := &Outbox{db: db, shards: shards, ids: ids, now: now, metrics: metrics}
-	if relay != nil {
+	if relay != nil && relay.tail == nil {
 		o.onCommit = relay.enqueue
 	}
 	return o

@@ -62,24 +62,27 @@ type harness struct {
 
 // run calls fn once per SQL backend, with a fresh harness.
 func run(t *testing.T, fn func(t *testing.T, h *harness)) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		h := &harness{t: t, db: db, dir: t.TempDir()}
-		r := redisclienttest.Real(t)
-		h.rdb, h.prefix = r.Client, r.Prefix
-		h.startBroker("127.0.0.1:0")
-		producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(producer.Close)
-		h.producer = producer
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := kafka.EnsureTopics(ctx, producer, event.Topics(testRelay.TopicPrefix), 3); err != nil {
-			t.Fatal(err)
-		}
-		fn(t, h)
-	})
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) { fn(t, newHarness(t, db)) })
+}
+
+// newHarness returns a harness over db with a Redis key prefix and a broker of its own.
+func newHarness(t *testing.T, db *sqldb.DB) *harness {
+	h := &harness{t: t, db: db, dir: t.TempDir()}
+	r := redisclienttest.Real(t)
+	h.rdb, h.prefix = r.Client, r.Prefix
+	h.startBroker("127.0.0.1:0")
+	producer, err := kafka.NewProducer([]string{h.addr}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(producer.Close)
+	h.producer = producer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := kafka.EnsureTopics(ctx, producer, event.Topics(testRelay.TopicPrefix), 3); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func (h *harness) startBroker(addr string) {

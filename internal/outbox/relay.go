@@ -72,6 +72,7 @@ type Relay struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	queue   chan Message
+	tail    *tail // set when the relay follows the change stream (NewVStreamRelay) instead of a fast path
 
 	mu      sync.Mutex
 	acked   []published   // published by the fast path, waiting to be deleted
@@ -120,7 +121,11 @@ func (r *Relay) Run(ctx context.Context) {
 	}()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { r.dispatch(ctx) })
+	if r.tail != nil {
+		wg.Go(func() { r.tailLoop(ctx) })
+	} else {
+		wg.Go(func() { r.dispatch(ctx) })
+	}
 	wg.Go(func() { r.pollLoop(ctx) })
 	wg.Wait()
 
