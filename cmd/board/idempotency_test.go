@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"board/internal/auth"
 )
@@ -114,5 +118,57 @@ func TestIdempotentRetries(t *testing.T) {
 	var queue struct{ Targets []struct{ ReportCount int } }
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &queue) != nil || len(queue.Targets) != 1 || queue.Targets[0].ReportCount != 1 {
 		t.Errorf("the report queue after a report sent twice: %d %s, want one target reported once", a.status, a.body)
+	}
+}
+
+// The web's write form sent twice, as a double click or a reload would send it, makes one article: the pages send
+// the form's key on to the article service.
+func TestWebFormSentTwiceWritesOnce(t *testing.T) {
+	t.Parallel()
+	p := startProgram(t, testFlags(t, t.TempDir()))
+	signUp(t, p, "twice")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A client of its own: the tests' transport would add tokens to the writes.
+	browser := &http.Client{Jar: jar, Transport: &http.Transport{}, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// sent is a form's answer: its status and where it goes on to.
+	type sent struct {
+		status   int
+		location string
+	}
+	postForm := func(path string, form url.Values) sent {
+		t.Helper()
+		resp, err := browser.PostForm(p.urls["web"]+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return sent{resp.StatusCode, resp.Header.Get("Location")}
+	}
+	if a := postForm("/signin", url.Values{"username": {"twice"}, "password": {"twice-password"}}); a.status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", a.status)
+	}
+	resp, err := browser.Get(p.urls["web"] + "/boards/2/write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="idempotencyKey" value="([^"]+)"`).FindSubmatch(page)
+	if err != nil || resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("the write form: %d, %v, no key in\n%s", resp.StatusCode, err, page)
+	}
+	form := url.Values{"title": {"Sent twice"}, "content": {"Once"}, "idempotencyKey": {string(m[1])}}
+	first, second := postForm("/boards/2/write", form), postForm("/boards/2/write", form)
+	if first.status != http.StatusSeeOther || second != first {
+		t.Errorf("the form sent twice: %+v, then %+v; want both to the one article", first, second)
+	}
+	var count int
+	call(t, "GET", p.urls["article"]+"/v1/articles/boards/2/count", nil, http.StatusOK, &count)
+	if count != 1 {
+		t.Errorf("board 2 has %d articles after one form sent twice, want 1", count)
 	}
 }
