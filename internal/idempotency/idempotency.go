@@ -98,8 +98,8 @@ type Store struct {
 // New returns the store of keys in db; now is injected so that tests control expiry.
 func New(db *sqldb.DB, now func() time.Time) *Store { return &Store{db: db, now: now} }
 
-// Answer is a write's first answer.
-type Answer struct {
+// answer is a write's first answer.
+type answer struct {
 	Status   int
 	Body     []byte
 	Replayed bool // read from the record, not made by this request
@@ -113,7 +113,7 @@ type Write struct {
 	status      int
 	now         time.Time
 	shardKey    int64
-	answer      Answer
+	answer      answer
 }
 
 // errClaimed says that another request has recorded the key, or is recording it in a transaction not yet committed.
@@ -155,7 +155,7 @@ func (w *Write) Record(ctx context.Context, tx *sql.Tx, v any) error {
 		w.status, body, w.shardKey, w.userKey); err != nil {
 		return err
 	}
-	w.answer = Answer{Status: w.status, Body: body}
+	w.answer = answer{Status: w.status, Body: body}
 	return nil
 }
 
@@ -189,7 +189,7 @@ func (s *Store) Serve(w http.ResponseWriter, r *http.Request, user int64, key *K
 // claimAttempts bounds how often do tries again after losing its key to a request whose record it cannot read yet.
 const claimAttempts = 3
 
-func (s *Store) do(ctx context.Context, user int64, key *Key, status int, write func(*Write) error) (Answer, error) {
+func (s *Store) do(ctx context.Context, user int64, key *Key, status int, write func(*Write) error) (answer, error) {
 	userKey := strconv.FormatInt(user, 10) + ":" + key.key
 	for attempt := 1; ; attempt++ {
 		ans, found, err := s.recorded(ctx, userKey, key.fingerprint)
@@ -207,41 +207,41 @@ func (s *Store) do(ctx context.Context, user int64, key *Key, status int, write 
 			if ans, found, err := s.recorded(ctx, userKey, key.fingerprint); found || fault.KindOf(err) == fault.Conflict {
 				return ans, err
 			}
-			return Answer{}, werr
+			return answer{}, werr
 		}
 		// On MySQL and SQLite the claim waited until the other request committed, and its record is there now; behind
 		// Vitess the lookup row commits a moment before the record, which the next attempt reads.
 		if attempt == claimAttempts {
-			return Answer{}, fault.Conflictf("IDEMPOTENCY_KEY_IN_PROGRESS",
+			return answer{}, fault.Conflictf("IDEMPOTENCY_KEY_IN_PROGRESS",
 				"another request with this %s is in progress; try again", Header)
 		}
 		if err := backoff.Sleep(ctx, time.Duration(attempt)*10*time.Millisecond); err != nil {
-			return Answer{}, fault.Unavailablef(err, "TIMEOUT", "the request did not finish in time; try again later")
+			return answer{}, fault.Unavailablef(err, "TIMEOUT", "the request did not finish in time; try again later")
 		}
 	}
 }
 
 // recorded returns the answer recorded for userKey: found when there is one for the request of fingerprint, 409
 // IDEMPOTENCY_KEY_REUSED when it is another request's. An expired record is deleted, and not found.
-func (s *Store) recorded(ctx context.Context, userKey string, fingerprint []byte) (ans Answer, found bool, err error) {
+func (s *Store) recorded(ctx context.Context, userKey string, fingerprint []byte) (ans answer, found bool, err error) {
 	var shardKey int64
 	var fp []byte
 	var createdAt time.Time
 	err = s.db.QueryRowContext(ctx, "SELECT shard_key, fingerprint, status, body, created_at FROM idempotency_key WHERE user_key = ?",
 		userKey).Scan(&shardKey, &fp, &ans.Status, &ans.Body, &createdAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Answer{}, false, nil
+		return answer{}, false, nil
 	}
 	if err != nil {
-		return Answer{}, false, err
+		return answer{}, false, err
 	}
 	if cutoff := s.now().Add(-TTL); !createdAt.After(cutoff) {
 		_, err := s.db.ExecContext(ctx, "DELETE FROM idempotency_key WHERE shard_key = ? AND user_key = ? AND created_at <= ?",
 			shardKey, userKey, apijson.Millis(cutoff))
-		return Answer{}, false, err
+		return answer{}, false, err
 	}
 	if !bytes.Equal(fp, fingerprint) {
-		return Answer{}, false, fault.Conflictf("IDEMPOTENCY_KEY_REUSED",
+		return answer{}, false, fault.Conflictf("IDEMPOTENCY_KEY_REUSED",
 			"this %s was sent with another request (another body or endpoint) in the last %v", Header, TTL)
 	}
 	ans.Replayed = true
@@ -255,10 +255,10 @@ const (
 	purgeTimeout  = 10 * time.Second
 )
 
-// Purge deletes up to purgeBatch expired records, oldest first, and returns how many it deleted. It reads them
+// purge deletes up to purgeBatch expired records, oldest first, and returns how many it deleted. It reads them
 // through the index on created_at, so its cost follows the expired records, never the live ones. Each is deleted by
 // its own statement, on its own shard behind Vitess (where the lookup row goes with it).
-func (s *Store) Purge(ctx context.Context) (int, error) {
+func (s *Store) purge(ctx context.Context) (int, error) {
 	cutoff := apijson.Millis(s.now().Add(-TTL))
 	rows, err := s.db.QueryContext(ctx, "SELECT shard_key, user_key FROM idempotency_key WHERE created_at <= ? ORDER BY created_at LIMIT ?",
 		cutoff, purgeBatch)
@@ -310,7 +310,7 @@ func (s *Store) RunPurge(ctx context.Context, logger *slog.Logger) {
 		}
 		for {
 			pctx, cancel := context.WithTimeout(ctx, purgeTimeout)
-			n, err := s.Purge(pctx)
+			n, err := s.purge(pctx)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {

@@ -316,12 +316,12 @@ func TestPurge(t *testing.T) {
 		}
 		f.advance(TTL)
 		f.post(t, 1, "/v1/a", "live", "body")
-		n, err := f.store.Purge(ctx)
+		n, err := f.store.purge(ctx)
 		if err != nil || n != purgeBatch {
-			t.Fatalf("first Purge = %d, %v; want a full batch of %d", n, err, purgeBatch)
+			t.Fatalf("first purge = %d, %v; want a full batch of %d", n, err, purgeBatch)
 		}
-		if n, err = f.store.Purge(ctx); err != nil || n != old-purgeBatch {
-			t.Fatalf("second Purge = %d, %v; want the %d left", n, err, old-purgeBatch)
+		if n, err = f.store.purge(ctx); err != nil || n != old-purgeBatch {
+			t.Fatalf("second purge = %d, %v; want the %d left", n, err, old-purgeBatch)
 		}
 		if n := f.records(t); n != 1 {
 			t.Errorf("%d records left, want the live one", n)
