@@ -203,7 +203,7 @@ func (s *Store) do(ctx context.Context, user int64, key *Key, status int, write 
 		}
 		if !IsClaimed(werr) {
 			// A concurrent request with the key may have made the write first, so that this one failed on what it did
-			// (a like already made), or behind Vitess on the lookup vindex's check: its record, if any, answers.
+			// (a like already made): its record, if any, answers.
 			if ans, found, err := s.recorded(ctx, userKey, key.fingerprint); found || fault.KindOf(err) == fault.Conflict {
 				return ans, err
 			}
@@ -242,7 +242,7 @@ func (s *Store) recorded(ctx context.Context, userKey string, fingerprint []byte
 	}
 	if !bytes.Equal(fp, fingerprint) {
 		return answer{}, false, fault.Conflictf("IDEMPOTENCY_KEY_REUSED",
-			"this %s was sent with another request (another body or endpoint) in the last %v", Header, TTL)
+			"this %s was sent with another request (another body or endpoint) in the last 24 hours", Header)
 	}
 	ans.Replayed = true
 	return ans, true, nil
