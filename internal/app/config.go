@@ -58,6 +58,8 @@ type Config struct {
 	OutboxShards        int
 	RelayPollInterval   time.Duration
 	RelayMinAge         time.Duration
+	Relay               string // how a relay finds the outbox's rows: "poll" (the table) or "vstream" (Vitess's change stream)
+	VTGateGRPCAddr      string // vtgate's gRPC address, for the vstream relay
 	CoordinatorPing     time.Duration
 	CoordinatorDeadline time.Duration
 
@@ -109,6 +111,12 @@ type Config struct {
 	Services []string // the services serve runs, in any order
 }
 
+// The relays --relay names.
+const (
+	RelayPoll    = "poll"
+	RelayVStream = "vstream"
+)
+
 // Default is the configuration of a board given no flag and no environment: every default is here, and the flags
 // show these as theirs.
 func Default() Config {
@@ -127,6 +135,7 @@ func Default() Config {
 		OutboxShards:        outbox.DefaultShards,
 		RelayPollInterval:   10 * time.Second,
 		RelayMinAge:         10 * time.Second,
+		Relay:               RelayPoll,
 		CoordinatorPing:     3 * time.Second,
 		CoordinatorDeadline: 9 * time.Second,
 		ArticleAddr:         ":9000",
@@ -221,6 +230,15 @@ func (c *Config) EngineFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OutboxShards, "outbox-shards", c.OutboxShards, "logical outbox shards; fixed per deployment")
 	fs.DurationVar(&c.RelayPollInterval, "relay-poll-interval", c.RelayPollInterval, "how often each relay polls its shards for events the fast path missed")
 	fs.DurationVar(&c.RelayMinAge, "relay-min-age", c.RelayMinAge, "how old an outbox row must be before the poller publishes it")
+	fs.Func("relay", "how relays find the outbox's events: poll (the table, after the fast path; every engine) or vstream (Vitess's change stream through --vtgate-grpc-addr; --mysql-dsn must be a vtgate) (default "+c.Relay+")",
+		func(v string) error {
+			if v != RelayPoll && v != RelayVStream {
+				return fmt.Errorf("want %s or %s, not %q", RelayPoll, RelayVStream, v)
+			}
+			c.Relay = v
+			return nil
+		})
+	fs.StringVar(&c.VTGateGRPCAddr, "vtgate-grpc-addr", c.VTGateGRPCAddr, "vtgate's gRPC address (host:port), for --relay vstream")
 	fs.DurationVar(&c.CoordinatorPing, "coordinator-ping", c.CoordinatorPing, "how often a relay pings the coordinator set in Redis")
 	fs.DurationVar(&c.CoordinatorDeadline, "coordinator-dead-after", c.CoordinatorDeadline, "silence after which a relay instance's shards are taken over")
 	fs.DurationVar(&c.NodeLeaseTTL, "node-lease-ttl", c.NodeLeaseTTL, "TTL of this process's Snowflake node id lease in Redis")
@@ -404,7 +422,8 @@ func (c Config) LogValue() slog.Value {
 }
 
 // acronyms are the runs of capitals in Config's field names, as words, so that MySQLDSN is mysql_dsn.
-var acronyms = strings.NewReplacer("MySQL", "Mysql", "DSN", "Dsn", "DB", "Db", "TTL", "Ttl", "IP", "Ip")
+var acronyms = strings.NewReplacer("MySQL", "Mysql", "DSN", "Dsn", "DB", "Db", "TTL", "Ttl", "IP", "Ip", "VTGate", "Vtgate",
+	"GRPC", "Grpc")
 
 // snakeCase turns a Go field name (MySQLDSN, HotArticleTimeZone) into the log key style (mysql_dsn,
 // hot_article_time_zone).

@@ -73,7 +73,8 @@ func TestConfigLogValueMasksSecrets(t *testing.T) {
 			t.Errorf("the logged configuration shows %q: %s", secret, logged)
 		}
 	}
-	for _, want := range []string{"config.mysql_dsn=", "config.redis_password=***", "config.outbox_shards=4", "tcp(db:3306)"} {
+	for _, want := range []string{"config.mysql_dsn=", "config.redis_password=***", "config.outbox_shards=4", "tcp(db:3306)",
+		"config.vtgate_grpc_addr="} {
 		if !bytes.Contains(out.Bytes(), []byte(want)) {
 			t.Errorf("the logged configuration lacks %q: %s", want, logged)
 		}

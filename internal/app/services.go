@@ -418,12 +418,11 @@ func startProducer(ctx context.Context, e *Engines, s service, ids *snowflake.Ge
 	if !s.Publishes {
 		return producer{db: db}, nil
 	}
-	cfg := e.Config
-	coord := outbox.NewCoordinator(e.Redis, cfg.RedisPrefix, s.Name, cfg.OutboxShards,
-		outbox.CoordinatorConfig{Ping: cfg.CoordinatorPing, DeadAfter: cfg.CoordinatorDeadline}, e.Logger, metrics)
-	relay := outbox.NewRelay(db, e.Producer, coord, outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix,
-		PollInterval: cfg.RelayPollInterval, MinAge: cfg.RelayMinAge, AckTimeout: cfg.DeliveryTimeout}, e.Logger, metrics)
-	ob := outbox.New(db, cfg.OutboxShards, ids, time.Now, metrics, relay)
+	relay, err := newRelay(e, s.Name, db, metrics)
+	if err != nil {
+		return producer{}, err
+	}
+	ob := outbox.New(db, e.Config.OutboxShards, ids, time.Now, metrics, relay)
 	relays.run(ctx, relay.Run)
 	return producer{db: db, ob: ob}, nil
 }

@@ -25,7 +25,7 @@ func NewMetricVecs(reg prometheus.Registerer) *MetricVecs {
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "board_outbox_events_written_total",
 			Help: "Events written to the outbox in committed transactions."}, []string{"service"}),
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "board_outbox_events_published_total",
-			Help: "Outbox events acknowledged by the broker, by path: commit (right after commit) or poll."}, []string{"service", "path"}),
+			Help: "Outbox events acknowledged by the broker, by path: commit (right after commit), poll, or vstream (the change stream)."}, []string{"service", "path"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "board_outbox_publish_failures_total",
 			Help: "Outbox events the broker did not acknowledge (they stay for the poller)."}, []string{"service"}),
 		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "board_outbox_backlog",
