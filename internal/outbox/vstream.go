@@ -142,6 +142,7 @@ func (r *Relay) tailOnce(ctx context.Context) (gotEvents, stored bool, err error
 	if err != nil {
 		return false, stored, err
 	}
+	r.logger.Info("relay: following the outbox's change stream", "keyspace", t.cfg.Keyspace, "from_saved_position", stored)
 
 	p := newProgress()
 	saved := make(chan struct{})
