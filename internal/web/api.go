@@ -97,10 +97,7 @@ func (b *backend) likeCount(ctx context.Context, articleID int64) (int64, error)
 func (b *backend) setLiked(ctx context.Context, v *viewer, articleID int64, like bool, key string) error {
 	method, already := http.MethodPost, http.StatusConflict
 	if !like {
-		method, already = http.MethodDelete, http.StatusNotFound
-	}
-	if !like {
-		key = "" // an unlike is a DELETE, which needs none
+		method, already, key = http.MethodDelete, http.StatusNotFound, "" // a DELETE takes no key
 	}
 	err := b.do(ctx, call{service: "like", method: method, url: b.origins.Like + likePath(articleID, v.ID), token: v.token, key: key}, nil)
 	if statusOf(err) == already {
