@@ -124,17 +124,18 @@ type relayResult struct {
 	drainSQL, liveSQL string // the statements the relay sent, when --vitess-vars is given
 }
 
-// relay builds a relay of kind; fast says whether it runs as a service does (fast path, polls every 10 s) or polls
-// as fast as it can, as the backlog's drain does.
+// relay builds a relay of kind. A polling relay runs as a service does (fast path, polls every 10 s) when fast, else
+// it polls as fast as it can, as the backlog's drain does. A stream relay always runs as a service does: its
+// poller is only a safety net for rows a minute old.
 func (b *relayBench) relay(kind string, fast bool, metrics *outbox.Metrics) (*outbox.Relay, error) {
 	cfg := b.e.Config
 	coord := outbox.NewCoordinator(b.e.Redis, cfg.RedisPrefix+"bench:", "relay-bench", cfg.OutboxShards,
 		outbox.CoordinatorConfig{}, b.e.Logger, nil)
 	rc := outbox.RelayConfig{TopicPrefix: cfg.TopicPrefix, BatchSize: b.batch}
-	if !fast {
-		rc.PollInterval, rc.MinAge = 10*time.Millisecond, time.Nanosecond
-	}
 	if kind == app.RelayPoll {
+		if !fast {
+			rc.PollInterval, rc.MinAge = 10*time.Millisecond, time.Nanosecond
+		}
 		return outbox.NewRelay(b.db, b.e.Producer, coord, rc, b.e.Logger, metrics), nil
 	}
 	return outbox.NewVStreamRelay(b.db, b.e.Producer, coord, b.e.Redis, rc, outbox.VStreamConfig{Addr: cfg.VTGateGRPCAddr,
