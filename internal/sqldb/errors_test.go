@@ -172,6 +172,9 @@ func TestVitessUnavailableErrors(t *testing.T) {
 		{&mysql.MySQLError{Number: 1203, Message: "vttablet: rpc error: code = ResourceExhausted desc = transaction pool connection limit exceeded"}, true},
 		{&mysql.MySQLError{Number: 1317, Message: "multi-db transaction attempted: [target:{keyspace:\"article\" shard:\"-80\"} code = Aborted]"}, false},
 		{&mysql.MySQLError{Number: 1105, Message: "syntax error at position 12"}, false},
+		// A tablet's connection to its MySQL lost under it (a Galera node killed behind HAProxy).
+		{&mysql.MySQLError{Number: 2013, Message: "target: article.-80.primary: vttablet: rpc error: code = Canceled desc = EOF (errno 2013) (sqlstate HY000) (CallerID: userData1): Sql: \"commit\", BindVars: {}"}, true},
+		{&mysql.MySQLError{Number: 2013, Message: "Lost connection to server during query"}, false},
 	} {
 		if got := fault.KindOf(sqldb.Classify(sqldb.MySQL, c.err)) == fault.Unavailable; got != c.want {
 			t.Errorf("%d %q: unavailable = %v, want %v", c.err.Number, c.err.Message, got, c.want)

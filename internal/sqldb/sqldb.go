@@ -360,10 +360,20 @@ func refusesConnections(err error) bool {
 // vitessUnavailable reports an error of vtgate's own that means a shard cannot be reached or is too busy for now: it
 // passes a tablet's gRPC status on as error 1105 (UNAVAILABLE: no healthy tablet, a tablet restarting) or 1317
 // (ABORTED, DEADLINE_EXCEEDED: a transaction its tablet ended, a timeout), naming the status in the message. A
-// transaction refused for spanning shards is 1317 too, and stays a bug.
+// transaction refused for spanning shards is 1317 too, and stays a bug. A tablet whose own connection to MySQL broke
+// (its server killed, or a proxy in front of it cutting the connection) is passed on as the client error 2013
+// (CR_SERVER_LOST: "vttablet: rpc error: code = Canceled desc = EOF"), or 2006 (CR_SERVER_GONE_ERROR): as on a
+// connection of board's own that broke, a statement or COMMIT may or may not have taken effect, and the client's
+// retry (with its Idempotency-Key) settles it.
 func vitessUnavailable(err error) bool {
 	var my *mysql.MySQLError
-	if !errors.As(err, &my) || (my.Number != 1105 && my.Number != 1317) || strings.Contains(my.Message, "multi-db transaction") {
+	if !errors.As(err, &my) {
+		return false
+	}
+	if (my.Number == 2013 || my.Number == 2006) && strings.Contains(my.Message, "vttablet: ") {
+		return true
+	}
+	if (my.Number != 1105 && my.Number != 1317) || strings.Contains(my.Message, "multi-db transaction") {
 		return false
 	}
 	for _, status := range []string{"code = Unavailable", "code = Aborted", "code = DeadlineExceeded", "code = ResourceExhausted"} {
