@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -38,4 +39,34 @@ func TestIdempotencyKey(t *testing.T) {
 			Status:  http.StatusCreated,
 		})
 	})
+}
+
+// BenchmarkCreateWithKey is what a key costs a create through the handler: a read before the transaction, and the
+// claim and the answer in it, beside the same create without a key.
+func BenchmarkCreateWithKey(b *testing.B) {
+	run := func(b *testing.B, db *sqldb.DB) {
+		h, _ := testHandler(b, db)
+		h = httpiotest.As(h, 9)
+		n := 0 // across runs: every request is a new one
+		for _, keyed := range []bool{false, true} {
+			b.Run(fmt.Sprintf("key=%v", keyed), func(b *testing.B) {
+				for b.Loop() {
+					n++
+					r := idempotencytest.Request{Handler: h, Method: "POST", Path: "/v1/articles",
+						Body: fmt.Sprintf(`{"title":"article %d","content":"c","boardId":"7"}`, n)}
+					key := ""
+					if keyed {
+						key = fmt.Sprintf("bench-%d", n)
+					}
+					if got := idempotencytest.Send(r, key); got.Status != http.StatusCreated {
+						b.Fatalf("create: %d %s", got.Status, got.Body)
+					}
+				}
+			})
+		}
+	}
+	b.Run("sqlite", func(b *testing.B) { run(b, sqldbtest.OpenSQLite(b, Migrate)) })
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
+		b.Run("mysql", func(b *testing.B) { run(b, sqldbtest.OpenMySQL(b, Migrate)) })
+	}
 }

@@ -37,14 +37,16 @@ type Case struct {
 	Status int
 }
 
-// Send sends r with key as its Idempotency-Key.
+// Send sends r with key as its Idempotency-Key (none when key is empty).
 func Send(r Request, key string) httpiotest.Reply {
 	var body io.Reader
 	if r.Body != "" {
 		body = strings.NewReader(r.Body)
 	}
 	req := httptest.NewRequest(r.Method, r.Path, body)
-	req.Header.Set(idempotency.Header, key)
+	if key != "" {
+		req.Header.Set(idempotency.Header, key)
+	}
 	rec := httptest.NewRecorder()
 	r.Handler.ServeHTTP(rec, req)
 	return httpiotest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
