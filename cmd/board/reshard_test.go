@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,9 +44,6 @@ const (
 	reshardStepBound    = 5 * time.Minute                  // bounds each wait for a step of the workflow
 	reshardSourceShards = "-80,80-"                        // the cluster's 2 shards
 	reshardSamplePeriod = 5 * time.Millisecond             // how often the acknowledged writes are counted
-	// reshardClusterDir is the cluster's directory under the temporary one: fixed, so that a start cleans up what a
-	// killed run left.
-	reshardClusterDir = "board-test-vitess-cluster"
 )
 
 // keyspaceKinds maps a keyspace to the prefixes of the ledger's write kinds that write to it.
@@ -66,10 +65,13 @@ func TestReshard(t *testing.T) {
 	timeout := clusterClient.Timeout
 	clusterClient.Timeout = 15 * time.Second
 	t.Cleanup(func() { clusterClient.Timeout = timeout })
-	vc := startVitessCluster(t)
+	vc := startVitessCluster(t, clusterDir(t))
 	dsn := "root@tcp(" + vc.vtgate + ")/"
+	// The services the load and the checks use; search, notification, moderation and web would only index and
+	// notify, on the same 2 cores.
 	flags := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr",
-		"127.0.0.1:0", "--log-format", "json", "--mysql-dsn", dsn}
+		"127.0.0.1:0", "--log-format", "json", "--mysql-dsn", dsn,
+		"article", "comment", "like", "view", "hot-article", "article-read", "user"}
 	first := startProgram(t, flags)
 	second := startProgram(t, append(slices.Clone(flags[2:]), "--data-dir", t.TempDir(), "--redis-addr",
 		first.redisAddr(), "--kafka-brokers", strings.Join(first.logs.kafkaAddrs(), ",")))
@@ -184,52 +186,76 @@ func logRequestFailures(t *testing.T, programs ...*program) {
 type vitessCluster struct {
 	path, dir string // the script's, and the cluster's directory
 	vtgate    string
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when the script has exited, with its error in err
+	err       error
 }
 
-// startVitessCluster starts scripts/vitess cluster start in a fixed directory (a start there cleans up what a
-// killed run left), and stops it and removes the directory when the test ends.
-func startVitessCluster(t *testing.T) *vitessCluster {
+// clusterDir makes a directory of the test's own for a cluster, which the user Vitess runs as (mysql, when the test
+// runs as root) can reach, and removes it when the test ends. Of its own: others on the machine run clusters too, and
+// a start cleans up what an earlier one left in its directory. A test killed with kill -9 leaves its cluster running:
+// scripts/vitess stop --dir DIR, with the directory its log names, stops it.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "board-test-vitess-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // last, after the cluster stopped
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove the cluster's directory: %v", err)
+		}
+	})
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startVitessCluster starts scripts/vitess cluster start in dir, and stops it when the test ends.
+func startVitessCluster(t *testing.T, dir string) *vitessCluster {
 	t.Helper()
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vc := &vitessCluster{path: filepath.Join(repo, "scripts", "vitess"), dir: filepath.Join(os.TempDir(), reshardClusterDir)}
+	vc := &vitessCluster{path: filepath.Join(repo, "scripts", "vitess"), dir: dir, done: make(chan struct{})}
 	buildDir := cmp.Or(os.Getenv(vitessBuildDirEnv), filepath.Join(repo, "board-data", "vitess"))
-	cmd := exec.Command(vc.path, "cluster", "start", "--dir", vc.dir, "--build-dir", buildDir,
+	vc.cmd = exec.Command(vc.path, "cluster", "start", "--dir", vc.dir, "--build-dir", buildDir,
 		"--port", cmp.Or(os.Getenv(vitessClusterPort), "16306"))
 	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+	vc.cmd.Stderr = &stderr
+	stdout, err := vc.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	begun := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := vc.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			line <- sc.Text()
+			select {
+			case line <- sc.Text():
+			default: // only the first line is wanted
+			}
 		}
-		exited <- cmd.Wait()
+		vc.err = vc.cmd.Wait() // after the last read, as os/exec requires
+		close(vc.done)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // the script stops every process of the cluster, then exits
+		_ = vc.cmd.Process.Signal(syscall.SIGTERM) // the script stops every process of the cluster, then exits
 		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("scripts/vitess cluster start stopped with %v:\n%s", err, stderr.String())
+		case <-vc.done:
+			var exit *exec.ExitError
+			if vc.err != nil && !(errors.As(vc.err, &exit) && exit.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
+				t.Errorf("scripts/vitess cluster start stopped with %v:\n%s", vc.err, stderr.String())
 			}
 		case <-time.After(3 * time.Minute):
-			_ = cmd.Process.Kill()
+			_ = vc.cmd.Process.Kill()
 			t.Errorf("scripts/vitess cluster start did not stop within 3 minutes:\n%s", stderr.String())
-		}
-		if err := os.RemoveAll(vc.dir); err != nil {
-			t.Errorf("remove the cluster's directory: %v", err)
 		}
 	})
 	select {
@@ -239,8 +265,8 @@ func startVitessCluster(t *testing.T) *vitessCluster {
 			t.Fatalf("scripts/vitess cluster start printed %q, want \"vtgate ADDR\"", l)
 		}
 		vc.vtgate = addr
-	case err := <-exited:
-		t.Fatalf("scripts/vitess cluster start exited: %v\n%s", err, stderr.String())
+	case <-vc.done:
+		t.Fatalf("scripts/vitess cluster start exited: %v\n%s", vc.err, stderr.String())
 	case <-time.After(15 * time.Minute): // a first run builds Vitess
 		t.Fatalf("scripts/vitess cluster start did not print vtgate's address within 15 minutes:\n%s", stderr.String())
 	}
@@ -250,8 +276,61 @@ func startVitessCluster(t *testing.T) *vitessCluster {
 		started = lastLine(stderr.String(), "vitess: started")
 		return started != "", stderr.String()
 	})
-	t.Logf("cluster started in %v: %s", took.Round(time.Millisecond), started)
+	t.Logf("cluster started in %s in %v: %s", dir, took.Round(time.Millisecond), started)
 	return vc
+}
+
+// processesNaming returns the processes whose command line names dir, as every process of a cluster in dir does.
+func processesNaming(t *testing.T, dir string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir+"/")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestVitessClusterAfterKill9 checks that a cluster start cleans up what a killed one left: kill -9 of the script
+// leaves its cluster running (etcd, vtctld, vtgate, the tablets and their mysqld), and the next start in the same
+// directory stops all of it before it starts its own; SIGTERM then leaves nothing.
+func TestVitessClusterAfterKill9(t *testing.T) {
+	if os.Getenv(vitessClusterEnv) != "1" {
+		t.Skipf("needs %s=1 (it starts scripts/vitess cluster start twice)", vitessClusterEnv)
+	}
+	dir := clusterDir(t)
+	t.Cleanup(func() { // after the second start's SIGTERM
+		if left := processesNaming(t, dir); len(left) > 0 {
+			t.Errorf("processes of the cluster left after SIGTERM: %v", left)
+		}
+	})
+	killed := startVitessCluster(t, dir)
+	if err := killed.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-killed.done
+	orphans := processesNaming(t, dir)
+	if len(orphans) == 0 {
+		t.Fatal("kill -9 of the script left no process of its cluster: nothing to clean up")
+	}
+	startVitessCluster(t, dir)
+	for _, pid := range orphans {
+		if err := syscall.Kill(pid, 0); err == nil {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Errorf("process %d of the killed start still runs: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+	t.Logf("the second start stopped the %d processes the killed one left", len(orphans))
 }
 
 // script runs scripts/vitess cluster ARGS on the test's cluster and returns its standard output.
