@@ -33,6 +33,10 @@ import (
 // while zero), which the service keeps from the moderation topic (Service.Handlers). A hidden article reads as a
 // placeholder title, no content and its removedReason to everyone but its writer and moderators, whom a read with an
 // access token shows the real title and content too. Its writer may still update it; it stays hidden.
+//
+// Retries. POST /v1/articles takes an Idempotency-Key, checked with the input (400 INVALID_IDEMPOTENCY_KEY): a
+// retry gets the first answer and writes nothing, the same key with another body is 409 IDEMPOTENCY_KEY_REUSED
+// (internal/idempotency, docs/idempotency.md).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()

@@ -34,6 +34,10 @@ import (
 // Moderation (SPEC §3.9), from the moderation topic (Service.Handlers). A POST on a locked article is 403 LOCKED,
 // except from a moderator. A hidden comment reads with an empty content and its hidden and removedReason to everyone
 // but its writer and moderators, whom a read with an access token shows the content too.
+//
+// Retries. Both versions' POST takes an Idempotency-Key, checked with the input (400 INVALID_IDEMPOTENCY_KEY): a
+// retry gets the first answer and writes nothing, the same key with another body or on the other version is 409
+// IDEMPOTENCY_KEY_REUSED (internal/idempotency, docs/idempotency.md).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()

@@ -25,6 +25,10 @@ import (
 // be the principal that httpio.Guard put in the request's context from its access token (403 otherwise, moderators
 // included; 401 without a principal). A handler checks its path (400), then that (401, 403), then writes, so the
 // article (404) and the like (404, 409) are looked at only for the user's own. Reads are public.
+//
+// Retries. A like (POST, on any path) takes an Idempotency-Key, checked with the path (400
+// INVALID_IDEMPOTENCY_KEY): a retry gets the first answer, never ALREADY_LIKED, and the same key on another path is
+// 409 IDEMPOTENCY_KEY_REUSED (internal/idempotency, docs/idempotency.md).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()

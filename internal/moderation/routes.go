@@ -39,6 +39,10 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 // moderators only (403 FORBIDDEN otherwise). The queue is a read that needs a token: the Guard verifies a token that
 // a read carries, and the handler asks for its principal like a write's. A user's ban and the moderation log are
 // public; the log never names reporters. A handler checks its input (400) first, then the principal (401, 403).
+//
+// Retries. POST /v1/reports takes an Idempotency-Key, checked with the input (400 INVALID_IDEMPOTENCY_KEY): a
+// retry gets the first answer and files nothing, the same key with another body is 409 IDEMPOTENCY_KEY_REUSED
+// (internal/idempotency, docs/idempotency.md).
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
