@@ -105,3 +105,61 @@ func TestKeyedLikesShareTransactions(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyTakenInABatch: one key sent at once for likes of two articles, among likes without a key of both. Each
+// article's batch claims the key in its own transaction; the one that loses it fails whole, and runs again like by
+// like, so only the keyed like is refused (409) and every other like of its batch is made.
+func TestKeyTakenInABatch(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, svc, _ := keyedHandler(t, db)
+		const rounds, others = 5, 8
+		made := map[int64]int64{}
+		for round := range int64(rounds) {
+			keyed := 1000 + round // likes both articles with one key
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var keyedReplies [2]httpiotest.Reply
+			otherReplies := make([]httpiotest.Reply, 2*others)
+			for i, article := range []int64{7, 8} {
+				wg.Go(func() {
+					<-start
+					keyedReplies[i] = idempotencytest.Send(likeRequest(h, article, keyed, ""), fmt.Sprintf("round-%d", round))
+				})
+				for u := range int64(others) {
+					wg.Go(func() {
+						<-start
+						req := likeRequest(h, article, 2000+round*100+u, "")
+						otherReplies[int64(i)*others+u] = httpiotest.Call(req.Handler, req.Method, req.Path, "")
+					})
+				}
+			}
+			close(start)
+			wg.Wait()
+			statuses := []int{keyedReplies[0].Status, keyedReplies[1].Status}
+			if !(statuses[0] == http.StatusCreated) != (statuses[1] == http.StatusCreated) {
+				t.Errorf("round %d: the keyed likes answered %v %s %s, want one 201 and one 409", round, statuses,
+					keyedReplies[0].Body, keyedReplies[1].Body)
+			}
+			for i, r := range keyedReplies {
+				if r.Status == http.StatusCreated {
+					made[[]int64{7, 8}[i]]++
+				} else {
+					httpiotest.WantError(t, r, http.StatusConflict, "IDEMPOTENCY_KEY_REUSED")
+				}
+			}
+			for i, r := range otherReplies {
+				if r.Status != http.StatusCreated {
+					t.Errorf("round %d: a like without a key answered %d %s", round, r.Status, r.Body)
+					continue
+				}
+				made[[]int64{7, 8}[i/others]]++
+			}
+		}
+		for _, article := range []int64{7, 8} {
+			if count, err := svc.count(context.Background(), article); err != nil || count != made[article] {
+				t.Errorf("article %d: count %d, %v; want the %d likes answered 201", article, count, err, made[article])
+			}
+		}
+	})
+}
