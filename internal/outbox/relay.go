@@ -285,6 +285,11 @@ func (r *Relay) deleteLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.ackedCh:
+			if r.tail != nil {
+				// No fast path or poll round re-reads a stream relay's rows soon: a pause gathers more of them into
+				// each DELETE, the relay's only steady SQL.
+				sleep(ctx, tailDeleteDelay)
+			}
 			r.deleteAcked(ctx)
 		}
 	}
@@ -319,6 +324,13 @@ func (r *Relay) deleteAcked(ctx context.Context) {
 		if err := remove(ctx, r.db, rows[:n]); err != nil {
 			// The rows stay; the poller publishes them again, which consumers tolerate.
 			r.logger.Warn("relay: cannot delete published rows", "rows", len(rows), "err", err)
+			if r.tail != nil {
+				// The stream does not bring them again, and the poller only once they are a minute old: the next
+				// acknowledgement's delete takes them along.
+				r.mu.Lock()
+				r.acked = append(r.acked, rows...)
+				r.mu.Unlock()
+			}
 			return
 		}
 		rows = rows[n:]

@@ -14,7 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	binlogdatapb "vitess.io/vitess/go/vt/proto/binlogdata"
 	querypb "vitess.io/vitess/go/vt/proto/query"
@@ -49,6 +51,8 @@ const (
 	// tailSaveEvery bounds how often the position is written to Redis: at most that much is published twice after a
 	// crash, beyond what was in flight.
 	tailSaveEvery = 100 * time.Millisecond
+	// tailDeleteDelay is how long a stream relay's deleter gathers acknowledged rows before a DELETE.
+	tailDeleteDelay = 100 * time.Millisecond
 	// tailRetry is the pause before a failed stream is opened again.
 	tailRetry = time.Second
 	// tailRejections is how many failures in a row before a first event make a stored position count as rejected
@@ -97,8 +101,8 @@ func (r *Relay) tailLoop(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case gotEvents || !stored:
-			rejected = 0
+		case err == nil || gotEvents || !stored || status.Code(err) == codes.Unavailable:
+			rejected = 0 // a vtgate that is down rejects nothing
 		default:
 			rejected++
 		}
@@ -186,6 +190,12 @@ func (r *Relay) tailOnce(ctx context.Context) (gotEvents, stored bool, err error
 	}()
 
 	swept := stored
+	var sweeping sync.WaitGroup
+	defer func() {
+		// Before the flush: a sweep cut short leaves its rows in the table.
+		cancel()
+		sweeping.Wait()
+	}()
 	d := newDecoder()
 	for {
 		resp, err := stream.Recv()
@@ -215,7 +225,7 @@ func (r *Relay) tailOnce(ctx context.Context) (gotEvents, stored bool, err error
 			if !swept {
 				// Every row committed before the stream's start is in the table, unpublished or about to be deleted.
 				swept = true
-				go r.sweep(streamCtx, t.cfg.Shards)
+				sweeping.Go(func() { r.sweep(streamCtx, t.cfg.Shards) })
 			}
 		}
 		if p.hasFailed() {

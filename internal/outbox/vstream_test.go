@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	querypb "vitess.io/vitess/go/vt/proto/query"
 
 	"board/internal/event"
+	"board/internal/sqldb/sqldbtest"
 )
 
 func vgtid(gtid string) *binlogdatapb.VGtid {
@@ -122,5 +124,45 @@ func TestResolved(t *testing.T) {
 		if got := resolved(c.v); got != c.want {
 			t.Errorf("resolved(%v) = %v, want %v", c.v, got, c.want)
 		}
+	}
+}
+
+// A stream relay's delete that fails is tried again with the next one: the stream does not bring those rows back,
+// and the table must not keep them until the poller's safety net, a minute later.
+func TestStreamRelayRetriesAFailedDelete(t *testing.T) {
+	t.Parallel()
+	db := sqldbtest.OpenSQLite(t, Migrate)
+	write(t, New(db, DefaultShards, ids, time.Now, nil, nil), 3)
+	r := NewRelay(db, nil, nil, testRelay, quiet, nil)
+	r.tail = &tail{}
+	rows, err := db.QueryContext(context.Background(), "SELECT outbox_id, record_key FROM outbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p published
+		if err := rows.Scan(&p.id, &p.key); err != nil {
+			t.Fatal(err)
+		}
+		r.acked = append(r.acked, p)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string) {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("ALTER TABLE outbox RENAME TO outbox_away") // every DELETE fails
+	r.deleteAcked(context.Background())
+	exec("ALTER TABLE outbox_away RENAME TO outbox")
+	if len(r.acked) != 3 {
+		t.Fatalf("after a failed delete %d rows wait to be deleted, want 3", len(r.acked))
+	}
+	r.deleteAcked(context.Background())
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM outbox").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after the retry the outbox holds %d rows (%v), want none", n, err)
 	}
 }
