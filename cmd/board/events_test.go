@@ -77,10 +77,24 @@ func TestArticleEventsReachKafka(t *testing.T) {
 }
 
 // readTopic reads the records of a topic from the program's embedded broker, from the start, and fails the test
-// unless they hold exactly n events (it waits half a second for any past n). Delivery is at least once: a record
-// published again (a relay that could not delete what the broker acknowledged, under load) is the same event, with
-// the same id, and is counted once.
+// unless they hold exactly n events (it waits half a second for any past n).
 func readTopic(t *testing.T, p *program, topic string, n int) []*kgo.Record {
+	t.Helper()
+	records := readEvents(t, p, topic, func(records []*kgo.Record) bool { return len(records) >= n })
+	if len(records) != n {
+		for _, r := range records {
+			t.Logf("%s partition %d offset %d: key %s %s", topic, r.Partition, r.Offset, r.Key, r.Value)
+		}
+		t.Fatalf("%d events arrived on %s, want %d", len(records), topic, n)
+	}
+	return records
+}
+
+// readEvents reads the records of a topic from the program's embedded broker, from the start, until enough says
+// it has enough (within 15 s), and half a second more for any past it. Delivery is at least once: a record
+// published again (say, by a relay that could not delete what the broker acknowledged) is the same event, with the
+// same id, and is kept once.
+func readEvents(t *testing.T, p *program, topic string, enough func([]*kgo.Record) bool) []*kgo.Record {
 	t.Helper()
 	client, err := kgo.NewClient(kgo.SeedBrokers(p.logs.kafkaAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -91,28 +105,27 @@ func readTopic(t *testing.T, p *program, topic string, n int) []*kgo.Record {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var records []*kgo.Record
-	seen := map[int64]bool{}
+	seen := map[int64]*kgo.Record{}
 	keep := func(r *kgo.Record) {
 		env, err := event.Decode(r.Value)
 		if err != nil {
 			t.Fatalf("record on %s: %v", topic, err)
 		}
-		if seen[int64(env.EventID)] {
-			t.Logf("event %d arrived again on %s", env.EventID, topic)
+		// Where each copy is tells a record published twice (two offsets) from one read twice (the same offset).
+		if first := seen[int64(env.EventID)]; first != nil {
+			t.Logf("event %d arrived again on %s: partition %d offset %d, first at partition %d offset %d",
+				env.EventID, topic, r.Partition, r.Offset, first.Partition, first.Offset)
 			return
 		}
-		seen[int64(env.EventID)] = true
+		seen[int64(env.EventID)] = r
 		records = append(records, r)
 	}
-	for len(records) < n && ctx.Err() == nil {
+	for !enough(records) && ctx.Err() == nil {
 		client.PollFetches(ctx).EachRecord(keep)
 	}
 	extra, cancelExtra := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancelExtra()
 	client.PollFetches(extra).EachRecord(keep)
-	if len(records) != n {
-		t.Fatalf("%d events arrived on %s, want %d", len(records), topic, n)
-	}
 	return records
 }
 
@@ -167,7 +180,12 @@ func TestCommentEventsReachKafka(t *testing.T) {
 }
 
 // TestViewsAreBackedUpAndFlushedAtShutdown: the 100th view backs the count up with an ARTICLE_VIEWED; the views
-// after it are backed up (and published) by the flush at shutdown, before the relay stops.
+// after it are backed up (and published) by the flush at shutdown, before the relay stops, or by a periodic flush.
+//
+// The view service also backs up every count that moved each 5 s (view.DefaultFlushEvery), each backup with an
+// ARTICLE_VIEWED of its own: when the views take longer than that (a loaded machine, the race detector), a periodic
+// flush adds an event with the count it found, which may be 100 again if it met the 100th view's own backup. So the
+// test wants the 100th view's event and the last count, last, and tolerates events in between.
 func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 	t.Parallel()
 	flags := testFlags(t, t.TempDir())
@@ -189,8 +207,7 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 	if count != 103 {
 		t.Errorf("count after restart = %d, want 103", count)
 	}
-	var got []int64
-	for _, rec := range readTopic(t, p, "board-view", 2) {
+	viewCount := func(rec *kgo.Record) int64 {
 		env, err := event.Decode(rec.Value)
 		if err != nil {
 			t.Fatal(err)
@@ -202,10 +219,22 @@ func TestViewsAreBackedUpAndFlushedAtShutdown(t *testing.T) {
 		if string(rec.Key) != article || env.Type != event.ArticleViewed || pl.ArticleID.String() != article {
 			t.Errorf("record: key %s, %s %+v", rec.Key, env.Type, pl)
 		}
-		got = append(got, pl.ArticleViewCount)
+		return pl.ArticleViewCount
 	}
-	if !slices.Equal(got, []int64{100, 103}) {
-		t.Errorf("ARTICLE_VIEWED counts %v, want [100 103]", got)
+	records := readEvents(t, p, "board-view", func(records []*kgo.Record) bool {
+		return len(records) > 0 && viewCount(records[len(records)-1]) == 103
+	})
+	var got []int64
+	for _, rec := range records {
+		got = append(got, viewCount(rec))
+	}
+	// One key, one partition, one instance's fast path: commit order. A periodic flush may take a count just below
+	// 100 and commit it after the 100th view's backup, but every backup of 103 commits after both.
+	if !slices.Contains(got, 100) || len(got) == 0 || got[len(got)-1] != 103 || slices.Max(got) != 103 {
+		t.Errorf("ARTICLE_VIEWED counts %v, want 100 among them and 103 last", got)
+	}
+	if len(got) > 2 {
+		t.Logf("ARTICLE_VIEWED counts %v: periodic flushes backed up counts between", got)
 	}
 }
 
