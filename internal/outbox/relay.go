@@ -285,12 +285,15 @@ func (r *Relay) deleteLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.ackedCh:
-			if r.tail != nil {
-				// No fast path or poll round re-reads a stream relay's rows soon: a pause gathers more of them into
-				// each DELETE, the relay's only steady SQL.
-				sleep(ctx, tailDeleteDelay)
+			if r.tail == nil {
+				r.deleteAcked(ctx)
+				continue
 			}
-			r.deleteAcked(ctx)
+			// No fast path or poll round re-reads a stream relay's rows soon: a pause gathers more of them into each
+			// DELETE, the relay's only steady SQL. Under a backlog each deleter takes one statement's worth, so that
+			// the deleters run at once.
+			sleep(ctx, tailDeleteDelay)
+			r.deleteRows(ctx, r.takeAcked(deleteBatch))
 		}
 	}
 }
@@ -313,12 +316,30 @@ func (r *Relay) deleters() int {
 // deleteAcked deletes the rows acknowledged so far under a deadline of its own, never cancelled with ctx: the ids
 // leave r.acked here, so a delete cut short by shutdown would leave their rows to be published again.
 func (r *Relay) deleteAcked(ctx context.Context) {
+	r.deleteRows(ctx, r.takeAcked(0))
+}
+
+// takeAcked takes up to limit acknowledged rows (0: all) off r.acked; what it leaves is signalled to another deleter.
+func (r *Relay) takeAcked(limit int) []published {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rows := r.acked
+	if limit == 0 || len(rows) <= limit {
+		r.acked = nil
+		return rows
+	}
+	r.acked = rows[limit:]
+	select {
+	case r.ackedCh <- struct{}{}:
+	default:
+	}
+	return rows[:limit]
+}
+
+// deleteRows deletes rows, deleteBatch to a statement, under a deadline of its own (see deleteAcked).
+func (r *Relay) deleteRows(ctx context.Context, rows []published) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DeleteTimeout)
 	defer cancel()
-	r.mu.Lock()
-	rows := r.acked
-	r.acked = nil
-	r.mu.Unlock()
 	for len(rows) > 0 {
 		n := min(len(rows), deleteBatch)
 		if err := remove(ctx, r.db, rows[:n]); err != nil {

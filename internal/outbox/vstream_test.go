@@ -166,3 +166,24 @@ func TestStreamRelayRetriesAFailedDelete(t *testing.T) {
 		t.Fatalf("after the retry the outbox holds %d rows (%v), want none", n, err)
 	}
 }
+
+// Under a backlog a stream relay's deleter takes one statement's worth of rows and tells another deleter of the
+// rest at once, so that the deletes run side by side.
+func TestTakeAckedLeavesTheRestToAnotherDeleter(t *testing.T) {
+	r := NewRelay(nil, nil, nil, testRelay, quiet, nil)
+	for i := range deleteBatch + 5 {
+		r.acked = append(r.acked, published{id: int64(i)})
+	}
+	if got := r.takeAcked(deleteBatch); len(got) != deleteBatch || got[0].id != 0 {
+		t.Fatalf("took %d rows, want the first %d", len(got), deleteBatch)
+	}
+	select {
+	case <-r.ackedCh:
+	default:
+		t.Error("no deleter was told of the rows left")
+	}
+	if got := r.takeAcked(deleteBatch); len(got) != 5 || got[0].id != deleteBatch || len(r.acked) != 0 {
+		t.Fatalf("the second deleter took %d rows from %d, leaving %d; want the last 5, none left", len(got), got[0].id,
+			len(r.acked))
+	}
+}
