@@ -19,6 +19,10 @@ import (
 //     "comment" shard:"40-80" ...}]": the transaction began on a source shard and its next statement was routed to a
 //     target shard. Two shards of one keyspace whose key ranges overlap exist only during a reshard; a transaction
 //     across disjoint shards is a bug of board's and stays one.
+//   - 1105, "target: article.-80.primary: current keyspace is being resharded" (or "primary is not serving, there may
+//     be a reparent operation in progress"): vtgate's own CLUSTER_EVENT, when it found no serving primary for the
+//     shard and its buffer gave up; it sent the statement nowhere. Seen over external tablets on Galera, when a
+//     write switch stalled (docs/sharding.md, "External tablets over Galera").
 func vitessCutover(err error) bool {
 	var my *mysql.MySQLError
 	if !errors.As(err, &my) {
@@ -26,7 +30,9 @@ func vitessCutover(err error) bool {
 	}
 	switch my.Number {
 	case 1105:
-		return strings.Contains(my.Message, "code = Code(17)")
+		return strings.Contains(my.Message, "code = Code(17)") ||
+			strings.Contains(my.Message, "current keyspace is being resharded") ||
+			strings.Contains(my.Message, "primary is not serving, there may be a reparent operation in progress")
 	case 1317:
 		return strings.Contains(my.Message, "multi-db transaction") && overlappingShards(my.Message)
 	}

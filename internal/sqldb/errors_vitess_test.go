@@ -24,6 +24,8 @@ var (
 		Message: `multi-db transaction attempted: [target:{keyspace:"comment" shard:"-80" tablet_type:PRIMARY} transaction_id:1 target:{keyspace:"comment" shard:"80-" tablet_type:PRIMARY} transaction_id:2]`}
 	acrossKeyspaces = &mysql.MySQLError{Number: 1317, SQLState: [5]byte([]byte("70100")),
 		Message: `multi-db transaction attempted: [target:{keyspace:"article" shard:"-80" tablet_type:PRIMARY} transaction_id:1 target:{keyspace:"comment" shard:"-40" tablet_type:PRIMARY} transaction_id:2]`}
+	beingResharded = &mysql.MySQLError{Number: 1105, SQLState: [5]byte([]byte("HY000")),
+		Message: "target: article.-80.primary: current keyspace is being resharded"}
 	noHealthyTablet = &mysql.MySQLError{Number: 1105, SQLState: [5]byte([]byte("HY000")),
 		Message: "target: article.-80.primary: no healthy tablet available: vttablet: rpc error: code = Unavailable desc = ..."}
 )
@@ -37,6 +39,7 @@ func TestVitessCutover(t *testing.T) {
 	}{
 		{"source shard not serving", cutoverNotServing, true},
 		{"transaction across the switch", cutoverStraddled, true},
+		{"vtgate found no serving primary during the switch", beingResharded, true},
 		{"wrapped", fmt.Errorf("delete comment: %w", cutoverStraddled), true},
 		{"disjoint shards", acrossShards, false},
 		{"two keyspaces", acrossKeyspaces, false},
