@@ -197,16 +197,25 @@ func (r *Registry) Check(ctx context.Context, articleID int64) error {
 	}
 	isDeleted, err := r.isDeleted(ctx, articleID)
 	if errors.Is(err, sql.ErrNoRows) {
+		// Whether lookUp will trust an earlier lookup's record rather than ask, for the error below.
+		remembered := r.memo.get(articleID, r.cfg.Now()) == stateRecorded
 		if err := r.lookUp(ctx, articleID); err != nil {
 			return err
 		}
 		// The lookup records the article only where it has no row: a delete recorded while it was out stays, and
 		// its 200 vouches for nothing.
 		if isDeleted, err = r.isDeleted(ctx, articleID); errors.Is(err, sql.ErrNoRows) {
-			// Seen once, through Vitess under the cluster suite's faults, and not explained: the caller may try
-			// again, which looks the article up afresh.
+			// A lookup's INSERT returned no error (this one's, or one of the last minute that the memo remembers),
+			// rows are never removed, and yet the read finds none. Seen once, through Vitess under the cluster
+			// suite's faults; docs/integrity.md ("A lookup's row that a read did not find") says what was ruled
+			// out and how. The memo forgets the record, so the caller's retry asks and inserts afresh.
+			by := "its lookup"
+			if remembered {
+				by = "a lookup of the last minute (not asked again)"
+			}
 			r.memo.put(articleID, stateUnknown, time.Time{})
-			return fault.Unavailablef(fmt.Errorf("article %d: recorded live by its lookup but without a row after it", articleID),
+			return fault.Unavailablef(fmt.Errorf("article %d: recorded live by %s, but the %s database %s reads no row of it",
+				articleID, by, r.db.Dialect, r.db.Name),
 				"DATABASE_UNAVAILABLE", "the %s database did not keep article %d's record; try again", r.db.Dialect, articleID)
 		}
 	}
