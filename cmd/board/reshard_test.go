@@ -9,8 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +39,7 @@ const (
 	reshardKeyspacesEnv = "BOARD_TEST_RESHARD_KEYSPACES"   // the keyspaces to reshard, in order (default article)
 	vitessBuildDirEnv   = "BOARD_TEST_VITESS_BUILD_DIR"    // scripts/vitess's --build-dir (default board-data/vitess)
 	vitessClusterPort   = "BOARD_TEST_VITESS_CLUSTER_PORT" // vtgate's port (default 16306; the cluster takes more above it)
+	reshardRelayEnv     = "BOARD_TEST_RESHARD_RELAY"       // the boards' --relay (default poll)
 	reshardWorkers      = 16                               // the cluster suite's writers, one write at a time each
 	reshardReaders      = 8                                // readers, one read at a time each
 	reshardWarmup       = 10 * time.Second                 // load before the first reshard, so there is something to copy
@@ -72,6 +76,10 @@ func TestReshard(t *testing.T) {
 	flags := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr",
 		"127.0.0.1:0", "--log-format", "json", "--mysql-dsn", dsn,
 		"article", "comment", "like", "view", "hot-article", "article-read", "user"}
+	streamRelay := os.Getenv(reshardRelayEnv) == "vstream"
+	if streamRelay {
+		flags = append(flags, "--relay", "vstream", "--vtgate-grpc-addr", vc.vtgateGRPC(t))
+	}
 	first := startProgram(t, flags)
 	second := startProgram(t, append(slices.Clone(flags[2:]), "--data-dir", t.TempDir(), "--redis-addr",
 		first.redisAddr(), "--kafka-brokers", strings.Join(first.logs.kafkaAddrs(), ",")))
@@ -133,6 +141,15 @@ func TestReshard(t *testing.T) {
 		return pending
 	})
 	waitQuiet(t, "the read side equals SQL", func() []string { return readSideDiffs(t, c, l) })
+	if streamRelay {
+		// Every event came through the change stream, across the shard split: the table's poller, the stream
+		// relay's safety net for rows a minute old, published none.
+		for _, p := range []*program{first, second} {
+			if n := polledEvents(t, p); n > 0 {
+				t.Errorf("the poller published %d events the change stream did not", n)
+			}
+		}
+	}
 	lost := lostWrites(t, c, l)
 	for _, msg := range lost {
 		t.Errorf("acknowledged write lost: %s", msg)
@@ -616,4 +633,41 @@ func lastLine(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// vtgateGRPC is the cluster's vtgate gRPC address: its MySQL port + 2 (scripts/vitess).
+func (vc *vitessCluster) vtgateGRPC(t *testing.T) string {
+	host, port, err := net.SplitHostPort(vc.vtgate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+2))
+}
+
+// polledEvents sums what p's relays published through their pollers (board_outbox_events_published_total, path poll).
+func polledEvents(t *testing.T, p *program) int {
+	t.Helper()
+	total := 0
+	for _, service := range []string{"article", "comment", "like", "view"} {
+		resp, err := http.Get(p.urls[service] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(body)) {
+			if strings.HasPrefix(line, "board_outbox_events_published_total{") && strings.Contains(line, `path="poll"`) {
+				n, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' '):]), 64)
+				total += int(n)
+			}
+		}
+	}
+	return total
 }
