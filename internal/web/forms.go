@@ -209,7 +209,8 @@ func (s *Service) keepText(w http.ResponseWriter, r *http.Request, page func() t
 		s.clearSession(w, r)
 		status, st.SessionEnded, st.SignIn = http.StatusUnauthorized, true, "/signin?next="+returnPath(r)
 	case unavailable(err):
-		status, st.Error = http.StatusServiceUnavailable, "Part of the site is not answering right now, so this was not sent. Please try again in a few seconds."
+		// The write may have been made with no answer in time; the form's key makes sending it again safe.
+		status, st.Error = http.StatusServiceUnavailable, "Part of the site is not answering right now, so this may not have been posted. Please send it again in a few seconds: it is posted once, however often it is sent."
 	default:
 		if status, st.Error = formFailure(err, ""); st.Error == "" {
 			return err
