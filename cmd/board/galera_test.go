@@ -410,9 +410,15 @@ func (l *galeraLedger) ackCount() int {
 // galeraKill is the failover: board on HAProxy's address under load, a SIGKILL of the node HAProxy sends it to,
 // and the checks once the load has gone on through another node.
 func galeraKill(t *testing.T, haproxy string) {
+	galeraKillThrough(t, haproxy, "root@tcp("+haproxy+")/")
+}
+
+// galeraKillThrough is galeraKill with board on boardDSN: HAProxy's, or a vtgate whose tablets' databases are on the
+// cluster behind HAProxy (TestVitessGaleraFailover).
+func galeraKillThrough(t *testing.T, haproxy, boardDSN string) {
 	dsn := "root@tcp(" + haproxy + ")/"
 	p := startProgram(t, []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0",
-		"--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json", "--mysql-dsn", dsn, "--mysql-max-conns", "20"})
+		"--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json", "--mysql-dsn", boardDSN, "--mysql-max-conns", "20"})
 	l := &galeraLedger{answers: map[string]int{}}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
