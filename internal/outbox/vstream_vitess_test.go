@@ -2,15 +2,22 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
+	"board/internal/kafka"
 	"board/internal/polltest"
+	"board/internal/redisclient/redisclienttest"
+	"board/internal/sqldb"
 	"board/internal/sqldb/sqldbtest"
 )
 
@@ -141,4 +148,81 @@ func TestStreamRelayResumesFromItsPosition(t *testing.T) {
 	if got := published("poll"); got != 100 {
 		t.Errorf("after a rejected position the sweep published %d events, want the 100 in the table", got)
 	}
+}
+
+// The child process of TestStreamRelaySurvivesKill9: a stream relay over the keyspace, Redis and broker its
+// environment names, until it is killed.
+const childEnv = "BOARD_TEST_VSTREAM_CHILD"
+
+func TestStreamRelayChild(t *testing.T) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		t.Skip("runs only as TestStreamRelaySurvivesKill9's child")
+	}
+	var c struct{ DSN, Redis, Prefix, Broker, VTGate string }
+	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.OpenMySQL(context.Background(), c.DSN, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer, err := kafka.NewProducer([]string{c.Broker}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: c.Redis})
+	h := &harness{t: t, db: db, rdb: rdb, prefix: c.Prefix, producer: producer}
+	h.streamRelay(c.VTGate)
+	select {} // until killed
+}
+
+// TestStreamRelaySurvivesKill9: a stream relay's process killed with SIGKILL while events are written and published
+// loses none of them: the next one resumes from the saved position, which never passes an unacknowledged event,
+// and the table is emptied.
+func TestStreamRelaySurvivesKill9(t *testing.T) {
+	t.Parallel()
+	h, addr := vstreamHarness(t)
+	redisAddr := os.Getenv(redisclienttest.AddrEnv)
+	if redisAddr == "" {
+		t.Skipf("the relay's process needs a Redis of its own: set %s", redisclienttest.AddrEnv)
+	}
+	spec, err := json.Marshal(map[string]string{"DSN": sqldbtest.DSN(t, h.db.Name), "Redis": redisAddr, "Prefix": h.prefix,
+		"Broker": h.addr, "VTGate": addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestStreamRelayChild$")
+		cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill() // already dead for the first one
+			_ = cmd.Wait()
+		})
+		return cmd
+	}
+	ob := New(h.db, DefaultShards, ids, time.Now, nil, nil)
+	written := capture(ob)
+	first := child()
+	ctx := context.Background()
+	// Killed once it published and saved a position, with events still being written.
+	polltest.Until(t, 30*time.Second, func() (bool, string) {
+		write(t, ob, 20)
+		return h.rdb.Exists(ctx, h.positionKey()).Val() == 1 && h.rowsLeft() < len(written()),
+			"the relay has not published and saved a position yet"
+	})
+	write(t, ob, 200)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait() // killed
+	write(t, ob, 200)
+	child()
+	write(t, ob, 200)
+	all := written()
+	checkAtLeastOnce(t, h.consume(all, 60*time.Second), all)
+	h.waitEmpty(20 * time.Second)
 }
