@@ -67,7 +67,7 @@ func startGalera(t *testing.T) string {
 	}
 	started := time.Now()
 	cmd := exec.Command(script, "start", "--dir", dir, "--port", strconv.Itoa(galeraPort))
-	var logs syncBuffer
+	var logs lockedBuffer
 	cmd.Stderr = &logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -112,24 +112,6 @@ func startGalera(t *testing.T) string {
 		t.Fatalf("scripts/galera did not start within %v\n%s", galeraBound, &logs)
 	}
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func openGalera(t *testing.T, dsn string) *sql.DB {
