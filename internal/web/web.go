@@ -379,8 +379,10 @@ func writeHTML(w http.ResponseWriter, r *http.Request, status int, body []byte) 
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	// Pages show the reader's own session: not for shared caches, and not kept after signing out.
-	h.Set("Cache-Control", "no-store")
+	// Pages show the reader's own session: kept by the reader's browser alone (private), which asks again before it
+	// reuses one (no-cache), and which may keep the page whole for the back button (no-store would forbid that:
+	// the back/forward cache). Signing out clears both (signOut).
+	h.Set("Cache-Control", "private, no-cache")
 	h.Add("Vary", "Cookie")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {

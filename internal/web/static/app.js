@@ -17,6 +17,21 @@ function fragment(html) {
   return tpl.content;
 }
 
+// A signed-in page that the back button brings back from the browser's cache after its reader signed out is
+// loaded again, signed out. The sign-out's answer clears that cache itself (Clear-Site-Data), but browsers honour it
+// only on HTTPS and localhost.
+const loadedAt = Date.now();
+document.addEventListener("submit", (event) => {
+  if (event.target.matches("form#signout")) localStorage.setItem("board-signed-out", String(Date.now()));
+});
+window.addEventListener("pageshow", (event) => {
+  const signedOut = Number(localStorage.getItem("board-signed-out"));
+  if (event.persisted && document.getElementById("nav-user") && signedOut > loadedAt) {
+    document.body.hidden = true;
+    location.reload();
+  }
+});
+
 // A form with data-confirm (a delete) asks first; without script it is sent at once.
 document.addEventListener("submit", (event) => {
   const form = event.target;
@@ -116,19 +131,24 @@ function watchNotifications() {
       wait = Math.min(wait * 2, 300000);
     });
   };
+  const close = () => {
+    source?.close();
+    clearTimeout(retry);
+    source = retry = null;
+  };
+  const reopen = () => {
+    if (source || document.hidden) return;
+    open();
+    arrived();
+  };
   // Only a tab in sight holds a stream: a browser opens at most six connections to a site over HTTP/1.1, and
   // background tabs holding them would stall every other page. Back in sight, the stream's first event brings the
   // count, and the inbox is fetched for what came meanwhile.
-  document.addEventListener("visibilitychange", () => {
-    if (document.hidden) {
-      source?.close();
-      clearTimeout(retry);
-      source = retry = null;
-    } else if (!source) {
-      open();
-      arrived();
-    }
-  });
+  document.addEventListener("visibilitychange", () => { if (document.hidden) close(); else reopen(); });
+  // A page with an open connection is not kept in the back/forward cache: the stream closes as the page is left,
+  // and opens again if the page comes back from that cache.
+  window.addEventListener("pagehide", close);
+  window.addEventListener("pageshow", (event) => { if (event.persisted) reopen(); });
   if (!document.hidden) open();
 }
 
