@@ -152,6 +152,92 @@ function watchNotifications() {
   if (!document.hidden) open();
 }
 
+// Quotes: a "Quote" button on the article and on each comment, for a reader who may comment, puts the selected
+// passage of it (or the whole of it when nothing in it is selected) into the reply form as a Markdown block quote
+// with a link to its source: a comment's own reply form when it has one, else the article's comment form. Without
+// the script there are no such buttons; the text can still be copied by hand.
+function quoteText(content) {
+  const sel = window.getSelection();
+  if (sel && sel.rangeCount > 0 && !sel.isCollapsed) {
+    const range = sel.getRangeAt(0).cloneRange();
+    if (range.intersectsNode(content)) {
+      // Only the part inside this post: a selection that runs on into the next comment is cut at this one's end.
+      if (!content.contains(range.startContainer)) range.setStart(content, 0);
+      if (!content.contains(range.endContainer)) range.setEnd(content, content.childNodes.length);
+      const text = range.toString().trim();
+      if (text) return text;
+    }
+  }
+  return content.innerText.trim();
+}
+
+function blockQuote(text, writer, link) {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => (l.trim() ? `> ${l}` : ">"));
+  return `${lines.join("\n")}\n>\n> [— ${writer}](${link})\n\n`;
+}
+
+function fillReply(textarea, quote) {
+  const before = textarea.value.replace(/\s+$/, "");
+  textarea.value = before ? `${before}\n\n${quote}` : quote;
+  textarea.focus();
+  textarea.setSelectionRange(textarea.value.length, textarea.value.length);
+  textarea.scrollIntoView({ block: "nearest" });
+}
+
+// quoteButton is a post's "Quote" button: it quotes content, by writer, linked to link, into the textarea target()
+// gives.
+function quoteButton(label, content, writer, link, target) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "link quote";
+  button.textContent = "Quote";
+  button.setAttribute("aria-label", label);
+  // A press of the mouse may clear the selection before the click: it is read as the button goes down. From the
+  // keyboard the selection is as the reader left it.
+  let text = null;
+  button.addEventListener("mousedown", () => { text = quoteText(content); });
+  button.addEventListener("click", () => {
+    fillReply(target(), blockQuote(text ?? quoteText(content), writer, link));
+    text = null;
+  });
+  return button;
+}
+
+// own is the first element matching sel in the comment li, not in a reply nested in it.
+const own = (li, sel) => [...li.querySelectorAll(sel)].find((e) => e.closest("li.comment") === li);
+
+function watchQuotes() {
+  const commentForm = document.getElementById("comment-content");
+  const article = document.getElementById("article");
+  if (!commentForm || !article) return;
+  const articlePath = location.pathname;
+  const articleContent = document.getElementById("article-content");
+  if (articleContent && !articleContent.classList.contains("hidden-content")) {
+    const writer = document.getElementById("article-writer")?.textContent.trim() ?? "";
+    article.querySelector(".actions")?.append(
+      quoteButton(`Quote the article by ${writer}`, articleContent, writer, articlePath, () => commentForm));
+  }
+  for (const li of document.querySelectorAll("li.comment")) {
+    const content = own(li, ".comment-content");
+    if (!content || content.classList.contains("deleted") || content.classList.contains("hidden-content")) continue;
+    const writer = own(li, ".comment-writer")?.textContent.trim() ?? "";
+    let actions = own(li, ".comment-actions");
+    if (!actions) {
+      actions = document.createElement("div");
+      actions.className = "comment-actions";
+      li.append(actions);
+    }
+    // Into the comment's own reply form, opened, when it takes replies; else into the article's.
+    actions.prepend(quoteButton(`Quote this comment by ${writer}`, content, writer, `${articlePath}#${li.id}`, () => {
+      const reply = own(li, "details.reply");
+      if (!reply) return commentForm;
+      reply.open = true;
+      return reply.querySelector("textarea");
+    }));
+  }
+}
+
 localTimes(document);
 watchMore();
+watchQuotes();
 watchNotifications();
