@@ -2,11 +2,15 @@ package web
 
 import (
 	"html"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"board/internal/auth"
 )
 
 var metaTag = regexp.MustCompile(`<meta (?:name|property)="([a-z:_]+)" content="([^"]*)"/?>`)
@@ -70,5 +74,24 @@ func TestSummary(t *testing.T) {
 		if got := summary(tc.in); got != tc.want {
 			t.Errorf("summary(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestPagesCacheOnlyPrivately: a page may be kept by the reader's browser alone, and for its back button (no
+// no-store, which keeps it out of the back/forward cache); signing out tells the browser to drop what it kept.
+func TestPagesCacheOnlyPrivately(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := f.handler(t)
+	alice := f.token(t, 10, auth.RoleUser)
+	for _, tc := range []struct{ target, token string }{{"/", ""}, {"/articles/1", alice}, {"/nope", alice}} {
+		w := get(t, h, tc.target, tc.token)
+		if cc := w.Header().Get("Cache-Control"); cc != "private, no-cache" {
+			t.Errorf("%s: Cache-Control %q, want private, no-cache", tc.target, cc)
+		}
+	}
+	w := post(t, h, "/signout", url.Values{}, alice)
+	if got := w.Header().Get("Clear-Site-Data"); w.Code != http.StatusSeeOther || got != `"cache"` {
+		t.Errorf("sign-out: %d, Clear-Site-Data %q; want 303 and \"cache\"", w.Code, got)
 	}
 }
