@@ -381,7 +381,7 @@ func writeHTML(w http.ResponseWriter, r *http.Request, status int, body []byte) 
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	// Pages show the reader's own session: kept by the reader's browser alone (private), which asks again before it
 	// reuses one (no-cache), and which may keep the page whole for the back button (no-store would forbid that:
-	// the back/forward cache). Signing out clears both (signOut).
+	// the back/forward cache). Signing out drops them (signOut, and app.js for the back/forward cache).
 	h.Set("Cache-Control", "private, no-cache")
 	h.Add("Vary", "Cookie")
 	w.WriteHeader(status)
