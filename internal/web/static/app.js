@@ -176,9 +176,19 @@ function blockQuote(text, writer, link) {
   return `${lines.join("\n")}\n>\n> [— ${writer}](${link})\n\n`;
 }
 
-function fillReply(textarea, quote) {
+// fillReply adds the quote of text to what textarea holds. A quote longer than the form takes is cut short, its
+// link kept.
+function fillReply(textarea, text, writer, link) {
   const before = textarea.value.replace(/\s+$/, "");
-  textarea.value = before ? `${before}\n\n${quote}` : quote;
+  const lead = before ? `${before}\n\n` : "";
+  const room = textarea.maxLength > 0 ? textarea.maxLength - lead.length : Infinity;
+  let quote = blockQuote(text, writer, link);
+  // Each round cuts at least one character more, so it ends.
+  for (let cut = text; quote.length > room && cut.length > 0;) {
+    cut = cut.slice(0, Math.max(1, cut.length - (quote.length - room)) - 1).trimEnd();
+    quote = blockQuote(`${cut}…`, writer, link);
+  }
+  textarea.value = lead + quote;
   textarea.focus();
   textarea.setSelectionRange(textarea.value.length, textarea.value.length);
   textarea.scrollIntoView({ block: "nearest" });
@@ -197,7 +207,7 @@ function quoteButton(label, content, writer, link, target) {
   let text = null;
   button.addEventListener("mousedown", () => { text = quoteText(content); });
   button.addEventListener("click", () => {
-    fillReply(target(), blockQuote(text ?? quoteText(content), writer, link));
+    fillReply(target(), text ?? quoteText(content), writer, link);
     text = null;
   });
   return button;
@@ -214,8 +224,10 @@ function watchQuotes() {
   const articleContent = document.getElementById("article-content");
   if (articleContent && !articleContent.classList.contains("hidden-content")) {
     const writer = document.getElementById("article-writer")?.textContent.trim() ?? "";
-    article.querySelector(".actions")?.append(
-      quoteButton(`Quote the article by ${writer}`, articleContent, writer, articlePath, () => commentForm));
+    // Before the writer's own Edit and Delete, which keep the end of the row.
+    const actions = article.querySelector(".actions");
+    actions?.insertBefore(quoteButton(`Quote the article by ${writer}`, articleContent, writer, articlePath, () => commentForm),
+      actions.querySelector(".owner"));
   }
   for (const li of document.querySelectorAll("li.comment")) {
     const content = own(li, ".comment-content");
