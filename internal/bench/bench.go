@@ -200,6 +200,32 @@ func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *a
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
+// acceptEncodingFlag is the Accept-Encoding of a load bench's timed requests.
+func acceptEncodingFlag(fs *flag.FlagSet) *string {
+	return fs.String("accept-encoding", "", `Accept-Encoding of the timed requests, e.g. "gzip" or "zstd" as a browser sends; answers are read as sent, not decoded. Empty: none, as board's own service clients ask (the floor never compresses)`)
+}
+
+// loadTransport is the transport of a load bench's timed requests: one kept-alive connection per load client (the
+// default keeps 2 idle and would open a connection per request), asking for acceptEncoding ("" for none).
+func loadTransport(connections int, acceptEncoding string) http.RoundTripper {
+	t := &http.Transport{MaxIdleConnsPerHost: connections, DisableCompression: true}
+	if acceptEncoding == "" {
+		return t
+	}
+	return encodingTransport{t, acceptEncoding}
+}
+
+type encodingTransport struct {
+	next     http.RoundTripper
+	encoding string
+}
+
+func (t encodingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Accept-Encoding", t.encoding)
+	return t.next.RoundTrip(r)
+}
+
 // benchCase is one query timed through the API (url) and directly (raw).
 type benchCase struct {
 	name string

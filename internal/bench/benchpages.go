@@ -57,6 +57,7 @@ web's cache). The web must know the board: start board serve with e.g. --boards 
 	warmup := fs.Duration("warmup", time.Second, "untimed run of each case before its timed one")
 	wait := fs.Duration("wait", time.Minute, "how long to wait for article-read to answer the new articles and sync the board's list")
 	floorAddr := fs.String("floor-addr", "127.0.0.1:0", "listen address of the floor server")
+	acceptEncoding := acceptEncodingFlag(fs)
 	openTokens := boardUserDBFlags(fs)
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
@@ -117,7 +118,9 @@ web's cache). The web must know the board: start board serve with e.g. --boards 
 		return err
 	}
 	jar.SetCookies(site, []*http.Cookie{{Name: "board_session", Value: token, Path: "/"}})
-	signedIn := &http.Client{Timeout: readRequestTimeout, Jar: jar, Transport: client.Transport}
+	// The cases' clients, signed out and in, share one transport: the setup's reads its answers decoded.
+	load := &http.Client{Timeout: readRequestTimeout, Transport: loadTransport(*connections, *acceptEncoding)}
+	signedIn := &http.Client{Timeout: readRequestTimeout, Jar: jar, Transport: load.Transport}
 
 	apiArticles, webArticles := make([]string, len(setup.ids)), make([]string, len(setup.ids))
 	for i, id := range setup.ids {
@@ -129,28 +132,28 @@ web's cache). The web must know the board: start board serve with e.g. --boards 
 		client *http.Client
 		urls   []string
 	}
-	cases := []pageCase{{"floor", client, []string{floorURL}}}
+	cases := []pageCase{{"floor", load, []string{floorURL}}}
 	for _, page := range []int64{1, *deepPage} {
 		if page == 0 {
 			continue
 		}
 		webPage := fmt.Sprintf("%s?page=%d", boardPage, page)
 		cases = append(cases,
-			pageCase{fmt.Sprintf("api page %d", page), client, []string{apiPage(page)}},
-			pageCase{fmt.Sprintf("web page %d", page), client, []string{webPage}},
+			pageCase{fmt.Sprintf("api page %d", page), load, []string{apiPage(page)}},
+			pageCase{fmt.Sprintf("web page %d", page), load, []string{webPage}},
 			pageCase{fmt.Sprintf("web page %d in", page), signedIn, []string{webPage}})
 	}
 	cases = append(cases,
-		pageCase{"api article", client, apiArticles},
-		pageCase{"web article", client, webArticles},
+		pageCase{"api article", load, apiArticles},
+		pageCase{"web article", load, webArticles},
 		pageCase{"web article in", signedIn, webArticles})
 
 	what := fmt.Sprintf("%d new articles with %d comments each", len(setup.ids), *comments)
 	if *skipSetup {
 		what = fmt.Sprintf("as it is, its newest %d articles", len(setup.ids))
 	}
-	fmt.Fprintf(stdout, "board %d: %s; floor: one GET of a %d-byte value at %s\n%d connections, closed loop; per case %s untimed, then %s timed\n\n",
-		*board, what, len(floorValue), floorURL, *connections, *warmup, *duration)
+	fmt.Fprintf(stdout, "board %d: %s; floor: one GET of a %d-byte value at %s\n%d connections, closed loop, Accept-Encoding %q; per case %s untimed, then %s timed\n\n",
+		*board, what, len(floorValue), floorURL, *connections, *acceptEncoding, *warmup, *duration)
 	fmt.Fprintf(stdout, "%-18s %9s %9s %10s %10s %10s %9s %6s\n", "case", "requests", "failures", "req/s", "p50", "p99", "vs floor", "calls")
 	var floorRate float64
 	for _, c := range cases {

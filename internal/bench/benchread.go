@@ -70,6 +70,7 @@ The view counts are not in the model: every read also reads its view count throu
 	wait := fs.Duration("wait", time.Minute, "how long to wait for article-read to answer the new articles, and again for it to sync the board's list")
 	floorAddr := fs.String("floor-addr", "127.0.0.1:0", "listen address of the floor server")
 	openTokens := boardUserDBFlags(fs)
+	acceptEncoding := acceptEncodingFlag(fs)
 	keepFloor := fs.Bool("keep-floor", false, "after the table, keep the floor server up until interrupted, for an outside load generator such as wrk")
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
@@ -86,9 +87,8 @@ The view counts are not in the model: every read also reads its view count throu
 	}
 	defer rdb.Close()
 
-	// One client for the setup and every case: the client's cost is the same in each. One kept-alive connection per
-	// load client: the default keeps 2 idle and would open a connection per request.
-	client := &http.Client{Timeout: readRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: *connections}}
+	// The setup's client; the cases share one of their own (loadTransport), so the client's cost is the same in each.
+	client := &http.Client{Timeout: readRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: readSetupWorkers}}
 	tokens, closeTokens, err := openTokens(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return err
@@ -123,9 +123,11 @@ The view counts are not in the model: every read also reads its view count throu
 		setup.board, len(setup.ids), *contentSize, *likes, *comments, *board.redisAddr, *board.redisPrefix)
 	fmt.Fprintf(stdout, "floor %s: one GET of a %d-byte value (an article-read answer); a warm article: %s\n",
 		floorURL, len(floorValue), articleURLs[0])
-	fmt.Fprintf(stdout, "%d connections, closed loop; per case %s untimed, then %s timed\n\n", *connections, *warmup, *duration)
+	fmt.Fprintf(stdout, "%d connections, closed loop, Accept-Encoding %q; per case %s untimed, then %s timed\n\n",
+		*connections, *acceptEncoding, *warmup, *duration)
 
-	l := loader{client: client, connections: *connections}
+	l := loader{client: &http.Client{Timeout: readRequestTimeout, Transport: loadTransport(*connections, *acceptEncoding)},
+		connections: *connections}
 	cases := []struct {
 		name string
 		run  func(time.Duration) loadResult

@@ -87,12 +87,15 @@ func (s Server) HTTPServer() *http.Server {
 }
 
 // Handler returns the port's handler: /healthz, /readyz, /metrics, /openapi.json and the instrumented API. It routes on the path
-// as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect.
+// as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect. Answers
+// are compressed when the client asks (compress), except the streams, whose events must leave as they come, and
+// /metrics, which Prometheus's handler compresses itself.
 func (s Server) Handler() http.Handler { return s.handler(context.Background()) }
 
 // handler is Handler with the streams ended when closing is done.
 func (s Server) handler(closing context.Context) http.Handler {
 	api := s.instrument(s.API, closing)
+	compressed := compress(api)
 	operational := map[string]http.Handler{
 		"/healthz": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			Write(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -101,17 +104,19 @@ func (s Server) handler(closing context.Context) http.Handler {
 		"/metrics": promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}),
 	}
 	if s.OpenAPI != nil {
-		operational["/openapi.json"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		operational["/openapi.json"] = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", strconv.Itoa(len(s.OpenAPI)))
 			_, _ = w.Write(s.OpenAPI)
-		})
+		}))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := operational[r.URL.Path]
 		switch {
-		case !ok:
+		case !ok && s.Streams[r.URL.Path]:
 			api.ServeHTTP(w, r)
+		case !ok:
+			compressed.ServeHTTP(w, r)
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			w.Header().Set("Allow", "GET, HEAD")
 			Write(w, http.StatusMethodNotAllowed, errorBody{"METHOD_NOT_ALLOWED", r.Method + " is not allowed on " + r.URL.Path})

@@ -152,6 +152,9 @@ func (s *Service) signUp(w http.ResponseWriter, r *http.Request) error {
 // §2.1), but this browser no longer holds it.
 func (s *Service) signOut(w http.ResponseWriter, r *http.Request) error {
 	s.clearSession(w, r)
+	// The browser empties its HTTP cache of the site (on HTTPS and localhost), so that no signed-in page is shown
+	// from it again. Chromium keeps its back/forward cache all the same: app.js reloads a page brought back from it.
+	w.Header().Set("Clear-Site-Data", `"cache"`)
 	http.Redirect(w, r, "/?notice=signedout", http.StatusSeeOther)
 	return nil
 }

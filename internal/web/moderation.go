@@ -298,7 +298,9 @@ func (s *Service) userProfile(w http.ResponseWriter, r *http.Request) error {
 	if banErr != nil {
 		s.cfg.Logger.WarnContext(ctx, "ban unknown on a user's page", "user", userID, "err", banErr)
 	}
-	return s.render(w, r, http.StatusOK, userView(userPage{layout: s.pageLayout(r, v, u.Username), User: u, Ban: b,
+	l := s.pageLayout(r, v, u.Username)
+	l.Description = u.Username + ", a member of board."
+	return s.render(w, r, http.StatusOK, userView(userPage{layout: l, User: u, Ban: b,
 		BanUnavailable: banErr != nil, CanBan: v.Moderator() && v.ID != userID && u.Role != string(auth.RoleModerator)}))
 }
 

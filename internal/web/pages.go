@@ -14,7 +14,11 @@ import (
 
 // layout is what every page shows around its content.
 type layout struct {
-	Title  string
+	Title string
+	// Description is the page's summary for search engines and link previews ("": the site's own).
+	Description string
+	// Kind is the page's Open Graph type: "article" on an article's page, "website" elsewhere.
+	Kind   string
 	Viewer *viewer
 	Notice string
 	MainID string // "error" on an error page
@@ -112,8 +116,9 @@ func (s *Service) home(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		s.cfg.Logger.WarnContext(r.Context(), "hot articles unavailable on the home page", "err", err)
 	}
-	return s.render(w, r, http.StatusOK, homeView(homePage{layout: s.pageLayout(r, v, "Boards"), Boards: s.cfg.Boards,
-		Hot: hot, HotUnavailable: err != nil}))
+	l := s.pageLayout(r, v, "Boards")
+	l.Description = "The boards of board, and the day's hottest articles."
+	return s.render(w, r, http.StatusOK, homeView(homePage{layout: l, Boards: s.cfg.Boards, Hot: hot, HotUnavailable: err != nil}))
 }
 
 // boardOf returns the board named by the path's {boardId}.
@@ -165,11 +170,14 @@ func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	title := b.Name
+	title, description := b.Name, "The newest articles in "+b.Name+" on board."
 	if page > 1 {
 		title += " · page " + strconv.FormatInt(page, 10)
+		description = "Articles in " + b.Name + " on board, page " + strconv.FormatInt(page, 10) + "."
 	}
-	return s.render(w, r, http.StatusOK, boardView(boardPage{layout: s.pageLayout(r, v, title), Board: b,
+	l := s.pageLayout(r, v, title)
+	l.Description = description
+	return s.render(w, r, http.StatusOK, boardView(boardPage{layout: l, Board: b,
 		Articles: s.items(r.Context(), p.Articles),
 		Pager:    newPager("pages", "Pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)}))
 }
@@ -198,6 +206,7 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	data := scrollPage{layout: s.pageLayout(r, v, b.Name), Board: b, Articles: s.items(r.Context(), as)}
+	data.Description = "The newest articles in " + b.Name + " on board."
 	if len(as) == articlesPerPage {
 		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(as[len(as)-1].ArticleID)
 	}
@@ -327,9 +336,16 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		writers = append(writers, c.WriterID)
 	}
 	names := s.names.lookup(ctx, writers)
+	board := s.boardNamed(a.BoardID)
+	l := s.pageLayout(r, v, a.Title)
+	l.Kind = "article"
+	// A hidden article's text is not for everyone: its page is described as the reason stands in for it.
+	if l.Description = summary(a.Content); a.Hidden != "" || l.Description == "" {
+		l.Description = "An article in " + board.Name + " on board."
+	}
 	data := articlePage{
-		layout: s.pageLayout(r, v, a.Title),
-		Board:  s.boardNamed(a.BoardID),
+		layout: l,
+		Board:  board,
 		Article: articleView{ID: articleID, BoardID: a.BoardID, WriterID: a.WriterID, Title: a.Title, Content: a.Content,
 			Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
 			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount,
@@ -456,6 +472,7 @@ func (s *Service) hot(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := hotPage{layout: s.pageLayout(r, v, "Hot articles"), Day: day, Today: today, Hot: hot,
 		Prev: day.AddDate(0, 0, -1).Format(dayLayout)}
+	data.Description = "The hottest articles on board on " + day.Format("Monday, 2 January 2006") + ", by likes, comments and views."
 	if day.Before(today) {
 		data.Next = day.AddDate(0, 0, 1).Format(dayLayout)
 	}

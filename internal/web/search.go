@@ -145,6 +145,10 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
 		title = q.Q + " · Search"
 	}
 	data := searchPage{layout: s.pageLayout(r, v, title), Query: q, Boards: s.cfg.Boards, Types: searchTypes, Sorts: searchSorts}
+	data.Description = "Search the articles and comments of board."
+	if q.Q != "" {
+		data.Description = "Articles and comments on board that match “" + q.Q + "”."
+	}
 	if q.Q == "" {
 		return s.render(w, r, http.StatusOK, searchView(data))
 	}

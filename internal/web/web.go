@@ -105,7 +105,10 @@ const maxViewsInFlight = 256
 func New(cfg Config) *Service {
 	if cfg.Client == nil {
 		// A connection kept per page in flight to each service: past the idle pool, every call would open a new one.
-		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}
+		// Uncompressed: the services answer over a fast network, where compressing costs both ends more CPU than the
+		// bytes it saves are worth (the pages are compressed for the browser).
+		cfg.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute,
+			DisableCompression: true}}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -376,8 +379,10 @@ func writeHTML(w http.ResponseWriter, r *http.Request, status int, body []byte) 
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	// Pages show the reader's own session: not for shared caches, and not kept after signing out.
-	h.Set("Cache-Control", "no-store")
+	// Pages show the reader's own session: kept by the reader's browser alone (private), which asks again before it
+	// reuses one (no-cache), and which may keep the page whole for the back button (no-store would forbid that:
+	// the back/forward cache). Signing out drops them (signOut, and app.js for the back/forward cache).
+	h.Set("Cache-Control", "private, no-cache")
 	h.Add("Vary", "Cookie")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {

@@ -17,6 +17,21 @@ function fragment(html) {
   return tpl.content;
 }
 
+// A signed-in page that the back button brings back from the browser's cache after its reader signed out is
+// loaded again, signed out. The sign-out's answer clears that cache itself (Clear-Site-Data), but browsers honour it
+// only on HTTPS and localhost.
+const loadedAt = Date.now();
+document.addEventListener("submit", (event) => {
+  if (event.target.matches("form#signout")) localStorage.setItem("board-signed-out", String(Date.now()));
+});
+window.addEventListener("pageshow", (event) => {
+  const signedOut = Number(localStorage.getItem("board-signed-out"));
+  if (event.persisted && document.getElementById("nav-user") && signedOut > loadedAt) {
+    document.body.hidden = true;
+    location.reload();
+  }
+});
+
 // A form with data-confirm (a delete) asks first; without script it is sent at once.
 document.addEventListener("submit", (event) => {
   const form = event.target;
@@ -116,22 +131,125 @@ function watchNotifications() {
       wait = Math.min(wait * 2, 300000);
     });
   };
+  const close = () => {
+    source?.close();
+    clearTimeout(retry);
+    source = retry = null;
+  };
+  const reopen = () => {
+    if (source || document.hidden) return;
+    open();
+    arrived();
+  };
   // Only a tab in sight holds a stream: a browser opens at most six connections to a site over HTTP/1.1, and
   // background tabs holding them would stall every other page. Back in sight, the stream's first event brings the
   // count, and the inbox is fetched for what came meanwhile.
-  document.addEventListener("visibilitychange", () => {
-    if (document.hidden) {
-      source?.close();
-      clearTimeout(retry);
-      source = retry = null;
-    } else if (!source) {
-      open();
-      arrived();
-    }
-  });
+  document.addEventListener("visibilitychange", () => { if (document.hidden) close(); else reopen(); });
+  // A page with an open connection is not kept in the back/forward cache: the stream closes as the page is left,
+  // and opens again if the page comes back from that cache.
+  window.addEventListener("pagehide", close);
+  window.addEventListener("pageshow", (event) => { if (event.persisted) reopen(); });
   if (!document.hidden) open();
+}
+
+// Quotes: a "Quote" button on the article and on each comment, for a reader who may comment, puts the selected
+// passage of it (or the whole of it when nothing in it is selected) into the reply form as a Markdown block quote
+// with a link to its source: a comment's own reply form when it has one, else the article's comment form. Without
+// the script there are no such buttons; the text can still be copied by hand.
+function quoteText(content) {
+  const sel = window.getSelection();
+  if (sel && sel.rangeCount > 0 && !sel.isCollapsed) {
+    const range = sel.getRangeAt(0).cloneRange();
+    if (range.intersectsNode(content)) {
+      // Only the part inside this post: a selection that runs on into the next comment is cut at this one's end.
+      if (!content.contains(range.startContainer)) range.setStart(content, 0);
+      if (!content.contains(range.endContainer)) range.setEnd(content, content.childNodes.length);
+      const text = range.toString().trim();
+      if (text) return text;
+    }
+  }
+  return content.innerText.trim();
+}
+
+function blockQuote(text, writer, link) {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => (l.trim() ? `> ${l}` : ">"));
+  return `${lines.join("\n")}\n>\n> [— ${writer}](${link})\n\n`;
+}
+
+// fillReply adds the quote of text to what textarea holds. A quote longer than the form takes is cut short, its
+// link kept.
+function fillReply(textarea, text, writer, link) {
+  const before = textarea.value.replace(/\s+$/, "");
+  const lead = before ? `${before}\n\n` : "";
+  const room = textarea.maxLength > 0 ? textarea.maxLength - lead.length : Infinity;
+  let quote = blockQuote(text, writer, link);
+  // Each round cuts at least one character more, so it ends.
+  for (let cut = text; quote.length > room && cut.length > 0;) {
+    cut = cut.slice(0, Math.max(1, cut.length - (quote.length - room)) - 1).trimEnd();
+    quote = blockQuote(`${cut}…`, writer, link);
+  }
+  textarea.value = lead + quote;
+  textarea.focus();
+  textarea.setSelectionRange(textarea.value.length, textarea.value.length);
+  textarea.scrollIntoView({ block: "nearest" });
+}
+
+// quoteButton is a post's "Quote" button: it quotes content, by writer, linked to link, into the textarea target()
+// gives.
+function quoteButton(label, content, writer, link, target) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "link quote";
+  button.textContent = "Quote";
+  button.setAttribute("aria-label", label);
+  // A press of the mouse may clear the selection before the click: it is read as the button goes down. From the
+  // keyboard the selection is as the reader left it.
+  let text = null;
+  button.addEventListener("mousedown", () => { text = quoteText(content); });
+  button.addEventListener("click", () => {
+    fillReply(target(), text ?? quoteText(content), writer, link);
+    text = null;
+  });
+  return button;
+}
+
+// own is the first element matching sel in the comment li, not in a reply nested in it.
+const own = (li, sel) => [...li.querySelectorAll(sel)].find((e) => e.closest("li.comment") === li);
+
+function watchQuotes() {
+  const commentForm = document.getElementById("comment-content");
+  const article = document.getElementById("article");
+  if (!commentForm || !article) return;
+  const articlePath = location.pathname;
+  const articleContent = document.getElementById("article-content");
+  if (articleContent && !articleContent.classList.contains("hidden-content")) {
+    const writer = document.getElementById("article-writer")?.textContent.trim() ?? "";
+    // Before the writer's own Edit and Delete, which keep the end of the row.
+    const actions = article.querySelector(".actions");
+    actions?.insertBefore(quoteButton(`Quote the article by ${writer}`, articleContent, writer, articlePath, () => commentForm),
+      actions.querySelector(".owner"));
+  }
+  for (const li of document.querySelectorAll("li.comment")) {
+    const content = own(li, ".comment-content");
+    if (!content || content.classList.contains("deleted") || content.classList.contains("hidden-content")) continue;
+    const writer = own(li, ".comment-writer")?.textContent.trim() ?? "";
+    let actions = own(li, ".comment-actions");
+    if (!actions) {
+      actions = document.createElement("div");
+      actions.className = "comment-actions";
+      li.append(actions);
+    }
+    // Into the comment's own reply form, opened, when it takes replies; else into the article's.
+    actions.prepend(quoteButton(`Quote this comment by ${writer}`, content, writer, `${articlePath}#${li.id}`, () => {
+      const reply = own(li, "details.reply");
+      if (!reply) return commentForm;
+      reply.open = true;
+      return reply.querySelector("textarea");
+    }));
+  }
 }
 
 localTimes(document);
 watchMore();
+watchQuotes();
 watchNotifications();
