@@ -1,0 +1,230 @@
+// Package markdown renders what writers post (SPEC §3.12): CommonMark with GitHub's tables, strikethrough, autolinks
+// and task lists (goldmark), reduced by an allow-list sanitizer (bluemonday) to HTML that can be put in a page as it
+// is. It runs once, when a post is written; the HTML and the plain text are stored beside the source, and reads
+// never render (docs/markdown.md).
+//
+// What the HTML may hold:
+//   - raw HTML in the source is never passed through: goldmark drops it (unsafe mode off), and the sanitizer would
+//     drop what it missed; no script, style, event handler, iframe, svg or form survives either;
+//   - links to http, https and mailto URLs, or relative ones; external links (any with a scheme, or starting with
+//     "//") carry rel="nofollow ugc noopener";
+//   - images only from the board's media service: a relative URL of one key under /media/. Any other image
+//     becomes a plain link to its URL, so a post cannot make its readers' browsers fetch from elsewhere;
+//   - task-list checkboxes, always disabled.
+//
+// Line breaks inside a paragraph stay soft (a newline in the HTML, as CommonMark has it); the web shows them as
+// breaks with white-space: pre-wrap on paragraphs, as forums do.
+package markdown
+
+import (
+	"bytes"
+	"html"
+	"regexp"
+	"strings"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+	nethtml "golang.org/x/net/html"
+)
+
+// Rendered is a post's source rendered: HTML to show as it is, and the plain text for excerpts, search and
+// notifications.
+type Rendered struct {
+	HTML string
+	Text string
+}
+
+// ExternalRel is the rel of every link that leaves the board.
+const ExternalRel = "nofollow ugc noopener"
+
+// MediaPrefix is where the board's media service serves images; the only images a post may show.
+const MediaPrefix = "/media/"
+
+// mediaURL matches the URL of one media key: one path segment, no dot segment.
+var mediaURL = regexp.MustCompile(`^/media/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+var (
+	md = goldmark.New(
+		// extension.GFM, with table alignment as an attribute: the sanitizer allows no style.
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
+		// The renderer's unsafe mode stays off: raw HTML is left out, and links and images with javascript:,
+		// vbscript:, file: or data: URLs lose their URL.
+	)
+	policy = newPolicy()
+)
+
+// newPolicy is the allow-list: the elements and attributes goldmark writes for the syntax above, nothing else.
+func newPolicy() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	p.AllowElements("p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li",
+		"h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td")
+	p.AllowAttrs("start").Matching(bluemonday.Integer).OnElements("ol")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^language-[A-Za-z0-9_+#.-]+$`)).OnElements("code")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("rel").Matching(regexp.MustCompile("^" + ExternalRel + "$")).OnElements("a")
+	p.AllowAttrs("title").OnElements("a", "img")
+	p.AllowAttrs("src").Matching(mediaURL).OnElements("img")
+	p.AllowAttrs("alt").OnElements("img")
+	p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
+	p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^(|checked|disabled)$`)).OnElements("input")
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.AllowRelativeURLs(true)
+	p.RequireParseableURLs(true)
+	return p
+}
+
+// Render renders a post's Markdown source. It never fails: whatever the source, the HTML is sanitized.
+func Render(source string) Rendered {
+	var buf bytes.Buffer
+	if err := md.Convert([]byte(source), &buf); err != nil {
+		// goldmark's renderer fails only when its writer does, and a bytes.Buffer does not: show the text instead.
+		return Legacy(source)
+	}
+	out := policy.SanitizeBytes(buf.Bytes())
+	return Rendered{HTML: string(out), Text: plainText(out)}
+}
+
+// Sanitize reduces HTML to the allow-list of Render, for checks that a stored HTML is what Render would keep.
+func Sanitize(h string) string { return policy.Sanitize(h) }
+
+// Legacy is a post written before Markdown, shown as it always was: its text escaped, in one paragraph whose line
+// breaks and spaces the page keeps (white-space: pre-wrap). Its plain text is its content.
+func Legacy(content string) Rendered {
+	return Rendered{HTML: "<p>" + html.EscapeString(content) + "</p>", Text: content}
+}
+
+// linkRules is the AST transformer that marks external links and turns images from outside the media service into
+// links.
+type linkRules struct{}
+
+func (linkRules) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+	var images []*ast.Image
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			markExternal(n, n.Destination)
+		case *ast.AutoLink:
+			if n.AutoLinkType == ast.AutoLinkURL {
+				markExternal(n, n.URL(reader.Source()))
+			}
+		case *ast.Image:
+			if !mediaURL.Match(n.Destination) {
+				images = append(images, n)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, img := range images {
+		link := ast.NewLink()
+		link.Destination, link.Title = img.Destination, img.Title
+		for c := img.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			link.AppendChild(link, c)
+			c = next
+		}
+		if !link.HasChildren() {
+			link.AppendChild(link, ast.NewString(img.Destination))
+		}
+		markExternal(link, link.Destination)
+		img.Parent().ReplaceChild(img.Parent(), img, link)
+	}
+}
+
+// markExternal sets the rel of a link that leaves the board. A link of another scheme gets none: the sanitizer
+// takes its URL, and with it the link.
+func markExternal(n ast.Node, destination []byte) {
+	if scheme, ok := schemeOf(string(destination)); ok || scheme == "http" || scheme == "https" || scheme == "mailto" {
+		n.SetAttributeString("rel", ExternalRel)
+	}
+}
+
+// schemeOf returns a URL's scheme, lower case ("" for none), and whether the URL leaves the board without one: it
+// starts with two slashes, or with what browsers read as two slashes ("/\", "\").
+func schemeOf(url string) (scheme string, offBoard bool) {
+	if strings.HasPrefix(url, "//") || strings.HasPrefix(url, `/\`) || strings.HasPrefix(url, `\`) {
+		return "", true
+	}
+	end := strings.IndexAny(url, "/?#")
+	if end < 0 {
+		end = len(url)
+	}
+	if colon := strings.IndexByte(url[:end], ':'); colon >= 0 {
+		return strings.ToLower(url[:colon]), false
+	}
+	return "", false
+}
+
+// blockEnds are the elements after which the plain text breaks the line.
+var blockEnds = map[string]bool{"p": true, "li": true, "pre": true, "blockquote": true, "tr": true,
+	"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true}
+
+// blocks are the elements between which goldmark puts newlines that are not text.
+var blocks = map[string]bool{"p": true, "li": true, "ul": true, "ol": true, "pre": true, "blockquote": true,
+	"table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true, "hr": true, "br": true,
+	"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true}
+
+// plainText is the text of sanitized HTML: its text with entities decoded, a line per block, cells apart by a
+// space, images by their alt text.
+func plainText(sanitized []byte) string {
+	var b strings.Builder
+	z := nethtml.NewTokenizer(bytes.NewReader(sanitized))
+	afterBlock := false // whether the last token was a block's tag
+	for {
+		switch z.Next() {
+		case nethtml.ErrorToken:
+			return squeezeNewlines(b.String())
+		case nethtml.TextToken:
+			if t := z.Text(); !afterBlock || len(bytes.TrimSpace(t)) > 0 {
+				b.Write(t)
+			}
+			afterBlock = false
+		case nethtml.EndTagToken:
+			name, _ := z.TagName()
+			afterBlock = blocks[string(name)]
+			switch tag := string(name); {
+			case blockEnds[tag]:
+				b.WriteByte('\n')
+			case tag == "td" || tag == "th":
+				b.WriteByte(' ')
+			}
+		case nethtml.StartTagToken, nethtml.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			afterBlock = blocks[string(name)]
+			switch string(name) {
+			case "br", "hr":
+				b.WriteByte('\n')
+			case "img":
+				for hasAttr {
+					var key, val []byte
+					key, val, hasAttr = z.TagAttr()
+					if string(key) == "alt" {
+						b.Write(val)
+					}
+				}
+			}
+		}
+	}
+}
+
+// squeezeNewlines trims every line and drops the empty ones.
+func squeezeNewlines(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
