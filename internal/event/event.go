@@ -123,9 +123,13 @@ func Payload[T any](env Envelope) (T, error) {
 
 // Article is the payload of ARTICLE_CREATED, ARTICLE_UPDATED and ARTICLE_DELETED; the key is BoardID.
 type Article struct {
-	ArticleID                apijson.ID   `json:"articleId"`
-	Title                    string       `json:"title"`
-	Content                  string       `json:"content"`
+	ArticleID apijson.ID `json:"articleId"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"` // the Markdown source
+	// ContentHTML is Content rendered and sanitized, to show as it is; ContentText its plain text, for search and
+	// excerpts. Consumers never render (internal/markdown).
+	ContentHTML              string       `json:"contentHtml"`
+	ContentText              string       `json:"contentText"`
 	BoardID                  apijson.ID   `json:"boardId"`
 	WriterID                 apijson.ID   `json:"writerId"`
 	CreatedAt                apijson.Time `json:"createdAt"`
@@ -139,7 +143,9 @@ type Article struct {
 // v1 comment a ParentCommentID (its own id for a root) instead.
 type Comment struct {
 	CommentID                  apijson.ID   `json:"commentId"`
-	Content                    string       `json:"content"`
+	Content                    string       `json:"content"` // the Markdown source; "" once deleted
+	ContentHTML                string       `json:"contentHtml"`
+	ContentText                string       `json:"contentText"`
 	Path                       string       `json:"path"`
 	ParentCommentID            apijson.ID   `json:"parentCommentId,omitempty"`
 	ArticleID                  apijson.ID   `json:"articleId"`
