@@ -443,3 +443,19 @@ func TestHandlers(t *testing.T) {
 		t.Errorf("KeyPattern = %q, want %q", got, want)
 	}
 }
+
+// TestModelsFromBeforeMarkdownAreFetchedAgain checks that a model stored before articles had contentHtml does not
+// count as one: a read fetches the article again rather than answer it without its HTML.
+func TestModelsFromBeforeMarkdownAreFetchedAgain(t *testing.T) {
+	before := `{"articleId":"7","title":"t","content":"c","boardId":"2","writerId":"3","createdAt":"2026-01-02T03:04:05.006Z","modifiedAt":"2026-01-02T03:04:05.006Z"}`
+	if isArticleJSON(before) {
+		t.Errorf("isArticleJSON(%s) = true, want false", before)
+	}
+	now, err := encodeArticle(Article{ArticleID: 7, Title: "t", Content: "c", ContentHTML: "<p>c</p>\n", BoardID: 2, WriterID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isArticleJSON(string(now)) {
+		t.Errorf("isArticleJSON(%s) = false, want true", now)
+	}
+}

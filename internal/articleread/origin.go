@@ -116,13 +116,16 @@ func (o *origins) attempt(ctx context.Context, rawURL string, out any) (version 
 
 // Article is an article as the article service writes it.
 type Article struct {
-	ArticleID  apijson.ID   `json:"articleId"`
-	Title      string       `json:"title"`
-	Content    string       `json:"content"`
-	BoardID    apijson.ID   `json:"boardId"`
-	WriterID   apijson.ID   `json:"writerId"`
-	CreatedAt  apijson.Time `json:"createdAt"`
-	ModifiedAt apijson.Time `json:"modifiedAt"`
+	ArticleID apijson.ID `json:"articleId"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"`
+	// ContentHTML is the content as the article service rendered it when it was written: reads never render. The
+	// plain text stays out of the model: nothing article-read answers needs it.
+	ContentHTML string       `json:"contentHtml"`
+	BoardID     apijson.ID   `json:"boardId"`
+	WriterID    apijson.ID   `json:"writerId"`
+	CreatedAt   apijson.Time `json:"createdAt"`
+	ModifiedAt  apijson.Time `json:"modifiedAt"`
 }
 
 // Moderation is an article's moderation state (SPEC §3.9), as answers carry it after the article's fields.
