@@ -37,7 +37,7 @@ func TestRoutesAnswers(t *testing.T) {
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		wantJSON := map[string]any{
 			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "contentHtml": want.ContentHTML,
-			"boardId": "3",
+			"boardId":  "3",
 			"writerId": strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
 			"modifiedAt": got["modifiedAt"], "hidden": "", "removedReason": "", "locked": false, "pinned": false,
 			"articleCommentCount": json.Number("1"),

@@ -139,6 +139,20 @@ type Article struct {
 	BoardArticleCountVersion int64        `json:"boardArticleCountVersion"`
 }
 
+// Text is the article's plain text: ContentText, or for an event written before articles had one, Content (plain
+// text then).
+func (a Article) Text() string { return textOf(a.ContentText, a.Content) }
+
+// Text is the comment's plain text, as Article.Text.
+func (c Comment) Text() string { return textOf(c.ContentText, c.Content) }
+
+func textOf(text, content string) string {
+	if text == "" {
+		return content
+	}
+	return text
+}
+
 // Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID. A v2 comment has a Path, a
 // v1 comment a ParentCommentID (its own id for a root) instead.
 type Comment struct {
