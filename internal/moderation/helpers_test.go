@@ -108,7 +108,7 @@ func newOrigins(t testing.TB) *origins {
 			if ok && c.v1 == v1 {
 				write(w, map[string]any{"commentId": apijson.ID(id), "content": "**" + c.content + "**", "contentText": c.content,
 					"articleId": apijson.ID(c.article),
-					"writerId": apijson.ID(c.writer), "deleted": c.deleted})
+					"writerId":  apijson.ID(c.writer), "deleted": c.deleted})
 				return true
 			}
 			return false
