@@ -4,8 +4,8 @@
 // never render (docs/markdown.md).
 //
 // What the HTML may hold:
-//   - raw HTML in the source is never passed through: goldmark drops it (unsafe mode off), and the sanitizer would
-//     drop what it missed; no script, style, event handler, iframe, svg or form survives either;
+//   - raw HTML in the source is never passed through: it shows as the text it was typed as, escaped, and the
+//     sanitizer would drop what escaped that; no script, style, event handler, iframe, svg or form survives;
 //   - links to http, https and mailto URLs, or relative ones; external links (any with a scheme, or starting with
 //     "//") carry rel="nofollow ugc noopener";
 //   - images only from the board's media service: a relative URL of one key under /media/. Any other image
@@ -27,6 +27,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 	nethtml "golang.org/x/net/html"
@@ -54,8 +55,9 @@ var (
 		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
 			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
 		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
-		// The renderer's unsafe mode stays off: raw HTML is left out, and links and images with javascript:,
-		// vbscript:, file: or data: URLs lose their URL.
+		// The renderer's unsafe mode stays off: links and images with javascript:, vbscript:, file: or data: URLs
+		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText).
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0))),
 	)
 	policy = newPolicy()
 )
@@ -99,6 +101,41 @@ func Sanitize(h string) string { return policy.Sanitize(h) }
 // breaks and spaces the page keeps (white-space: pre-wrap). Its plain text is its content.
 func Legacy(content string) Rendered {
 	return Rendered{HTML: "<p>" + html.EscapeString(content) + "</p>", Text: content}
+}
+
+// rawHTMLAsText renders raw HTML in the source as text, escaped: a writer who types "<b>" or "<script>" sees it
+// as typed, as on the plain-text board before, rather than have it vanish.
+type rawHTMLAsText struct{}
+
+func (rawHTMLAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segments := n.(*ast.RawHTML).Segments
+			for i := range segments.Len() {
+				segment := segments.At(i)
+				_, _ = w.Write(util.EscapeHTML(segment.Value(source)))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		block := n.(*ast.HTMLBlock)
+		var text []byte
+		for i := range block.Lines().Len() {
+			line := block.Lines().At(i)
+			text = append(text, line.Value(source)...)
+		}
+		if block.HasClosure() {
+			text = append(text, block.ClosureLine.Value(source)...)
+		}
+		_, _ = w.WriteString("<p>")
+		_, _ = w.Write(util.EscapeHTML(bytes.TrimRight(text, "\n")))
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkContinue, nil
+	})
 }
 
 // linkRules is the AST transformer that marks external links and turns images from outside the media service into

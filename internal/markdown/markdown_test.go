@@ -142,12 +142,20 @@ func TestXSSCorpusRendersInert(t *testing.T) {
 	}
 }
 
-func TestRawHTMLIsNeverPassedThrough(t *testing.T) {
-	for _, source := range []string{"<b>bold</b>", "<div class=x>hi</div>", "<p>para</p>", "a <span>b</span> c"} {
-		if got := Render(source).HTML; strings.Contains(got, "<b>") || strings.Contains(got, "<div") ||
-			strings.Contains(got, "<span") || strings.Count(got, "<p>") > 1 {
-			t.Errorf("Render(%q) = %q: raw HTML came through", source, got)
+func TestRawHTMLShowsAsTyped(t *testing.T) {
+	for _, tc := range []struct{ source, wantHTML string }{
+		{"a <b>bold</b> c", "<p>a &lt;b&gt;bold&lt;/b&gt; c</p>\n"},
+		{"<div class=x>\n*hi*\n</div>\n\nafter", "<p>&lt;div class=x&gt;\n*hi*\n&lt;/div&gt;</p>\n<p>after</p>\n"},
+		{"Second line <script>alert(1)</script>", "<p>Second line &lt;script&gt;alert(1)&lt;/script&gt;</p>\n"},
+		{"<!-- hidden -->", "<p>&lt;!-- hidden --&gt;</p>\n"},
+	} {
+		got := Render(tc.source)
+		if got.HTML != tc.wantHTML {
+			t.Errorf("Render(%q).HTML = %q, want %q", tc.source, got.HTML, tc.wantHTML)
 		}
+	}
+	if got := Render("x <script>y</script>").Text; got != "x <script>y</script>" {
+		t.Errorf("Text = %q, want the source's text as typed", got)
 	}
 }
 
