@@ -318,7 +318,7 @@ func articleJSON(a *fakeArticle, counts bool, whole ...bool) map[string]any {
 		title, content = "Hidden article", ""
 	}
 	m := map[string]any{"articleId": wireID(a.ID), "title": title, "content": content, "contentHtml": rendered(content),
-		"boardId": wireID(a.Board),
+		"boardId":  wireID(a.Board),
 		"writerId": wireID(a.Writer), "createdAt": wireTime(a.Created), "modifiedAt": wireTime(a.Modified),
 		"hidden": a.Hidden, "removedReason": a.RemovedReason, "locked": a.Locked, "pinned": a.Pinned}
 	if counts {
@@ -336,7 +336,7 @@ func commentJSON(c fakeComment, whole ...bool) map[string]any {
 	}
 	return map[string]any{"commentId": wireID(c.ID), "content": content, "contentHtml": rendered(content),
 		"articleId": wireID(c.Article),
-		"writerId": wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
+		"writerId":  wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
 		"hidden": c.Hidden, "removedReason": c.RemovedReason}
 }
 
