@@ -33,7 +33,7 @@ func TestContentRenderedWhenWritten(t *testing.T) {
 			t.Errorf("Create (-want +got):\n%s", diff)
 		}
 		updated := content{"- [ ] <https://example.com>",
-			"<ul>\n<li><input disabled=\"\" type=\"checkbox\"> <a href=\"https://example.com\" rel=\"nofollow ugc noopener\">https://example.com</a></li>\n</ul>\n",
+			"<ul>\n<li><input type=\"checkbox\" disabled=\"\" aria-label=\"to do\"> <a href=\"https://example.com\" rel=\"nofollow ugc noopener\">https://example.com</a></li>\n</ul>\n",
 			"https://example.com"}
 		if a, err = svc.Update(ctx, a.ID, "t", updated.Source); err != nil {
 			t.Fatal(err)

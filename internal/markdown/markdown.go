@@ -10,7 +10,7 @@
 //     "//") carry rel="nofollow ugc noopener";
 //   - images only from the board's media service: a relative URL of one key under /media/. Any other image
 //     becomes a plain link to its URL, so a post cannot make its readers' browsers fetch from elsewhere;
-//   - task-list checkboxes, always disabled.
+//   - task-list checkboxes, always disabled, labelled "done" or "to do".
 //
 // Line breaks inside a paragraph stay soft (a newline in the HTML, as CommonMark has it); the web shows them as
 // breaks with white-space: pre-wrap on paragraphs, as forums do.
@@ -56,8 +56,10 @@ var (
 			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
 		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
 		// The renderer's unsafe mode stays off: links and images with javascript:, vbscript:, file: or data: URLs
-		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText).
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0))),
+		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText); task-list checkboxes say what
+		// they are (labelledCheckBoxes). Priority 0 goes before goldmark's own renderers for the same nodes.
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0),
+			util.Prioritized(labelledCheckBoxes{}, 0))),
 	)
 	policy = newPolicy()
 )
@@ -77,6 +79,7 @@ func newPolicy() *bluemonday.Policy {
 	p.AllowAttrs("alt").OnElements("img")
 	p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
 	p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^(|checked|disabled)$`)).OnElements("input")
+	p.AllowAttrs("aria-label").Matching(regexp.MustCompile("^(" + doneLabel + "|" + toDoLabel + ")$")).OnElements("input")
 	p.AllowURLSchemes("http", "https", "mailto")
 	p.AllowRelativeURLs(true)
 	p.RequireParseableURLs(true)
@@ -135,6 +138,30 @@ func (rawHTMLAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 		_, _ = w.WriteString("<p>")
 		_, _ = w.Write(util.EscapeHTML(bytes.TrimRight(text, "\n")))
 		_, _ = w.WriteString("</p>\n")
+		return ast.WalkContinue, nil
+	})
+}
+
+// Labels of task-list checkboxes: a field without a label is lost on a screen reader.
+const (
+	doneLabel   = "done"
+	toDoLabel   = "to do"
+	checkBoxTag = `<input type="checkbox" disabled=""`
+)
+
+// labelledCheckBoxes renders a task list's checkboxes disabled and labelled.
+type labelledCheckBoxes struct{}
+
+func (labelledCheckBoxes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(extast.KindTaskCheckBox, func(w util.BufWriter, _ []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if n.(*extast.TaskCheckBox).IsChecked {
+			_, _ = w.WriteString(checkBoxTag + ` checked="" aria-label="` + doneLabel + `"> `)
+		} else {
+			_, _ = w.WriteString(checkBoxTag + ` aria-label="` + toDoLabel + `"> `)
+		}
 		return ast.WalkContinue, nil
 	})
 }

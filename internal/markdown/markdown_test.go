@@ -19,7 +19,7 @@ func TestRenderSyntax(t *testing.T) {
 		{"autolink", "<https://example.com>", `<p><a href="https://example.com" rel="nofollow ugc noopener">https://example.com</a></p>`, "https://example.com"},
 		{"bare www autolink", "see www.example.com", `<p>see <a href="http://www.example.com" rel="nofollow ugc noopener">www.example.com</a></p>`, "see www.example.com"},
 		{"email autolink", "<a@b.co>", `<p><a href="mailto:a@b.co">a@b.co</a></p>`, "a@b.co"},
-		{"task list is disabled", "- [x] done\n- [ ] todo", "<ul>\n<li><input checked=\"\" disabled=\"\" type=\"checkbox\"> done</li>\n<li><input disabled=\"\" type=\"checkbox\"> todo</li>\n</ul>", "done\ntodo"},
+		{"task list is disabled", "- [x] done\n- [ ] todo", "<ul>\n<li><input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\"> done</li>\n<li><input type=\"checkbox\" disabled=\"\" aria-label=\"to do\"> todo</li>\n</ul>", "done\ntodo"},
 		{"table with alignment", "| a | b |\n|:-|-:|\n| 1 | 2 |",
 			"<table>\n<thead>\n<tr>\n<th align=\"left\">a</th>\n<th align=\"right\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td align=\"left\">1</td>\n<td align=\"right\">2</td>\n</tr>\n</tbody>\n</table>",
 			"a b\n1 2"},
@@ -229,6 +229,9 @@ func unsafeElement(n *html.Node) string {
 		}
 		if _, ok := attrs["disabled"]; !ok {
 			return "a checkbox that is not disabled"
+		}
+		if attrs["aria-label"] == "" {
+			return "a checkbox without a label"
 		}
 	case "a":
 		if scheme, offBoard := schemeOf(attrs["href"]); (offBoard || scheme == "http" || scheme == "https") &&
