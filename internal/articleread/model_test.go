@@ -459,3 +459,28 @@ func TestModelsFromBeforeMarkdownAreFetchedAgain(t *testing.T) {
 		t.Errorf("isArticleJSON(%s) = false, want true", now)
 	}
 }
+
+// TestEventsFromBeforeMarkdown: an article event written before articles had contentHtml and contentText (plain
+// text content) gives the model the content escaped in one paragraph, as the article service answers such an
+// article, never an empty HTML.
+func TestEventsFromBeforeMarkdown(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		e := newEnv(t, b)
+		id := e.truth.create(1)
+		e.applyNew(t, 0)
+		want, _ := e.truth.want(id)
+		created := decoded(t, want)
+		old := e.truth.emit(event.ArticleUpdated, event.Article{ArticleID: created.ArticleID, Title: "old", Content: "a <b>\n**c**",
+			BoardID: created.BoardID, WriterID: created.WriterID, CreatedAt: created.CreatedAt, ModifiedAt: created.ModifiedAt,
+			BoardArticleCount: 1, ArticleVersion: 2, BoardArticleCountVersion: 1})
+		e.apply(t, []event.Envelope{old})
+		got, err := e.svc.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := decoded(t, got); a.ContentHTML != "<p>a &lt;b&gt;\n**c**</p>" || a.ContentText != "a <b>\n**c**" {
+			t.Errorf("contentHtml %q, contentText %q; want the content escaped in a paragraph, and the content", a.ContentHTML, a.ContentText)
+		}
+	})
+}

@@ -119,9 +119,10 @@ type Article struct {
 	ArticleID apijson.ID `json:"articleId"`
 	Title     string     `json:"title"`
 	Content   string     `json:"content"`
-	// ContentHTML is the content as the article service rendered it when it was written: reads never render. The
-	// plain text stays out of the model: nothing article-read answers needs it.
+	// ContentHTML and ContentText are the content as the article service rendered it when it was written: reads
+	// never render.
 	ContentHTML string       `json:"contentHtml"`
+	ContentText string       `json:"contentText"`
 	BoardID     apijson.ID   `json:"boardId"`
 	WriterID    apijson.ID   `json:"writerId"`
 	CreatedAt   apijson.Time `json:"createdAt"`

@@ -37,8 +37,9 @@ func TestRoutesAnswers(t *testing.T) {
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		wantJSON := map[string]any{
 			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "contentHtml": want.ContentHTML,
-			"boardId":  "3",
-			"writerId": strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
+			"contentText": want.ContentText,
+			"boardId":     "3",
+			"writerId":    strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
 			"modifiedAt": got["modifiedAt"], "hidden": "", "removedReason": "", "locked": false, "pinned": false,
 			"articleCommentCount": json.Number("1"),
 			"articleLikeCount":    json.Number("2"), "articleViewCount": json.Number("321"),
@@ -155,7 +156,7 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 // are its placeholder and nothing.
 func TestSplicedAnswers(t *testing.T) {
 	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01",
-		ContentHTML: "<p>line\nbreak\u2028é</p>\n", BoardID: 2, WriterID: 3,
+		ContentHTML: "<p>line\nbreak\u2028é</p>\n", ContentText: "line\nbreak\u2028é", BoardID: 2, WriterID: 3,
 		CreatedAt: apijson.Time(time.UnixMilli(1_700_000_000_123)), ModifiedAt: apijson.Time(time.UnixMilli(1_700_000_000_456))}
 	stored, err := encodeArticle(a)
 	if err != nil {
@@ -174,7 +175,7 @@ func TestSplicedAnswers(t *testing.T) {
 		shown := a
 		shown.Title, shown.Content = tc.title, tc.content
 		if tc.content == "" {
-			shown.ContentHTML = ""
+			shown.ContentHTML, shown.ContentText = "", ""
 		}
 		want, err := json.Marshal(struct {
 			Article
