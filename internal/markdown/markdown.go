@@ -40,13 +40,11 @@ type Rendered struct {
 	Text string
 }
 
-// ExternalRel is the rel of every link that leaves the board.
-const ExternalRel = "nofollow ugc noopener"
+// externalRel is the rel of every link that leaves the board.
+const externalRel = "nofollow ugc noopener"
 
-// MediaPrefix is where the board's media service serves images; the only images a post may show.
-const MediaPrefix = "/media/"
-
-// mediaURL matches the URL of one media key: one path segment, no dot segment.
+// mediaURL matches the URL of one key of the board's media service (GET /media/{key}), the only images a post may
+// show: one path segment, no dot segment.
 var mediaURL = regexp.MustCompile(`^/media/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 var (
@@ -73,7 +71,7 @@ func newPolicy() *bluemonday.Policy {
 	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
 	p.AllowAttrs("class").Matching(regexp.MustCompile(`^language-[A-Za-z0-9_+#.-]+$`)).OnElements("code")
 	p.AllowAttrs("href").OnElements("a")
-	p.AllowAttrs("rel").Matching(regexp.MustCompile("^" + ExternalRel + "$")).OnElements("a")
+	p.AllowAttrs("rel").Matching(regexp.MustCompile("^" + externalRel + "$")).OnElements("a")
 	p.AllowAttrs("title").OnElements("a", "img")
 	p.AllowAttrs("src").Matching(mediaURL).OnElements("img")
 	p.AllowAttrs("alt").OnElements("img")
@@ -210,7 +208,7 @@ func (linkRules) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 // takes its URL, and with it the link.
 func markExternal(n ast.Node, destination []byte) {
 	if scheme, ok := schemeOf(string(destination)); ok || scheme == "http" || scheme == "https" || scheme == "mailto" {
-		n.SetAttributeString("rel", ExternalRel)
+		n.SetAttributeString("rel", externalRel)
 	}
 }
 

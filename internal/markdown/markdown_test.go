@@ -235,7 +235,7 @@ func unsafeElement(n *html.Node) string {
 		}
 	case "a":
 		if scheme, offBoard := schemeOf(attrs["href"]); (offBoard || scheme == "http" || scheme == "https") &&
-			attrs["rel"] != ExternalRel {
+			attrs["rel"] != externalRel {
 			return "an external link without rel: " + attrs["href"]
 		}
 	}
