@@ -85,8 +85,21 @@ func TestBrowserQuotes(t *testing.T) {
 	expect(frank, "the reply form after quoting from the keyboard", eval[string](frank, `document.querySelector(`+js(reply+" textarea")+`).value`),
 		strings.TrimRight(quoted, "\n")+"\n\n"+whole)
 
-	// A reply with a quote is sent as written.
+	// A reply with a quote is sent as written, and shows as two block quotes, each linked to the comment, above
+	// the reply's own words.
 	frank.do("write below the quote", chromedp.SendKeys(chromedp.CSS(reply+" textarea"), "Twice? Mine gets once."))
 	frank.click("post the reply", reply+" button")
-	frank.waitComment("the reply with its quotes shows", strings.TrimRight(quoted, "\n")+"\n\n"+whole+"Twice? Mine gets once.")
+	source := js(articleURL + "#" + comment.ID)
+	frank.waitFor("the reply with its quotes shows", `(() => { `+ownJS+`
+		return [...document.querySelectorAll("#comment-list li.comment")].some(li => {
+			const body = own(li, ".comment-content")[0];
+			if (!body) return false;
+			const quotes = [...body.querySelectorAll(":scope > blockquote")];
+			const said = q => q.querySelector("p").textContent.trim();
+			const links = q => [...q.querySelectorAll("a")].map(a => a.getAttribute("href"));
+			return quotes.length == 2 && said(quotes[0]) == "Feed it twice a day." &&
+				said(quotes[1]) == "Keep it by the oven. Feed it twice a day." &&
+				quotes.every(q => links(q).length == 1 && links(q)[0] == `+source+`) &&
+				body.lastElementChild.tagName == "P" && body.lastElementChild.textContent.trim() == "Twice? Mine gets once.";
+		}); })()`)
 }

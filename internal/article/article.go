@@ -12,6 +12,7 @@ import (
 	"board/internal/boardpage"
 	"board/internal/fault"
 	"board/internal/idempotency"
+	"board/internal/markdown"
 	"board/internal/snowflake"
 )
 
@@ -23,14 +24,18 @@ const (
 
 // Article is a post on a board.
 type Article struct {
-	ID         int64
-	Title      string
-	Content    string
-	BoardID    int64
-	WriterID   int64
-	CreatedAt  time.Time
-	ModifiedAt time.Time
-	Version    int64 // changes so far: 1 at create, +1 per update (see internal/event)
+	ID      int64
+	Title   string
+	Content string // the Markdown source, as written
+	// ContentHTML and ContentText are Content rendered when it was written (internal/markdown); for an article
+	// written before Markdown, its text escaped (markdown.Legacy).
+	ContentHTML string
+	ContentText string
+	BoardID     int64
+	WriterID    int64
+	CreatedAt   time.Time
+	ModifiedAt  time.Time
+	Version     int64 // changes so far: 1 at create, +1 per update (see internal/event)
 	// Moderation is filled in by reads (Get, List, Scroll) and Update; it is not part of Version.
 	Moderation
 }
@@ -69,8 +74,9 @@ func (s *Service) create(ctx context.Context, title, content string, boardID, wr
 	// An article is created at the time in its id, so that consumers know an article's day from its id alone
 	// (hot-article keys its state by it before the article's own event arrives).
 	createdAt := snowflake.Timestamp(id)
-	a := Article{ID: id, Title: title, Content: content, BoardID: boardID, WriterID: writerID, CreatedAt: createdAt, ModifiedAt: createdAt,
-		Version: 1}
+	r := markdown.Render(content)
+	a := Article{ID: id, Title: title, Content: content, ContentHTML: r.HTML, ContentText: r.Text, BoardID: boardID, WriterID: writerID,
+		CreatedAt: createdAt, ModifiedAt: createdAt, Version: 1}
 	if err := s.store.Create(ctx, a, key); err != nil {
 		return Article{}, err
 	}
@@ -91,7 +97,7 @@ func (s *Service) Get(ctx context.Context, id int64) (Article, error) {
 // Update replaces an article's title and content. Its moderation state stays: the writer of a hidden article may
 // still edit it (to mend what got it hidden, say), and it stays hidden until a moderator restores it.
 func (s *Service) Update(ctx context.Context, id int64, title, content string) (Article, error) {
-	a, err := s.store.Update(ctx, id, title, content, apijson.Millis(s.now()))
+	a, err := s.store.Update(ctx, id, title, content, markdown.Render(content), apijson.Millis(s.now()))
 	if err != nil {
 		return Article{}, err
 	}

@@ -69,8 +69,8 @@ func TestCRUD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Article{ID: firstID, Title: "title", Content: "content", BoardID: 7, WriterID: 9, CreatedAt: t0ms, ModifiedAt: t0ms,
-			Version: 1}
+		want := Article{ID: firstID, Title: "title", Content: "content", ContentHTML: "<p>content</p>\n", ContentText: "content",
+			BoardID: 7, WriterID: 9, CreatedAt: t0ms, ModifiedAt: t0ms, Version: 1}
 		if diff := cmp.Diff(want, created); diff != "" {
 			t.Errorf("Create (-want +got):\n%s", diff)
 		}
@@ -86,11 +86,12 @@ func TestCRUD(t *testing.T) {
 		}
 
 		clock.Add(90*time.Minute + 1500*time.Microsecond)
-		updated, err := svc.Update(ctx, created.ID, "new title", "new content")
+		updated, err := svc.Update(ctx, created.ID, "new title", "new **content**")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.Title, want.Content, want.ModifiedAt = "new title", "new content", t0ms.Add(90*time.Minute+2*time.Millisecond) // 6.789 ms + 1.5 ms
+		want.Title, want.Content, want.ModifiedAt = "new title", "new **content**", t0ms.Add(90*time.Minute+2*time.Millisecond) // 6.789 ms + 1.5 ms
+		want.ContentHTML, want.ContentText = "<p>new <strong>content</strong></p>\n", "new content"
 		want.Version = 2
 		if diff := cmp.Diff(want, updated); diff != "" {
 			t.Errorf("Update (-want +got):\n%s", diff)
@@ -106,7 +107,7 @@ func TestCRUD(t *testing.T) {
 		clock.Add(time.Second)
 		want.ModifiedAt = want.ModifiedAt.Add(time.Second)
 		want.Version = 3
-		if updated, err = svc.Update(ctx, created.ID, "new title", "new content"); err != nil {
+		if updated, err = svc.Update(ctx, created.ID, "new title", "new **content**"); err != nil {
 			t.Fatalf("Update with the same title and content: %v", err)
 		}
 		if diff := cmp.Diff(want, updated); diff != "" {
@@ -607,7 +608,9 @@ func TestSeedChunk(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := t0ms.Add(7 * time.Millisecond)
-		want := Article{ID: 1007, Title: "seeded article 1007", Content: "content of seeded article 1007", BoardID: 5, WriterID: 1,
+		// Seeded articles have no HTML: they read as plain text.
+		want := Article{ID: 1007, Title: "seeded article 1007", Content: "content of seeded article 1007",
+			ContentHTML: "<p>content of seeded article 1007</p>", ContentText: "content of seeded article 1007", BoardID: 5, WriterID: 1,
 			CreatedAt: at, ModifiedAt: at, Version: 1}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("seeded article (-want +got):\n%s", diff)

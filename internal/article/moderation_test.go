@@ -169,8 +169,10 @@ func TestRoutesHidden(t *testing.T) {
 		}
 		masked := []any{
 			revealed[0],
-			with(real(pending, 1), "title", "[hidden pending review]", "content", "", "hidden", "pending", "removedReason", "reported by 5 users"),
-			with(real(removed, 0), "title", "[removed]", "content", "", "hidden", "removed", "removedReason", "spam", "locked", true),
+			with(real(pending, 1), "title", "[hidden pending review]", "content", "", "contentHtml", "", "contentText", "",
+				"hidden", "pending", "removedReason", "reported by 5 users"),
+			with(real(removed, 0), "title", "[removed]", "content", "", "contentHtml", "", "contentText", "",
+				"hidden", "removed", "removedReason", "spam", "locked", true),
 		}
 		for _, tc := range []struct {
 			who  string
@@ -210,7 +212,7 @@ func TestRoutesHidden(t *testing.T) {
 			t.Errorf("PUT by the writer of a removed article = %v, want its new content, still removed", got)
 		}
 		got = httpiotest.DecodeJSON(t, httpiotest.Call(h, "GET", path, "").Body).(map[string]any)
-		if got["title"] != "[removed]" || got["content"] != "" {
+		if got["title"] != "[removed]" || got["content"] != "" || got["contentHtml"] != "" || got["contentText"] != "" {
 			t.Errorf("removed article after its update, anonymously = %v, want it still masked", got)
 		}
 	})

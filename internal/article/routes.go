@@ -57,6 +57,8 @@ type articleJSON struct {
 	ArticleID     apijson.ID   `json:"articleId"`
 	Title         string       `json:"title"`
 	Content       string       `json:"content"`
+	ContentHTML   string       `json:"contentHtml"`
+	ContentText   string       `json:"contentText"`
 	BoardID       apijson.ID   `json:"boardId"`
 	WriterID      apijson.ID   `json:"writerId"`
 	CreatedAt     apijson.Time `json:"createdAt"`
@@ -79,7 +81,7 @@ const (
 func toJSON(r *http.Request, a Article) articleJSON {
 	if a.Hidden != event.Visible {
 		if p, ok := auth.FromContext(r.Context()); !ok || (p.UserID != a.WriterID && p.Role != auth.RoleModerator) {
-			a.Title, a.Content = removedTitle, ""
+			a.Title, a.Content, a.ContentHTML, a.ContentText = removedTitle, "", "", ""
 			if a.Hidden == event.Pending {
 				a.Title = pendingTitle
 			}
@@ -90,7 +92,8 @@ func toJSON(r *http.Request, a Article) articleJSON {
 
 // wire is the wire form of a, as it is.
 func wire(a Article) articleJSON {
-	return articleJSON{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: apijson.ID(a.BoardID),
+	return articleJSON{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, ContentHTML: a.ContentHTML,
+		ContentText: a.ContentText, BoardID: apijson.ID(a.BoardID),
 		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
 		Hidden: a.Hidden, RemovedReason: a.RemovedReason, Locked: a.Locked, Pinned: a.Pinned}
 }

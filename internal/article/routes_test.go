@@ -27,9 +27,10 @@ func testHandler(t testing.TB, db *sqldb.DB) (http.Handler, *snowflaketest.Clock
 	return httpiotest.Handler("article", Routes(svc, httpiotest.Logger)), clock
 }
 
-// articleMap is the exact JSON object an article is written as.
+// articleMap is the exact JSON object an article is written as, its content a paragraph of plain words.
 func articleMap(id int64, title, content string, board, writer int64, created, modified string) map[string]any {
 	return map[string]any{"articleId": strconv.FormatInt(id, 10), "title": title, "content": content,
+		"contentHtml": "<p>" + content + "</p>\n", "contentText": content,
 		"boardId": strconv.FormatInt(board, 10), "writerId": strconv.FormatInt(writer, 10),
 		"createdAt": created, "modifiedAt": modified}
 }

@@ -26,7 +26,7 @@ func (s *Store) SeedChunk(ctx context.Context, boardID int64, chunk []SeedArticl
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, 1)")
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, 1, NULL, NULL)") // no HTML: seeded articles read as plain text
 		n := strconv.FormatInt(a.ID, 10)
 		args = append(args, a.ID, "seeded article "+n, "content of seeded article "+n, boardID, int64(1), a.CreatedAt, a.CreatedAt)
 	}

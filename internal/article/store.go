@@ -12,6 +12,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/idempotency"
+	"board/internal/markdown"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -40,7 +41,7 @@ type Store struct {
 // NewStore returns a store over db, whose schema Migrate has prepared, writing events to ob.
 func NewStore(db *sqldb.DB, ob *outbox.Outbox) *Store { return &Store{db: db, ob: ob} }
 
-const columns = "article_id, title, content, board_id, writer_id, created_at, modified_at, version"
+const columns = "article_id, title, content, board_id, writer_id, created_at, modified_at, version, content_html, content_text"
 
 // Create inserts a, counts it on its board and records ARTICLE_CREATED, in one transaction, with key's answer (nil
 // for none) on the board's shard.
@@ -49,8 +50,8 @@ func (s *Store) Create(ctx context.Context, a Article, key *idempotency.Write) e
 		if err := key.Claim(ctx, tx, a.BoardID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO article ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			a.ID, a.Title, a.Content, a.BoardID, a.WriterID, a.CreatedAt, a.ModifiedAt, a.Version); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO article ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			a.ID, a.Title, a.Content, a.BoardID, a.WriterID, a.CreatedAt, a.ModifiedAt, a.Version, a.ContentHTML, a.ContentText); err != nil {
 			return err
 		}
 		count, err := s.changeBoardCount(ctx, tx, a.BoardID, +1)
@@ -88,7 +89,8 @@ func readBoardCount(ctx context.Context, tx *sql.Tx, boardID int64) (boardCount,
 }
 
 func payload(a Article, c boardCount) event.Article {
-	return event.Article{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, BoardID: apijson.ID(a.BoardID),
+	return event.Article{ArticleID: apijson.ID(a.ID), Title: a.Title, Content: a.Content, ContentHTML: a.ContentHTML,
+		ContentText: a.ContentText, BoardID: apijson.ID(a.BoardID),
 		WriterID: apijson.ID(a.WriterID), CreatedAt: apijson.Time(a.CreatedAt), ModifiedAt: apijson.Time(a.ModifiedAt),
 		BoardArticleCount: c.count, ArticleVersion: a.Version, BoardArticleCountVersion: c.version}
 }
@@ -102,12 +104,13 @@ func (s *Store) Get(ctx context.Context, id int64) (Article, error) {
 	return a, err
 }
 
-// Update replaces the title and content of an article, records ARTICLE_UPDATED and returns the article as stored.
-func (s *Store) Update(ctx context.Context, id int64, title, content string, now time.Time) (Article, error) {
+// Update replaces the title and content of an article, with the content rendered, records ARTICLE_UPDATED and
+// returns the article as stored.
+func (s *Store) Update(ctx context.Context, id int64, title, content string, rendered markdown.Rendered, now time.Time) (Article, error) {
 	var a Article
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
-			title, content, now, id)
+		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, content_html = ?, content_text = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
+			title, content, rendered.HTML, rendered.Text, now, id)
 		if err != nil {
 			return err
 		}
@@ -159,7 +162,7 @@ const byBoard = "idx_board_id_article_id"
 // offset — no row is read for the skipped entries — and joins only the page's rows.
 func (s *Store) Page(ctx context.Context, boardID, offset, limit int64) ([]Article, error) {
 	return s.list(ctx, `SELECT a.article_id, a.title, a.content, a.board_id, a.writer_id, a.created_at, a.modified_at,
-			a.version
+			a.version, a.content_html, a.content_text
 		FROM (SELECT article_id FROM article`+s.db.ForceIndex(byBoard)+`
 			WHERE board_id = ? ORDER BY article_id DESC LIMIT ? OFFSET ?) page
 		JOIN article a ON a.article_id = page.article_id
@@ -239,8 +242,16 @@ func (s *Store) list(ctx context.Context, query string, args ...any) ([]Article,
 
 func scanArticle(row interface{ Scan(...any) error }) (Article, error) {
 	var a Article
-	err := row.Scan(&a.ID, &a.Title, &a.Content, &a.BoardID, &a.WriterID, &a.CreatedAt, &a.ModifiedAt, &a.Version)
+	var contentHTML, contentText sql.NullString
+	err := row.Scan(&a.ID, &a.Title, &a.Content, &a.BoardID, &a.WriterID, &a.CreatedAt, &a.ModifiedAt, &a.Version,
+		&contentHTML, &contentText)
 	a.CreatedAt, a.ModifiedAt = a.CreatedAt.UTC(), a.ModifiedAt.UTC()
+	a.ContentHTML, a.ContentText = contentHTML.String, contentText.String
+	if !contentHTML.Valid {
+		// Written before Markdown: it reads as the plain text it was written as, never as Markdown.
+		r := markdown.Legacy(a.Content)
+		a.ContentHTML, a.ContentText = r.HTML, r.Text
+	}
 	return a, err
 }
 

@@ -66,6 +66,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/kafka"
+	"board/internal/markdown"
 	"board/internal/redisclient"
 	"board/internal/snowflake"
 )
@@ -201,7 +202,7 @@ func masked(a articleJSON, hidden event.Hidden) articleJSON {
 	if err := json.Unmarshal([]byte(a), &art); err != nil {
 		return a // not an article's JSON: never stored (isArticleJSON)
 	}
-	art.Title, art.Content = removedTitle, ""
+	art.Title, art.Content, art.ContentHTML, art.ContentText = removedTitle, "", "", ""
 	if hidden == event.Pending {
 		art.Title = pendingTitle
 	}
@@ -257,10 +258,10 @@ func encodeArticle(a Article) (articleJSON, error) {
 	return articleJSON(raw), err
 }
 
-// isArticleJSON tells an article stored in wire form from one stored by an earlier version (another format),
-// which reads then fetch again from the origin.
+// isArticleJSON tells an article stored in wire form from one stored by an earlier version (another format, or
+// from before contentHtml), which reads then fetch again from the origin.
 func isArticleJSON(raw string) bool {
-	return strings.HasPrefix(raw, `{"articleId":`) && strings.HasSuffix(raw, "}")
+	return strings.HasPrefix(raw, `{"articleId":`) && strings.HasSuffix(raw, "}") && strings.Contains(raw, `,"contentHtml":`)
 }
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the
@@ -483,8 +484,14 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 		applied, err = modelScript.Run(ctx, s.rdb, []string{s.modelKey(id)}, keep, now, trusted, "deleted",
 			p.ArticleVersion).Int64()
 	} else {
+		contentHTML := p.ContentHTML
+		if contentHTML == "" {
+			// An event from before Markdown: its content is plain text, which the article service shows escaped.
+			contentHTML = markdown.Legacy(p.Content).HTML
+		}
 		var article articleJSON
-		article, err = encodeArticle(Article{p.ArticleID, p.Title, p.Content, p.BoardID, p.WriterID, p.CreatedAt, p.ModifiedAt})
+		article, err = encodeArticle(Article{p.ArticleID, p.Title, p.Content, contentHTML, p.Text(), p.BoardID, p.WriterID,
+			p.CreatedAt, p.ModifiedAt})
 		if err != nil {
 			return err
 		}

@@ -108,7 +108,7 @@ func (tr *truth) createEvent(id int64) event.Envelope {
 func (tr *truth) articleEvent(t event.Type, a *truthArticle) event.Envelope {
 	b := tr.boards[int64(a.article.BoardID)]
 	return tr.emit(t, event.Article{ArticleID: a.article.ArticleID, Title: a.article.Title, Content: a.article.Content,
-		BoardID: a.article.BoardID, WriterID: a.article.WriterID, CreatedAt: a.article.CreatedAt,
+		ContentHTML: a.article.ContentHTML, ContentText: a.article.ContentText, BoardID: a.article.BoardID, WriterID: a.article.WriterID, CreatedAt: a.article.CreatedAt,
 		ModifiedAt: a.article.ModifiedAt, BoardArticleCount: b.Value, ArticleVersion: a.version,
 		BoardArticleCountVersion: b.Version})
 }
@@ -131,7 +131,8 @@ func (tr *truth) createAt(boardID int64, at time.Time) int64 {
 func (tr *truth) createLocked(boardID, id int64) int64 {
 	created := apijson.Time(snowflake.Timestamp(id))
 	a := &truthArticle{version: 1, article: Article{ArticleID: apijson.ID(id), Title: fmt.Sprintf("title %d", id),
-		Content: fmt.Sprintf("content of %d", id), BoardID: apijson.ID(boardID), WriterID: apijson.ID(id%97 + 1),
+		Content: fmt.Sprintf("content of %d", id), ContentHTML: fmt.Sprintf("<p>content of %d</p>\n", id),
+		ContentText: fmt.Sprintf("content of %d", id), BoardID: apijson.ID(boardID), WriterID: apijson.ID(id%97 + 1),
 		CreatedAt: created, ModifiedAt: created}}
 	tr.articles[id] = a
 	clear(tr.listed)
@@ -158,6 +159,8 @@ func (tr *truth) update(id int64) {
 	a.version++
 	a.article.Title = fmt.Sprintf("title %d v%d", id, a.version)
 	a.article.Content = fmt.Sprintf("content of %d v%d", id, a.version)
+	a.article.ContentHTML = fmt.Sprintf("<p>content of %d v%d</p>\n", id, a.version)
+	a.article.ContentText = a.article.Content
 	a.article.ModifiedAt = apijson.Time(apijson.Millis(tr.now()))
 	tr.articleEvent(event.ArticleUpdated, a)
 }
@@ -319,9 +322,9 @@ func (a *truthArticle) origin() originArticle {
 	shown := a.article
 	switch a.mod.Hidden {
 	case event.Removed:
-		shown.Title, shown.Content = removedTitle, ""
+		shown.Title, shown.Content, shown.ContentHTML, shown.ContentText = removedTitle, "", "", ""
 	case event.Pending:
-		shown.Title, shown.Content = pendingTitle, ""
+		shown.Title, shown.Content, shown.ContentHTML, shown.ContentText = pendingTitle, "", "", ""
 	}
 	return originArticle{Article: shown, Moderation: a.mod}
 }

@@ -443,3 +443,44 @@ func TestHandlers(t *testing.T) {
 		t.Errorf("KeyPattern = %q, want %q", got, want)
 	}
 }
+
+// TestModelsFromBeforeMarkdownAreFetchedAgain checks that a model stored before articles had contentHtml does not
+// count as one: a read fetches the article again rather than answer it without its HTML.
+func TestModelsFromBeforeMarkdownAreFetchedAgain(t *testing.T) {
+	before := `{"articleId":"7","title":"t","content":"c","boardId":"2","writerId":"3","createdAt":"2026-01-02T03:04:05.006Z","modifiedAt":"2026-01-02T03:04:05.006Z"}`
+	if isArticleJSON(before) {
+		t.Errorf("isArticleJSON(%s) = true, want false", before)
+	}
+	now, err := encodeArticle(Article{ArticleID: 7, Title: "t", Content: "c", ContentHTML: "<p>c</p>\n", BoardID: 2, WriterID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isArticleJSON(string(now)) {
+		t.Errorf("isArticleJSON(%s) = false, want true", now)
+	}
+}
+
+// TestEventsFromBeforeMarkdown: an article event written before articles had contentHtml and contentText (plain
+// text content) gives the model the content escaped in one paragraph, as the article service answers such an
+// article, never an empty HTML.
+func TestEventsFromBeforeMarkdown(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		e := newEnv(t, b)
+		id := e.truth.create(1)
+		e.applyNew(t, 0)
+		want, _ := e.truth.want(id)
+		created := decoded(t, want)
+		old := e.truth.emit(event.ArticleUpdated, event.Article{ArticleID: created.ArticleID, Title: "old", Content: "a <b>\n**c**",
+			BoardID: created.BoardID, WriterID: created.WriterID, CreatedAt: created.CreatedAt, ModifiedAt: created.ModifiedAt,
+			BoardArticleCount: 1, ArticleVersion: 2, BoardArticleCountVersion: 1})
+		e.apply(t, []event.Envelope{old})
+		got, err := e.svc.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := decoded(t, got); a.ContentHTML != "<p>a &lt;b&gt;\n**c**</p>" || a.ContentText != "a <b>\n**c**" {
+			t.Errorf("contentHtml %q, contentText %q; want the content escaped in a paragraph, and the content", a.ContentHTML, a.ContentText)
+		}
+	})
+}

@@ -118,13 +118,17 @@ func (o *origins) attempt(ctx context.Context, rawURL string, out any) (version 
 
 // Article is an article as the article service writes it.
 type Article struct {
-	ArticleID  apijson.ID   `json:"articleId"`
-	Title      string       `json:"title"`
-	Content    string       `json:"content"`
-	BoardID    apijson.ID   `json:"boardId"`
-	WriterID   apijson.ID   `json:"writerId"`
-	CreatedAt  apijson.Time `json:"createdAt"`
-	ModifiedAt apijson.Time `json:"modifiedAt"`
+	ArticleID apijson.ID `json:"articleId"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"`
+	// ContentHTML and ContentText are the content as the article service rendered it when it was written: reads
+	// never render.
+	ContentHTML string       `json:"contentHtml"`
+	ContentText string       `json:"contentText"`
+	BoardID     apijson.ID   `json:"boardId"`
+	WriterID    apijson.ID   `json:"writerId"`
+	CreatedAt   apijson.Time `json:"createdAt"`
+	ModifiedAt  apijson.Time `json:"modifiedAt"`
 }
 
 // Moderation is an article's moderation state (SPEC §3.9), as answers carry it after the article's fields.

@@ -36,8 +36,10 @@ func TestRoutesAnswers(t *testing.T) {
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		got := httpiotest.DecodeJSON(t, r.Body).(map[string]any)
 		wantJSON := map[string]any{
-			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "boardId": "3",
-			"writerId": strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
+			"articleId": strconv.FormatInt(newest, 10), "title": want.Title, "content": want.Content, "contentHtml": want.ContentHTML,
+			"contentText": want.ContentText,
+			"boardId":     "3",
+			"writerId":    strconv.FormatInt(int64(want.WriterID), 10), "createdAt": got["createdAt"],
 			"modifiedAt": got["modifiedAt"], "hidden": "", "removedReason": "", "locked": false, "pinned": false,
 			"articleCommentCount": json.Number("1"),
 			"articleLikeCount":    json.Number("2"), "articleViewCount": json.Number("321"),
@@ -153,7 +155,8 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 // writes the same article, moderation state and counts, escapes included; a hidden article's title and content
 // are its placeholder and nothing.
 func TestSplicedAnswers(t *testing.T) {
-	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01", BoardID: 2, WriterID: 3,
+	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01",
+		ContentHTML: "<p>line\nbreak\u2028é</p>\n", ContentText: "line\nbreak\u2028é", BoardID: 2, WriterID: 3,
 		CreatedAt: apijson.Time(time.UnixMilli(1_700_000_000_123)), ModifiedAt: apijson.Time(time.UnixMilli(1_700_000_000_456))}
 	stored, err := encodeArticle(a)
 	if err != nil {
@@ -171,6 +174,9 @@ func TestSplicedAnswers(t *testing.T) {
 		read := ArticleRead{Article: stored, Moderation: tc.mod, CommentCount: 4, LikeCount: 5, ViewCount: 6}
 		shown := a
 		shown.Title, shown.Content = tc.title, tc.content
+		if tc.content == "" {
+			shown.ContentHTML, shown.ContentText = "", ""
+		}
 		want, err := json.Marshal(struct {
 			Article
 			Moderation

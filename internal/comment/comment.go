@@ -34,6 +34,7 @@ import (
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/idempotency"
+	"board/internal/markdown"
 	"board/internal/snowflake"
 )
 
@@ -47,14 +48,18 @@ const (
 // Comment is a comment of either version: v1 comments have a ParentID (their own id for a root), v2 comments a
 // Path.
 type Comment struct {
-	ID        int64
-	Content   string // "" once deleted
-	ArticleID int64
-	WriterID  int64
-	ParentID  int64
-	Path      string
-	Deleted   bool
-	CreatedAt time.Time
+	ID      int64
+	Content string // the Markdown source; "" once deleted
+	// ContentHTML and ContentText are Content rendered when it was written (internal/markdown); for a comment
+	// written before Markdown, its text escaped (markdown.Legacy). Both "" once deleted.
+	ContentHTML string
+	ContentText string
+	ArticleID   int64
+	WriterID    int64
+	ParentID    int64
+	Path        string
+	Deleted     bool
+	CreatedAt   time.Time
 	// Hidden and RemovedReason are the comment's moderation state, filled in by reads.
 	Hidden        event.Hidden
 	RemovedReason string
@@ -119,8 +124,19 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 	if err != nil {
 		return Comment{}, snowflake.Unavailable(err)
 	}
-	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: apijson.Millis(s.now())}, nil
+	c := Comment{ID: id, ArticleID: articleID, WriterID: writerID, CreatedAt: apijson.Millis(s.now())}
+	c.setContent(content)
+	return c, nil
 }
+
+// setContent gives c new content, rendered: what every write of a comment's content stores.
+func (c *Comment) setContent(content string) {
+	r := markdown.Render(content)
+	c.Content, c.ContentHTML, c.ContentText = content, r.HTML, r.Text
+}
+
+// clearContent empties c's content, as a deleted or hidden comment shows it.
+func (c *Comment) clearContent() { c.Content, c.ContentHTML, c.ContentText = "", "", "" }
 
 // Create adds a v1 comment: a root when parentID is 0, else a reply to the root comment parentID.
 func (s *Service) Create(ctx context.Context, articleID, writerID, parentID int64, content string) (Comment, error) {

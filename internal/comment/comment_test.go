@@ -27,7 +27,7 @@ func TestCreateGetV1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Comment{ID: firstID, Content: "root", ArticleID: 7, WriterID: 9, ParentID: firstID, CreatedAt: t0ms}
+		want := Comment{ID: firstID, Content: "root", ContentHTML: "<p>root</p>\n", ContentText: "root", ArticleID: 7, WriterID: 9, ParentID: firstID, CreatedAt: t0ms}
 		if diff := cmp.Diff(want, root); diff != "" {
 			t.Errorf("Create root (-want +got):\n%s", diff)
 		}
@@ -39,7 +39,7 @@ func TestCreateGetV1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = Comment{ID: firstID + 1, Content: "reply", ArticleID: 7, WriterID: 10, ParentID: root.ID, CreatedAt: t0ms}
+		want = Comment{ID: firstID + 1, Content: "reply", ContentHTML: "<p>reply</p>\n", ContentText: "reply", ArticleID: 7, WriterID: 10, ParentID: root.ID, CreatedAt: t0ms}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Get reply (-want +got):\n%s", diff)
 		}

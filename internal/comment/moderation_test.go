@@ -162,8 +162,8 @@ func TestHiddenComments(t *testing.T) {
 				}
 				revealed := []any{with(cs[0], "hidden", "removed", "removedReason", "abuse"),
 					with(cs[1], "hidden", "pending", "removedReason", "reported"), any(cs[2])}
-				masked := []any{with(cs[0], "content", "", "hidden", "removed", "removedReason", "abuse"),
-					with(cs[1], "content", "", "hidden", "pending", "removedReason", "reported"), any(cs[2])}
+				masked := []any{with(cs[0], "content", "", "contentHtml", "", "contentText", "", "hidden", "removed", "removedReason", "abuse"),
+					with(cs[1], "content", "", "contentHtml", "", "contentText", "", "hidden", "pending", "removedReason", "reported"), any(cs[2])}
 				base := "/" + version + "/comments"
 				for _, tc := range []struct {
 					who  string

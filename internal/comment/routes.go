@@ -61,6 +61,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 type commentV1JSON struct {
 	CommentID       apijson.ID   `json:"commentId"`
 	Content         string       `json:"content"`
+	ContentHTML     string       `json:"contentHtml"`
+	ContentText     string       `json:"contentText"`
 	ArticleID       apijson.ID   `json:"articleId"`
 	WriterID        apijson.ID   `json:"writerId"`
 	ParentCommentID apijson.ID   `json:"parentCommentId"`
@@ -73,6 +75,8 @@ type commentV1JSON struct {
 type commentV2JSON struct {
 	CommentID     apijson.ID   `json:"commentId"`
 	Content       string       `json:"content"`
+	ContentHTML   string       `json:"contentHtml"`
+	ContentText   string       `json:"contentText"`
 	ArticleID     apijson.ID   `json:"articleId"`
 	WriterID      apijson.ID   `json:"writerId"`
 	Path          string       `json:"path"`
@@ -83,12 +87,12 @@ type commentV2JSON struct {
 }
 
 func toV1(c Comment) commentV1JSON {
-	return commentV1JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
+	return commentV1JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
 		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
 }
 
 func toV2(c Comment) commentV2JSON {
-	return commentV2JSON{apijson.ID(c.ID), c.Content, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
+	return commentV2JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
 		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
 }
 
@@ -99,7 +103,7 @@ func seenBy(r *http.Request, c Comment) Comment {
 		return c
 	}
 	if p, ok := auth.FromContext(r.Context()); !ok || (p.UserID != c.WriterID && p.Role != auth.RoleModerator) {
-		c.Content = ""
+		c.clearContent()
 	}
 	return c
 }

@@ -41,21 +41,32 @@ const httpMaxPage = 1<<31 - 1
 
 func httpStr(id int64) string { return strconv.FormatInt(id, 10) }
 
-// httpV1 and httpV2 are the exact JSON objects a comment of each version is written as.
+// httpV1 and httpV2 are the exact JSON objects a comment of each version is written as, its content a paragraph
+// of plain words.
 func httpV1(id int64, content string, articleID, writerID, parentID int64, deleted bool, createdAt string) map[string]any {
-	return map[string]any{"commentId": httpStr(id), "content": content, "articleId": httpStr(articleID),
-		"writerId": httpStr(writerID), "parentCommentId": httpStr(parentID), "deleted": deleted, "createdAt": createdAt}
+	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
+		"articleId": httpStr(articleID),
+		"writerId":  httpStr(writerID), "parentCommentId": httpStr(parentID), "deleted": deleted, "createdAt": createdAt}
 }
 
 func httpV2(id int64, content string, articleID, writerID int64, path string, deleted bool, createdAt string) map[string]any {
-	return map[string]any{"commentId": httpStr(id), "content": content, "articleId": httpStr(articleID),
-		"writerId": httpStr(writerID), "path": path, "deleted": deleted, "createdAt": createdAt}
+	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
+		"articleId": httpStr(articleID),
+		"writerId":  httpStr(writerID), "path": path, "deleted": deleted, "createdAt": createdAt}
+}
+
+// httpHTML is the HTML of a content of plain words ("" for none).
+func httpHTML(content string) string {
+	if content == "" {
+		return ""
+	}
+	return "<p>" + content + "</p>\n"
 }
 
 // httpDeleted is a written comment as it reads once soft-deleted.
 func httpDeleted(c map[string]any) map[string]any {
 	d := maps.Clone(c)
-	d["deleted"], d["content"] = true, ""
+	d["deleted"], d["content"], d["contentHtml"], d["contentText"] = true, "", "", ""
 	return d
 }
 

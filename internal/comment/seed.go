@@ -12,9 +12,10 @@ import (
 // (their own ID for a root), v2 comments a Path; the generator is trusted to keep the tree rules. Bulk loads are for
 // experiments on the comment database alone: they write no events and do not ask whether the article exists.
 func (s *Store) SeedChunk(ctx context.Context, articleID int64, chunk []Comment) error {
-	table, columns, row := "comment", columnsV1, "(?, ?, ?, ?, 1, FALSE, ?)"
+	// No HTML: seeded comments read as plain text.
+	table, columns, row := "comment", columnsV1, "(?, ?, ?, ?, 1, FALSE, ?, NULL, NULL)"
 	if chunk[0].Path != "" {
-		table, columns, row = "comment_v2", columnsV2, "(?, ?, ?, 1, ?, FALSE, ?)"
+		table, columns, row = "comment_v2", columnsV2, "(?, ?, ?, 1, ?, FALSE, ?, NULL, NULL)"
 	}
 	var q strings.Builder
 	q.WriteString("INSERT INTO " + table + " (" + columns + ") VALUES ")

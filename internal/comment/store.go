@@ -11,6 +11,7 @@ import (
 	"board/internal/existence"
 	"board/internal/fault"
 	"board/internal/idempotency"
+	"board/internal/markdown"
 	"board/internal/outbox"
 	"board/internal/sqldb"
 )
@@ -106,22 +107,24 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	if err != nil {
 		return err
 	}
-	c.Deleted, c.Content = true, ""
+	c.Deleted = true
+	c.clearContent()
 	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
 }
 
 // markDeleted soft-deletes a comment that still has replies, dropping its content, and records its COMMENT_DELETED;
 // the count is unchanged.
 func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment, count commentCount) error {
-	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '' WHERE comment_id = ?", c.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '', content_html = '', content_text = '' WHERE comment_id = ?", c.ID); err != nil {
 		return err
 	}
-	c.Deleted, c.Content = true, ""
+	c.Deleted = true
+	c.clearContent()
 	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
 }
 
 func payload(c Comment, count commentCount) event.Comment {
-	p := event.Comment{CommentID: apijson.ID(c.ID), Content: c.Content, Path: c.Path, ArticleID: apijson.ID(c.ArticleID),
+	p := event.Comment{CommentID: apijson.ID(c.ID), Content: c.Content, ContentHTML: c.ContentHTML, ContentText: c.ContentText, Path: c.Path, ArticleID: apijson.ID(c.ArticleID),
 		WriterID: apijson.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: apijson.Time(c.CreatedAt),
 		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version}
 	if c.Path == "" {
@@ -158,6 +161,18 @@ func list(ctx context.Context, db *sqldb.DB, scan func(row interface{ Scan(...an
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// rendered fills in c's rendered content from its row's columns, NULL for a comment written before Markdown: that
+// reads as the plain text it was written as, never as Markdown.
+func rendered(c *Comment, contentHTML, contentText sql.NullString) {
+	switch {
+	case contentHTML.Valid:
+		c.ContentHTML, c.ContentText = contentHTML.String, contentText.String
+	case !c.Deleted:
+		r := markdown.Legacy(c.Content)
+		c.ContentHTML, c.ContentText = r.HTML, r.Text
+	}
 }
 
 func notFound(id int64) error {

@@ -13,7 +13,7 @@ import (
 
 // v1: the adjacency list (table comment).
 
-const columnsV1 = "comment_id, content, article_id, parent_comment_id, writer_id, deleted, created_at"
+const columnsV1 = "comment_id, content, article_id, parent_comment_id, writer_id, deleted, created_at, content_html, content_text"
 
 // byParent names the index every v1 list query, and the purge, walks.
 const byParent = "idx_article_id_parent_comment_id_comment_id"
@@ -44,8 +44,8 @@ func (s *Store) Create(ctx context.Context, c Comment, passLock bool, key *idemp
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO comment ("+columnsV1+") VALUES (?, ?, ?, ?, ?, FALSE, ?)",
-			c.ID, c.Content, c.ArticleID, c.ParentID, c.WriterID, c.CreatedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO comment ("+columnsV1+") VALUES (?, ?, ?, ?, ?, FALSE, ?, ?, ?)",
+			c.ID, c.Content, c.ArticleID, c.ParentID, c.WriterID, c.CreatedAt, c.ContentHTML, c.ContentText); err != nil {
 			return err
 		}
 		if err := emit(event.CommentCreated, c.ArticleID, payload(c, count)); err != nil {
@@ -146,7 +146,7 @@ func (s *Store) hasReplies(ctx context.Context, tx *sql.Tx, root Comment) (bool,
 // joins only the page's rows.
 func (s *Store) Page(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV1, `SELECT c.comment_id, c.content, c.article_id, c.parent_comment_id, c.writer_id,
-			c.deleted, c.created_at
+			c.deleted, c.created_at, c.content_html, c.content_text
 		FROM (SELECT comment_id FROM comment`+s.db.ForceIndex(byParent)+`
 			WHERE article_id = ? ORDER BY parent_comment_id, comment_id LIMIT ? OFFSET ?) page
 		JOIN comment c ON c.comment_id = page.comment_id
@@ -176,7 +176,9 @@ func (s *Store) Scroll(ctx context.Context, articleID, limit, lastParentID, last
 
 func scanV1(row interface{ Scan(...any) error }) (Comment, error) {
 	var c Comment
-	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.ParentID, &c.WriterID, &c.Deleted, &c.CreatedAt)
+	var contentHTML, contentText sql.NullString
+	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.ParentID, &c.WriterID, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText)
 	c.CreatedAt = c.CreatedAt.UTC()
+	rendered(&c, contentHTML, contentText)
 	return c, err
 }

@@ -13,7 +13,7 @@ import (
 
 // v2: path enumeration (table comment_v2).
 
-const columnsV2 = "comment_id, content, article_id, writer_id, path, deleted, created_at"
+const columnsV2 = "comment_id, content, article_id, writer_id, path, deleted, created_at, content_html, content_text"
 
 // byPath names the index every v2 query that is not by id walks.
 const byPath = "idx_article_id_path"
@@ -58,8 +58,8 @@ func (s *Store) CreateV2(ctx context.Context, c Comment, parentPath string, pass
 				return fault.Invalidf("PARENT_COMMENT_DELETED", "the comment at path %s is deleted", parentPath)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO comment_v2 ("+columnsV2+") VALUES (?, ?, ?, ?, ?, FALSE, ?)",
-			c.ID, c.Content, c.ArticleID, c.WriterID, c.Path, c.CreatedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO comment_v2 ("+columnsV2+") VALUES (?, ?, ?, ?, ?, FALSE, ?, ?, ?)",
+			c.ID, c.Content, c.ArticleID, c.WriterID, c.Path, c.CreatedAt, c.ContentHTML, c.ContentText); err != nil {
 			return err
 		}
 		if err := emit(event.CommentCreated, c.ArticleID, payload(c, count)); err != nil {
@@ -161,7 +161,7 @@ func (s *Store) hasDescendants(ctx context.Context, tx *sql.Tx, c Comment) (bool
 // PageV2 returns one page of an article's v2 comments in path order, walking the index alone to skip the offset.
 func (s *Store) PageV2(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV2, `SELECT c.comment_id, c.content, c.article_id, c.writer_id, c.path, c.deleted,
-			c.created_at
+			c.created_at, c.content_html, c.content_text
 		FROM (SELECT comment_id FROM comment_v2`+s.db.ForceIndex(byPath)+`
 			WHERE article_id = ? ORDER BY path LIMIT ? OFFSET ?) page
 		JOIN comment_v2 c ON c.comment_id = page.comment_id
@@ -188,7 +188,9 @@ func (s *Store) ScrollV2(ctx context.Context, articleID, limit int64, lastPath s
 
 func scanV2(row interface{ Scan(...any) error }) (Comment, error) {
 	var c Comment
-	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.WriterID, &c.Path, &c.Deleted, &c.CreatedAt)
+	var contentHTML, contentText sql.NullString
+	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.WriterID, &c.Path, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText)
 	c.CreatedAt = c.CreatedAt.UTC()
+	rendered(&c, contentHTML, contentText)
 	return c, err
 }

@@ -123,9 +123,13 @@ func Payload[T any](env Envelope) (T, error) {
 
 // Article is the payload of ARTICLE_CREATED, ARTICLE_UPDATED and ARTICLE_DELETED; the key is BoardID.
 type Article struct {
-	ArticleID                apijson.ID   `json:"articleId"`
-	Title                    string       `json:"title"`
-	Content                  string       `json:"content"`
+	ArticleID apijson.ID `json:"articleId"`
+	Title     string     `json:"title"`
+	Content   string     `json:"content"` // the Markdown source
+	// ContentHTML is Content rendered and sanitized, to show as it is; ContentText its plain text, for search and
+	// excerpts. Consumers never render (internal/markdown).
+	ContentHTML              string       `json:"contentHtml"`
+	ContentText              string       `json:"contentText"`
 	BoardID                  apijson.ID   `json:"boardId"`
 	WriterID                 apijson.ID   `json:"writerId"`
 	CreatedAt                apijson.Time `json:"createdAt"`
@@ -135,11 +139,27 @@ type Article struct {
 	BoardArticleCountVersion int64        `json:"boardArticleCountVersion"`
 }
 
+// Text is the article's plain text: ContentText, or for an event written before articles had one, Content (plain
+// text then).
+func (a Article) Text() string { return textOf(a.ContentText, a.Content) }
+
+// Text is the comment's plain text, as Article.Text.
+func (c Comment) Text() string { return textOf(c.ContentText, c.Content) }
+
+func textOf(text, content string) string {
+	if text == "" {
+		return content
+	}
+	return text
+}
+
 // Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID. A v2 comment has a Path, a
 // v1 comment a ParentCommentID (its own id for a root) instead.
 type Comment struct {
 	CommentID                  apijson.ID   `json:"commentId"`
-	Content                    string       `json:"content"`
+	Content                    string       `json:"content"` // the Markdown source; "" once deleted
+	ContentHTML                string       `json:"contentHtml"`
+	ContentText                string       `json:"contentText"`
 	Path                       string       `json:"path"`
 	ParentCommentID            apijson.ID   `json:"parentCommentId,omitempty"`
 	ArticleID                  apijson.ID   `json:"articleId"`

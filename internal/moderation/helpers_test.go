@@ -106,8 +106,9 @@ func newOrigins(t testing.TB) *origins {
 		return guard(func(w http.ResponseWriter, id int64) bool {
 			c, ok := o.comments[id]
 			if ok && c.v1 == v1 {
-				write(w, map[string]any{"commentId": apijson.ID(id), "content": c.content, "articleId": apijson.ID(c.article),
-					"writerId": apijson.ID(c.writer), "deleted": c.deleted})
+				write(w, map[string]any{"commentId": apijson.ID(id), "content": "**" + c.content + "**", "contentText": c.content,
+					"articleId": apijson.ID(c.article),
+					"writerId":  apijson.ID(c.writer), "deleted": c.deleted})
 				return true
 			}
 			return false

@@ -48,7 +48,7 @@ func (s *Service) lookUpArticle(ctx context.Context, id int64) (found, error) {
 // its own), then its article for the board.
 func (s *Service) lookUpComment(ctx context.Context, id int64) (found, error) {
 	var c struct {
-		Content   string     `json:"content"`
+		Content   string     `json:"contentText"` // the plain text: the queue shows no markup
 		ArticleID apijson.ID `json:"articleId"`
 		WriterID  apijson.ID `json:"writerId"`
 		Deleted   bool       `json:"deleted"`

@@ -93,16 +93,18 @@ func Rebuild(ctx context.Context, src Sources, ix Indexer, progress Progress) (a
 	return done, commented.Load(), nil
 }
 
+// articleJSON and commentJSON are what a rebuild reads of the services' answers: ContentText is the plain text
+// the documents hold.
 type articleJSON struct {
 	ArticleID, BoardID, WriterID apijson.ID
-	Title, Content               string
+	Title, ContentText           string
 	CreatedAt                    apijson.Time
 	Hidden                       event.Hidden
 }
 
 type commentJSON struct {
 	CommentID, ArticleID, WriterID, ParentCommentID apijson.ID
-	Path, Content                                   string
+	Path, ContentText                               string
 	Deleted                                         bool
 	CreatedAt                                       apijson.Time
 	Hidden                                          event.Hidden
@@ -128,7 +130,7 @@ func (src Sources) articlePage(ctx context.Context, articles []articleJSON, comm
 	for i, a := range articles {
 		// Version 0: older than any event of the article, which the consumer then applies over it in order.
 		docs = append(docs, Doc{Type: TypeArticle, ArticleID: int64(a.ArticleID), BoardID: int64(a.BoardID),
-			WriterID: int64(a.WriterID), Title: a.Title, Content: a.Content, CreatedAt: time.Time(a.CreatedAt),
+			WriterID: int64(a.WriterID), Title: a.Title, Content: a.ContentText, CreatedAt: time.Time(a.CreatedAt),
 			Hidden: a.Hidden != event.Visible})
 		docs = append(docs, byArticle[i]...)
 	}
@@ -142,7 +144,7 @@ func (src Sources) comments(ctx context.Context, articleID, boardID int64) ([]Do
 		for _, c := range cs {
 			if !c.Deleted {
 				docs = append(docs, Doc{Type: TypeComment, CommentID: int64(c.CommentID), ArticleID: articleID, BoardID: boardID,
-					WriterID: int64(c.WriterID), Content: c.Content, CreatedAt: time.Time(c.CreatedAt),
+					WriterID: int64(c.WriterID), Content: c.ContentText, CreatedAt: time.Time(c.CreatedAt),
 					Version: commentCreatedVersion, Hidden: c.Hidden != event.Visible})
 			}
 		}

@@ -143,7 +143,7 @@ func (u *Updater) articleWritten(ctx context.Context, env event.Envelope) error 
 		return nil
 	}
 	d := Doc{Type: TypeArticle, ArticleID: int64(p.ArticleID), BoardID: int64(p.BoardID), WriterID: int64(p.WriterID),
-		Title: p.Title, Content: p.Content, CreatedAt: time.Time(p.CreatedAt), Version: p.ArticleVersion,
+		Title: p.Title, Content: p.Text(), CreatedAt: time.Time(p.CreatedAt), Version: p.ArticleVersion,
 		Moderation: cur.Moderation, Hidden: cur.Hidden}
 	u.stage(d)
 	if known && cur.Version > 0 {
@@ -223,7 +223,7 @@ func (u *Updater) commentCreated(ctx context.Context, env event.Envelope) error 
 		return nil
 	}
 	d := Doc{Type: TypeComment, CommentID: int64(p.CommentID), ArticleID: int64(p.ArticleID), BoardID: cur.BoardID,
-		WriterID: int64(p.WriterID), Content: p.Content, CreatedAt: time.Time(p.CreatedAt),
+		WriterID: int64(p.WriterID), Content: p.Text(), CreatedAt: time.Time(p.CreatedAt),
 		Version: commentCreatedVersion, Moderation: cur.Moderation, Hidden: cur.Hidden}
 	if a, ok := found[articleKey]; ok {
 		d.BoardID = a.BoardID

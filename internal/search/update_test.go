@@ -213,3 +213,24 @@ func TestMerge(t *testing.T) {
 		t.Errorf("a write made from the first: %+v, want %+v", got, edited)
 	}
 }
+
+// TestUpdaterIndexesPlainText checks that documents hold a post's plain text, never its Markdown source, and that
+// events from before posts had one index their content, plain text then.
+func TestUpdaterIndexesPlainText(t *testing.T) {
+	t.Parallel()
+	u, ix := newUpdater(t)
+	apply(t, u,
+		envelope(t, 1, event.ArticleCreated, event.Article{ArticleID: 10, Title: "t", Content: "**bold** [link](https://example.com)",
+			ContentHTML: `<p><strong>bold</strong> <a href="https://example.com">link</a></p>`, ContentText: "bold link", BoardID: 3,
+			WriterID: 7, CreatedAt: created, ArticleVersion: 1}),
+		envelope(t, 20, event.CommentCreated, event.Comment{CommentID: 20, ArticleID: 10, WriterID: 8, Content: "from before",
+			CreatedAt: created}))
+	flush(t, u)
+	got, err := ix.Get(context.Background(), []string{"a10", "c20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["a10"].Content != "bold link" || got["c20"].Content != "from before" {
+		t.Errorf("contents indexed: %q, %q; want the plain text", got["a10"].Content, got["c20"].Content)
+	}
+}

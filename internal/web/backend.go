@@ -162,6 +162,8 @@ type articleRead struct {
 	ArticleID           int64     `json:"articleId,string"`
 	Title               string    `json:"title"`
 	Content             string    `json:"content"`
+	ContentHTML         string    `json:"contentHtml"` // rendered and sanitized when written: shown as it is
+	ContentText         string    `json:"contentText"` // the plain text, for the page's description
 	BoardID             int64     `json:"boardId,string"`
 	WriterID            int64     `json:"writerId,string"`
 	CreatedAt           time.Time `json:"createdAt"`
@@ -186,6 +188,7 @@ type articleListPage struct {
 type comment struct {
 	CommentID     int64     `json:"commentId,string"`
 	Content       string    `json:"content"`
+	ContentHTML   string    `json:"contentHtml"` // rendered and sanitized when written: shown as it is
 	ArticleID     int64     `json:"articleId,string"`
 	WriterID      int64     `json:"writerId,string"`
 	Path          string    `json:"path"`

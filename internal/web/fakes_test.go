@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"board/internal/auth"
+	"board/internal/markdown"
 )
 
 // The services the pages are made from, faked with httptest servers that answer as SPEC §3 says (64-bit ids as JSON
@@ -316,7 +317,8 @@ func articleJSON(a *fakeArticle, counts bool, whole ...bool) map[string]any {
 	if a.Hidden != "" && (len(whole) == 0 || !whole[0]) {
 		title, content = "Hidden article", ""
 	}
-	m := map[string]any{"articleId": wireID(a.ID), "title": title, "content": content, "boardId": wireID(a.Board),
+	m := map[string]any{"articleId": wireID(a.ID), "title": title, "content": content, "contentHtml": rendered(content),
+		"contentText": markdown.Render(content).Text, "boardId": wireID(a.Board),
 		"writerId": wireID(a.Writer), "createdAt": wireTime(a.Created), "modifiedAt": wireTime(a.Modified),
 		"hidden": a.Hidden, "removedReason": a.RemovedReason, "locked": a.Locked, "pinned": a.Pinned}
 	if counts {
@@ -332,9 +334,18 @@ func commentJSON(c fakeComment, whole ...bool) map[string]any {
 	if c.Deleted || c.Hidden != "" && (len(whole) == 0 || !whole[0]) {
 		content = ""
 	}
-	return map[string]any{"commentId": wireID(c.ID), "content": content, "articleId": wireID(c.Article),
-		"writerId": wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
+	return map[string]any{"commentId": wireID(c.ID), "content": content, "contentHtml": rendered(content),
+		"articleId": wireID(c.Article),
+		"writerId":  wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
 		"hidden": c.Hidden, "removedReason": c.RemovedReason}
+}
+
+// rendered is content's HTML as the article and comment services store it ("" for no content).
+func rendered(content string) string {
+	if content == "" {
+		return ""
+	}
+	return markdown.Render(content).HTML
 }
 
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {

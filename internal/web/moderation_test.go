@@ -445,7 +445,7 @@ func TestHiddenContent(t *testing.T) {
 			body := get(t, h, "/articles/2", tc.token).Body.String()
 			mustContain(t, "the page", body, `id="hidden-reason"`, "Removed by a moderator:", "Spam, removed &lt;b&gt;")
 			if tc.sees {
-				mustContain(t, "the page", body, `id="hidden-note"`, `class="content hidden-content">The real words.</div>`,
+				mustContain(t, "the page", body, `id="hidden-note"`, `class="content hidden-content"><p>The real words.</p>`,
 					`<h1 id="article-title">Second post</h1>`)
 			} else {
 				mustNotContain(t, "the page", body, "The real words.", `id="article-content"`, "Second post")
@@ -453,7 +453,7 @@ func TestHiddenContent(t *testing.T) {
 			// Comment 100 is bob's, hidden pending review.
 			thread := get(t, h, "/articles/1", tc.token).Body.String()
 			mustContain(t, "the thread", thread, "Hidden until a moderator looks at it:", "Reported by several readers")
-			if shown := strings.Contains(thread, `<p class="comment-content hidden-content">Nice post</p>`); shown != tc.sees {
+			if shown := strings.Contains(thread, `<div class="comment-content hidden-content"><p>Nice post</p>`); shown != tc.sees {
 				t.Errorf("the hidden comment shown: %v, want %v\n%s", shown, tc.sees, thread)
 			}
 		})

@@ -220,6 +220,7 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 type articleView struct {
 	ID, BoardID, WriterID      int64
 	Title, Content, Writer     string
+	ContentHTML                string // the content as the article service rendered it, shown as it is
 	CreatedAt, ModifiedAt      time.Time
 	Likes, CommentCount, Views int64
 	Locked, Pinned             bool
@@ -238,6 +239,7 @@ type commentView struct {
 	Path                           string
 	Depth                          int
 	Content, Writer                string
+	ContentHTML                    string // the content as the comment service rendered it, shown as it is
 	CreatedAt                      time.Time
 	Deleted                        bool
 	Hidden, RemovedReason          string
@@ -317,7 +319,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	// not applied the edit yet is passed over for the article service.
 	if since > 0 && a.ModifiedAt.UnixMilli() < since {
 		if src, err := s.api.articleSource(ctx, v, articleID); err == nil {
-			a.Title, a.Content, a.ModifiedAt = src.Title, src.Content, src.ModifiedAt
+			a.Title, a.Content, a.ContentHTML, a.ContentText, a.ModifiedAt = src.Title, src.Content, src.ContentHTML, src.ContentText, src.ModifiedAt
 		}
 	}
 	// A hidden article is a placeholder in the read model, which is public; its writer and moderators are shown
@@ -325,7 +327,7 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	hiddenShown := false
 	if a.Hidden != "" && v.Owns(a.WriterID) {
 		if src, err := s.api.articleSource(ctx, v, articleID); err == nil {
-			a.Title, a.Content, hiddenShown = src.Title, src.Content, true
+			a.Title, a.Content, a.ContentHTML, hiddenShown = src.Title, src.Content, src.ContentHTML, true
 		} else {
 			s.cfg.Logger.WarnContext(ctx, "a hidden article not shown to its writer or a moderator", "article", articleID, "err", err)
 		}
@@ -340,14 +342,14 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	l := s.pageLayout(r, v, a.Title)
 	l.Kind = "article"
 	// A hidden article's text is not for everyone: its page is described as the reason stands in for it.
-	if l.Description = summary(a.Content); a.Hidden != "" || l.Description == "" {
+	if l.Description = summary(a.ContentText); a.Hidden != "" || l.Description == "" {
 		l.Description = "An article in " + board.Name + " on board."
 	}
 	data := articlePage{
 		layout: l,
 		Board:  board,
 		Article: articleView{ID: articleID, BoardID: a.BoardID, WriterID: a.WriterID, Title: a.Title, Content: a.Content,
-			Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
+			ContentHTML: a.ContentHTML, Writer: names[a.WriterID], CreatedAt: a.CreatedAt,
 			ModifiedAt: a.ModifiedAt, Likes: a.ArticleLikeCount, CommentCount: a.ArticleCommentCount, Views: a.ArticleViewCount,
 			Locked: a.Locked, Pinned: a.Pinned, Hidden: a.Hidden, RemovedReason: a.RemovedReason, HiddenShown: hiddenShown},
 		CanChange:           v.Owns(a.WriterID),
@@ -360,11 +362,11 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	data.CommentPager.Fragment = "#comments"
 	for _, c := range comments.Comments {
 		if c.Hidden != "" && !v.Owns(c.WriterID) {
-			c.Content = "" // what the reason stands in place of: only its writer and moderators see it
+			c.Content, c.ContentHTML = "", "" // what the reason stands in place of: only its writer and moderators see it
 		}
 		depth := len(c.Path) / pathPerLvl
 		data.Comments = append(data.Comments, commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
-			Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, RemovedReason: c.RemovedReason,
+			ContentHTML: c.ContentHTML, Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, RemovedReason: c.RemovedReason,
 			CanReply: data.CanComment && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID),
 			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed"})
 	}

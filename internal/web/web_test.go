@@ -1472,3 +1472,23 @@ func TestViewSentOncePerWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestMarkdownShown: an article and its comments show the HTML their services rendered when they were written, not
+// their Markdown source.
+func TestMarkdownShown(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "T", Content: "**bold** and [a link](https://example.com)\n\n- one\n- two",
+		Created: t0, Modified: t0})
+	f.mu.Lock()
+	f.comments[1] = []fakeComment{{ID: 100, Article: 1, Writer: 11, Content: "`code` ~~gone~~", Path: "00000", Created: t0}}
+	f.mu.Unlock()
+	w := get(t, f.handler(t), "/articles/1", "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d, want 200\n%s", w.Code, w.Body)
+	}
+	mustContain(t, "the article page", w.Body.String(), `<strong>bold</strong>`,
+		`<a href="https://example.com" rel="nofollow ugc noopener">a link</a>`, "<li>two</li>",
+		`<div class="comment-content"><p><code>code</code> <del>gone</del></p>`)
+	mustNotContain(t, "the article page", w.Body.String(), "**bold**", "~~gone~~")
+}

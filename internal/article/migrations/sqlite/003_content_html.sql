@@ -1,0 +1,3 @@
+-- See the MySQL migration.
+ALTER TABLE article ADD COLUMN content_html TEXT;
+ALTER TABLE article ADD COLUMN content_text TEXT;

@@ -1,0 +1,317 @@
+// Package markdown renders what writers post (SPEC §3.12): CommonMark with GitHub's tables, strikethrough, autolinks
+// and task lists (goldmark), reduced by an allow-list sanitizer (bluemonday) to HTML that can be put in a page as it
+// is. It runs once, when a post is written; the HTML and the plain text are stored beside the source, and reads
+// never render (docs/markdown.md).
+//
+// What the HTML may hold:
+//   - raw HTML in the source is never passed through: it shows as the text it was typed as, escaped, and the
+//     sanitizer would drop what escaped that; no script, style, event handler, iframe, svg or form survives;
+//   - links to http, https and mailto URLs, or relative ones; external links (any with a scheme, or starting with
+//     "//") carry rel="nofollow ugc noopener";
+//   - images only from the board's media service: a relative URL of one key under /media/. Any other image
+//     becomes a plain link to its URL, so a post cannot make its readers' browsers fetch from elsewhere;
+//   - task-list checkboxes, always disabled, labelled "done" or "to do".
+//
+// Line breaks inside a paragraph stay soft (a newline in the HTML, as CommonMark has it); the web shows them as
+// breaks with white-space: pre-wrap on paragraphs, as forums do.
+package markdown
+
+import (
+	"bytes"
+	"html"
+	"regexp"
+	"strings"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// Rendered is a post's source rendered: HTML to show as it is, and the plain text for excerpts, search and
+// notifications.
+type Rendered struct {
+	HTML string
+	Text string
+}
+
+// externalRel is the rel of every link that leaves the board.
+const externalRel = "nofollow ugc noopener"
+
+// mediaURL matches the URL of one key of the board's media service (GET /media/{key}), the only images a post may
+// show: one path segment, no dot segment.
+var mediaURL = regexp.MustCompile(`^/media/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+var (
+	md = goldmark.New(
+		// extension.GFM, with table alignment as an attribute: the sanitizer allows no style.
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
+		// The renderer's unsafe mode stays off: links and images with javascript:, vbscript:, file: or data: URLs
+		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText); task-list checkboxes say what
+		// they are (labelledCheckBoxes). Priority 0 goes before goldmark's own renderers for the same nodes.
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0),
+			util.Prioritized(labelledCheckBoxes{}, 0))),
+	)
+	policy = newPolicy()
+)
+
+// newPolicy is the allow-list: the elements and attributes goldmark writes for the syntax above, nothing else.
+func newPolicy() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	p.AllowElements("p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li",
+		"h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td")
+	p.AllowAttrs("start").Matching(bluemonday.Integer).OnElements("ol")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^language-[A-Za-z0-9_+#.-]+$`)).OnElements("code")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("rel").Matching(regexp.MustCompile("^" + externalRel + "$")).OnElements("a")
+	p.AllowAttrs("title").OnElements("a", "img")
+	p.AllowAttrs("src").Matching(mediaURL).OnElements("img")
+	p.AllowAttrs("alt").OnElements("img")
+	p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
+	p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^(|checked|disabled)$`)).OnElements("input")
+	p.AllowAttrs("aria-label").Matching(regexp.MustCompile("^(" + doneLabel + "|" + toDoLabel + ")$")).OnElements("input")
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.AllowRelativeURLs(true)
+	p.RequireParseableURLs(true)
+	return p
+}
+
+// Render renders a post's Markdown source. It never fails: whatever the source, the HTML is sanitized.
+func Render(source string) Rendered {
+	src := []byte(source)
+	doc := md.Parser().Parse(text.NewReader(src))
+	var buf bytes.Buffer
+	if err := md.Renderer().Render(&buf, src, doc); err != nil {
+		// goldmark's renderer fails only when its writer does, and a bytes.Buffer does not: show the text instead.
+		return Legacy(source)
+	}
+	return Rendered{HTML: string(policy.SanitizeBytes(buf.Bytes())), Text: plainText(doc, src)}
+}
+
+// Sanitize reduces HTML to the allow-list of Render, for checks that a stored HTML is what Render would keep.
+func Sanitize(h string) string { return policy.Sanitize(h) }
+
+// Legacy is a post written before Markdown, shown as it always was: its text escaped, in one paragraph whose line
+// breaks and spaces the page keeps (white-space: pre-wrap). Its plain text is its content.
+func Legacy(content string) Rendered {
+	return Rendered{HTML: "<p>" + html.EscapeString(content) + "</p>", Text: content}
+}
+
+// rawHTMLAsText renders raw HTML in the source as text, escaped: a writer who types "<b>" or "<script>" sees it
+// as typed, as on the plain-text board before, rather than have it vanish.
+type rawHTMLAsText struct{}
+
+func (rawHTMLAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segments := n.(*ast.RawHTML).Segments
+			for i := range segments.Len() {
+				segment := segments.At(i)
+				_, _ = w.Write(util.EscapeHTML(segment.Value(source)))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		block := n.(*ast.HTMLBlock)
+		var text []byte
+		for i := range block.Lines().Len() {
+			line := block.Lines().At(i)
+			text = append(text, line.Value(source)...)
+		}
+		if block.HasClosure() {
+			text = append(text, block.ClosureLine.Value(source)...)
+		}
+		_, _ = w.WriteString("<p>")
+		_, _ = w.Write(util.EscapeHTML(bytes.TrimRight(text, "\n")))
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkContinue, nil
+	})
+}
+
+// Labels of task-list checkboxes: a field without a label is lost on a screen reader.
+const (
+	doneLabel   = "done"
+	toDoLabel   = "to do"
+	checkBoxTag = `<input type="checkbox" disabled=""`
+)
+
+// labelledCheckBoxes renders a task list's checkboxes disabled and labelled.
+type labelledCheckBoxes struct{}
+
+func (labelledCheckBoxes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(extast.KindTaskCheckBox, func(w util.BufWriter, _ []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if n.(*extast.TaskCheckBox).IsChecked {
+			_, _ = w.WriteString(checkBoxTag + ` checked="" aria-label="` + doneLabel + `"> `)
+		} else {
+			_, _ = w.WriteString(checkBoxTag + ` aria-label="` + toDoLabel + `"> `)
+		}
+		return ast.WalkContinue, nil
+	})
+}
+
+// linkRules is the AST transformer that marks external links and turns images from outside the media service into
+// links.
+type linkRules struct{}
+
+func (linkRules) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+	var images []*ast.Image
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			markExternal(n, n.Destination)
+		case *ast.AutoLink:
+			if n.AutoLinkType == ast.AutoLinkURL {
+				markExternal(n, n.URL(reader.Source()))
+			}
+		case *ast.Image:
+			if !mediaURL.Match(n.Destination) {
+				images = append(images, n)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, img := range images {
+		link := ast.NewLink()
+		link.Destination, link.Title = img.Destination, img.Title
+		for c := img.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			link.AppendChild(link, c)
+			c = next
+		}
+		if !link.HasChildren() {
+			link.AppendChild(link, ast.NewString(img.Destination))
+		}
+		markExternal(link, link.Destination)
+		img.Parent().ReplaceChild(img.Parent(), img, link)
+	}
+}
+
+// markExternal sets the rel of a link that leaves the board. A link of another scheme gets none: the sanitizer
+// takes its URL, and with it the link.
+func markExternal(n ast.Node, destination []byte) {
+	if scheme, ok := schemeOf(string(destination)); ok || scheme == "http" || scheme == "https" || scheme == "mailto" {
+		n.SetAttributeString("rel", externalRel)
+	}
+}
+
+// schemeOf returns a URL's scheme, lower case ("" for none), and whether the URL leaves the board without one: it
+// starts with two slashes, or with what browsers read as two slashes ("/\", "\").
+func schemeOf(url string) (scheme string, offBoard bool) {
+	if strings.HasPrefix(url, "//") || strings.HasPrefix(url, `/\`) || strings.HasPrefix(url, `\`) {
+		return "", true
+	}
+	end := strings.IndexAny(url, "/?#")
+	if end < 0 {
+		end = len(url)
+	}
+	if colon := strings.IndexByte(url[:end], ':'); colon >= 0 {
+		return strings.ToLower(url[:colon]), false
+	}
+	return "", false
+}
+
+// plainText is the text of a parsed post as its HTML shows it: entities and escapes resolved, a line per block,
+// table cells apart by a space, images by their alt text, raw HTML as typed. It walks the tree the HTML was
+// rendered from rather than parse the HTML again, which would cost a tenth of the render.
+func plainText(doc ast.Node, source []byte) string {
+	var b bytes.Buffer
+	lines := func(ls *text.Segments) {
+		for i := range ls.Len() {
+			line := ls.At(i)
+			b.Write(line.Value(source))
+		}
+	}
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		switch n := n.(type) {
+		case *ast.Text:
+			if entering {
+				b.Write(resolved(n.Segment.Value(source), n.IsRaw()))
+				if n.SoftLineBreak() || n.HardLineBreak() {
+					b.WriteByte('\n')
+				}
+			}
+			return ast.WalkContinue, nil
+		case *ast.String:
+			if entering {
+				b.Write(resolved(n.Value, n.IsRaw()))
+			}
+			return ast.WalkContinue, nil
+		case *ast.CodeSpan:
+			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+				if t, ok := c.(*ast.Text); ok {
+					b.Write(bytes.ReplaceAll(t.Segment.Value(source), []byte("\n"), []byte(" ")))
+				}
+			}
+			return ast.WalkSkipChildren, nil
+		case *ast.AutoLink:
+			if entering {
+				b.Write(n.Label(source))
+			}
+			return ast.WalkSkipChildren, nil
+		case *ast.RawHTML:
+			if entering {
+				lines(n.Segments)
+			}
+			return ast.WalkSkipChildren, nil
+		case *ast.HTMLBlock:
+			if entering {
+				lines(n.Lines())
+				if n.HasClosure() {
+					b.Write(n.ClosureLine.Value(source))
+				}
+			}
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			if entering {
+				lines(n.Lines())
+			}
+		case *extast.TableCell:
+			if !entering {
+				b.WriteByte(' ')
+			}
+			return ast.WalkContinue, nil
+		}
+		if !entering && n.Type() == ast.TypeBlock {
+			b.WriteByte('\n')
+		}
+		return ast.WalkContinue, nil
+	})
+	return squeezeNewlines(b.String())
+}
+
+// resolved is a text's value with its backslash escapes and character references resolved, as the HTML shows it.
+func resolved(v []byte, raw bool) []byte {
+	if raw {
+		return v
+	}
+	return util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
+}
+
+// squeezeNewlines trims every line and drops the empty ones.
+func squeezeNewlines(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
