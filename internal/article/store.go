@@ -13,6 +13,7 @@ import (
 	"board/internal/fault"
 	"board/internal/idempotency"
 	"board/internal/outbox"
+	"board/internal/revision"
 	"board/internal/sqldb"
 )
 
@@ -102,17 +103,24 @@ func (s *Store) Get(ctx context.Context, id int64) (Article, error) {
 	return a, err
 }
 
-// Update replaces the title and content of an article, records ARTICLE_UPDATED and returns the article as stored.
-func (s *Store) Update(ctx context.Context, id int64, title, content string, now time.Time) (Article, error) {
+// Update replaces the title and content of an article, keeps what they replace as a revision by editor, records
+// ARTICLE_UPDATED and returns the article as stored.
+func (s *Store) Update(ctx context.Context, id int64, title, content string, now time.Time, editor revision.Editor) (Article, error) {
 	var a Article
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
-			title, content, now, id)
+		old, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(err, notFound(id))
+		if err := s.keepRevision(ctx, tx, old, editor, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
+			title, content, now, id); err != nil {
+			return err
 		}
 		if a, err = scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?", id)); err != nil {
 			return err
@@ -126,7 +134,7 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, now
 	return a, err
 }
 
-// Delete removes an article and its moderation state, uncounts it from its board and records ARTICLE_DELETED, in one
+// Delete removes an article, its moderation state and its revisions, uncounts it from its board and records ARTICLE_DELETED, in one
 // transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
@@ -141,6 +149,9 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 			return err
 		}
 		if err := deleteModeration(ctx, tx, a); err != nil {
+			return err
+		}
+		if err := deleteRevisions(ctx, tx, a); err != nil {
 			return err
 		}
 		a.Version++ // the deletion is the article's last change

@@ -55,6 +55,10 @@ type Comment struct {
 	Path      string
 	Deleted   bool
 	CreatedAt time.Time
+	// Version counts the comment's edits (1 as written, +1 per edit: edit.go); ModifiedAt is the last edit's time,
+	// CreatedAt for a comment never edited.
+	Version    int64
+	ModifiedAt time.Time
 	// Hidden and RemovedReason are the comment's moderation state, filled in by reads.
 	Hidden        event.Hidden
 	RemovedReason string
@@ -119,7 +123,8 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 	if err != nil {
 		return Comment{}, snowflake.Unavailable(err)
 	}
-	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: apijson.Millis(s.now())}, nil
+	now := apijson.Millis(s.now())
+	return Comment{ID: id, Content: content, ArticleID: articleID, WriterID: writerID, CreatedAt: now, Version: 1, ModifiedAt: now}, nil
 }
 
 // Create adds a v1 comment: a root when parentID is 0, else a reply to the root comment parentID.

@@ -92,7 +92,7 @@ func (s *Store) ArticleCount(ctx context.Context, articleID int64) (count, versi
 	return count, version, err
 }
 
-// removeOne deletes a comment's row from table, and its moderation state, uncounts it and records its
+// removeOne deletes a comment's row from table, its moderation state and its revisions, uncounts it and records its
 // COMMENT_DELETED.
 func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE comment_id = ?", c.ID); err != nil {
@@ -100,6 +100,9 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	}
 	route, routeArgs := s.db.RouteBy("article_id", c.ArticleID)
 	if _, err := tx.ExecContext(ctx, "DELETE FROM comment_moderation WHERE "+route+"comment_id = ?", append(routeArgs, c.ID)...); err != nil {
+		return err
+	}
+	if err := deleteRevisions(ctx, tx, c); err != nil {
 		return err
 	}
 	count, err := s.changeCount(ctx, tx, c.ArticleID, -1)
@@ -110,10 +113,13 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
 }
 
-// markDeleted soft-deletes a comment that still has replies, dropping its content, and records its COMMENT_DELETED;
+// markDeleted soft-deletes a comment that still has replies, dropping its content and its revisions, and records its COMMENT_DELETED;
 // the count is unchanged.
 func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment, count commentCount) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '' WHERE comment_id = ?", c.ID); err != nil {
+		return err
+	}
+	if err := deleteRevisions(ctx, tx, c); err != nil { // the history goes with the content
 		return err
 	}
 	c.Deleted, c.Content = true, ""
@@ -123,7 +129,8 @@ func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t
 func payload(c Comment, count commentCount) event.Comment {
 	p := event.Comment{CommentID: apijson.ID(c.ID), Content: c.Content, Path: c.Path, ArticleID: apijson.ID(c.ArticleID),
 		WriterID: apijson.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: apijson.Time(c.CreatedAt),
-		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version}
+		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version, CommentVersion: c.Version,
+		ModifiedAt: apijson.Time(c.ModifiedAt)}
 	if c.Path == "" {
 		p.ParentCommentID = apijson.ID(c.ParentID)
 	}
