@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -64,14 +67,62 @@ type diffPart struct {
 	Text string
 }
 
-// textDiff is the edit from before to after, as runs a reader can follow (semantic cleanup merges the character
-// noise of a raw diff into words and phrases).
+// textDiff is the edit from before to after word by word, as a reader follows it: a word changed shows as that word
+// out and the new one in, not as the letters between them. Each word, run of spaces and other character stands for
+// one rune in the diff (as the library's line mode does with lines), and semantic cleanup merges the runs of noise.
 func textDiff(before, after string) []diffPart {
+	index := map[string]rune{}
+	var tokens []string
+	encode := func(text string) []rune {
+		var out []rune
+		for _, tok := range words(text) {
+			r, ok := index[tok]
+			if !ok {
+				r = rune(len(tokens))
+				tokens = append(tokens, tok)
+				index[tok] = r
+			}
+			out = append(out, r)
+		}
+		return out
+	}
 	dmp := diffmatchpatch.New()
-	diffs := dmp.DiffCleanupSemantic(dmp.DiffMain(before, after, false))
+	diffs := dmp.DiffCleanupSemantic(dmp.DiffMainRunes(encode(before), encode(after), false))
 	out := make([]diffPart, len(diffs))
 	for i, d := range diffs {
-		out[i] = diffPart{Op: d.Type, Text: d.Text}
+		var text strings.Builder
+		for _, r := range d.Text {
+			text.WriteString(tokens[r])
+		}
+		out[i] = diffPart{Op: d.Type, Text: text.String()}
+	}
+	return out
+}
+
+// words splits text into words (letters and digits), runs of white space, and single other characters.
+func words(text string) []string {
+	var out []string
+	kind := func(r rune) int {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			return 1
+		case unicode.IsSpace(r):
+			return 2
+		}
+		return 3
+	}
+	start := 0
+	for i, r := range text {
+		if i > start {
+			prev, _ := utf8.DecodeLastRuneInString(text[:i])
+			if k := kind(r); k != kind(prev) || k == 3 {
+				out = append(out, text[start:i])
+				start = i
+			}
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
 	}
 	return out
 }

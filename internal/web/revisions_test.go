@@ -210,3 +210,16 @@ func TestArticleHistory(t *testing.T) {
 		t.Errorf("a writer's edit marked as a moderator's")
 	}
 }
+
+// The history's diff is by words: a changed word is the old word out and the new one in.
+func TestTextDiffByWords(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, d := range textDiff("Teh quick fox, 여우가 jumped.", "The quick brown fox, 여우는 jumped!") {
+		got = append(got, diffClass(d.Op)+":"+d.Text)
+	}
+	want := "diff-del:Teh|diff-ins:The|diff-same: quick |diff-ins:brown |diff-same:fox, |diff-del:여우가|diff-ins:여우는|diff-same: jumped|diff-del:.|diff-ins:!"
+	if strings.Join(got, "|") != want {
+		t.Errorf("diff:\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+}
