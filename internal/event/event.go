@@ -8,6 +8,7 @@
 //   - ArticleVersion: the article row (1 at create, +1 per update, +1 at delete).
 //   - BoardArticleCountVersion: the board's article count row.
 //   - ArticleCommentCountVersion: the article's comment count row.
+//   - CommentVersion: the comment row (1 as written, +1 per edit); COMMENT_UPDATED carries it.
 //   - ArticleLikeCountVersion: the article's like count row (article_like_count.version).
 //   - ArticleViewCount needs none: it only grows.
 package event
