@@ -19,7 +19,7 @@ func (b *tab) editComment(id, content string) {
 	b.followOK("save the edit", item+" form.edit-comment button[type=submit]")
 }
 
-// TestBrowserCommentHistory is an edit as its people make it: a writer fixes a typo in their comment from the
+// TestBrowserCommentHistory is an edit as its people make it: a writer rewords their comment from the
 // article page, which then shows the new text marked edited, linking to its history, where the edit is a diff; a
 // moderator's later edit is marked as theirs. With BOARD_WEB_SCREENSHOTS set it photographs the history for
 // docs/web.md.
@@ -31,7 +31,7 @@ func TestBrowserCommentHistory(t *testing.T) {
 	signUp(t, p, "mod")
 	grant(t, p, "mod", "moderator")
 	article := apiArticle(t, p, bobToken, 1, "Foxes in the garden", "Seen this morning.")
-	comment := apiComment(t, p, bobToken, article, "Teh quick fox jumped.")
+	comment := apiComment(t, p, bobToken, article, "A quick fox jumped.")
 	articleURL, item := "/articles/"+article, "li#c-"+comment
 
 	bob := newTab(t, "bob", p.urls["web"])
@@ -48,8 +48,8 @@ func TestBrowserCommentHistory(t *testing.T) {
 	bob.checkPage("a comment's history")
 	expect(bob, "the current text", bob.text("#current-content"), "The quick fox jumped.")
 	expect(bob, "edits listed", bob.count("ol.edits li.edit"), 1)
-	if del, ins := bob.text("li#r-1 del.diff-del"), bob.text("li#r-1 ins.diff-ins"); !strings.Contains(del, "Teh") || !strings.Contains(ins, "The") {
-		bob.failf("the diff: removed %q, added %q; want Teh out and The in", del, ins)
+	if del, ins := bob.text("li#r-1 del.diff-del"), bob.text("li#r-1 ins.diff-ins"); !strings.Contains(del, "A") || !strings.Contains(ins, "The") {
+		bob.failf("the diff: removed %q, added %q; want A out and The in", del, ins)
 	}
 	expect(bob, "a writer's edit marked as a moderator's", bob.count("li#r-1 .moderator-edit"), 0)
 

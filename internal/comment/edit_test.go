@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -201,8 +202,10 @@ func TestHiddenCommentRevisions(t *testing.T) {
 		const article, writer, moderator = 5, 9, 11
 		id := httpPostV2(t, f.h, article, writer, "", "first")["commentId"].(string)
 		httpiotest.WantStatus(t, httpPut(httpiotest.As(f.h, writer), "v2", id, "second"), http.StatusOK)
-		var commentID int64
-		fmt.Sscan(id, &commentID)
+		commentID, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
 		applyModeration(t, f.svc, event.CommentModerated, hideEvent(article, commentID, event.Removed, "spam", 1))
 		for who, h := range map[string]http.Handler{"anonymous": f.h, "another user": httpiotest.As(f.h, 12)} {
 			if revs := httpRevisions(t, h, "v2", id, ""); len(revs) != 1 || revs[0]["content"] != "" {
