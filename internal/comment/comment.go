@@ -18,6 +18,9 @@
 // sibling" without two concurrent replies picking the same one. The lock order is therefore existence row (shared),
 // count row, comment rows; a write that needs a comment's article reads it before its transaction.
 //
+// Comments are edited in place by their writer or a moderator, and every edit keeps the content it replaced as a
+// revision (edit.go, internal/revision); deletes and the purge take a comment's revisions with it.
+//
 // The comments of a deleted article are purged in batches (Purge), each a short transaction that locks the count
 // row first and keeps it equal to what is left, until neither comments nor count row remain. The purge writes no
 // COMMENT_DELETED events: consumers drop an article's comments on its ARTICLE_DELETED already, and an event per
