@@ -134,8 +134,8 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, now
 	return a, err
 }
 
-// Delete removes an article, its moderation state and its revisions, uncounts it from its board and records ARTICLE_DELETED, in one
-// transaction.
+// Delete removes an article, its moderation state and its revisions, uncounts it from its board and records
+// ARTICLE_DELETED, in one transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))

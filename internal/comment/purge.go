@@ -20,8 +20,8 @@ var purgeOrder = []struct{ table, index, orderBy string }{
 
 // Purge removes one batch of the comments of a deleted article (existence.Purge), with their revisions, in one
 // transaction: the count row goes down by what the batch removed, with a new version. Once no comment is left, the
-// comments' moderation state goes, and then the count row and the article's lock, which is when Purge reports done. It writes no events
-// (package comment).
+// comments' moderation state goes, and then the count row and the article's lock, which is when Purge reports done.
+// It writes no events (package comment).
 //
 // The batch takes the writes' locks in their order: the existence row (shared; it refuses an article not recorded
 // as deleted), then the count row, so writes of the article are refused by then and purges of it by several

@@ -113,8 +113,8 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
 }
 
-// markDeleted soft-deletes a comment that still has replies, dropping its content and its revisions, and records its COMMENT_DELETED;
-// the count is unchanged.
+// markDeleted soft-deletes a comment that still has replies, dropping its content and its revisions, and records its
+// COMMENT_DELETED; the count is unchanged.
 func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment, count commentCount) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '' WHERE comment_id = ?", c.ID); err != nil {
 		return err
