@@ -158,6 +158,9 @@ type revisionsPage struct {
 	Current, CurrentTitle string
 	Edits                 []editView
 	Older                 string // the next page's address, "" at the first revision
+	// Hidden: moderation hides the post from this reader, and its history with it (its writer and moderators see
+	// both).
+	Hidden bool
 }
 
 // articleRevisions is an article's edit history.
@@ -174,6 +177,10 @@ func (s *Service) articleRevisions(w http.ResponseWriter, r *http.Request) error
 	a, err := s.api.articleSource(r.Context(), v, articleID)
 	if err != nil {
 		return err
+	}
+	if a.Hidden != "" && !v.Owns(a.WriterID) {
+		return s.render(w, r, http.StatusOK, revisionsView(revisionsPage{layout: s.pageLayout(r, v, "Edits of an article"),
+			ArticleID: articleID, What: "article", Hidden: true}))
 	}
 	rs, err := s.api.revisions(r.Context(), v, "article", s.api.origins.Article, "/v1/articles/"+id(articleID)+"/revisions", before)
 	if err != nil {
@@ -206,6 +213,10 @@ func (s *Service) commentRevisions(w http.ResponseWriter, r *http.Request) error
 	}
 	if c.ArticleID != articleID {
 		return errNoComment
+	}
+	if c.Hidden != "" && !v.Owns(c.WriterID) {
+		return s.render(w, r, http.StatusOK, revisionsView(revisionsPage{layout: s.pageLayout(r, v, "Edits of a comment"),
+			ArticleID: articleID, CommentID: commentID, What: "comment", Hidden: true}))
 	}
 	rs, err := s.api.revisions(r.Context(), v, "comment", s.api.origins.Comment, "/v2/comments/"+id(commentID)+"/revisions", before)
 	if err != nil {

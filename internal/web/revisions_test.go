@@ -21,6 +21,7 @@ type editableComments struct {
 	modified  time.Time
 	revisions []map[string]any // newest first
 	puts      []string         // the bodies of the PUTs
+	hidden    bool             // comment 101 is removed by a moderator
 }
 
 func newEditableComments(f *fakes) *editableComments {
@@ -90,6 +91,9 @@ func (e *editableComments) fill(c map[string]any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c["content"], c["edited"], c["modifiedAt"] = e.content, len(e.revisions) > 0, wireTime(e.modified)
+	if e.hidden {
+		c["hidden"], c["removedReason"] = "removed", "spam"
+	}
 }
 
 // captured is a response written in memory.
@@ -221,5 +225,31 @@ func TestTextDiffByWords(t *testing.T) {
 	want := "diff-del:A|diff-ins:The|diff-same: quick |diff-ins:brown |diff-same:fox, |diff-del:여우가|diff-ins:여우는|diff-same: jumped|diff-del:.|diff-ins:!"
 	if strings.Join(got, "|") != want {
 		t.Errorf("diff:\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+}
+
+// A hidden comment's history is hidden with it, but from its writer and moderators.
+func TestHiddenHistory(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	e := newEditableComments(f)
+	h := f.handler(t)
+	alice, bob := f.token(t, 10, auth.RoleUser), f.token(t, 11, auth.RoleUser)
+	if w := post(t, h, "/articles/1/comments/101/edit", url.Values{"content": {"Thanks, secretly"}}, alice); w.Code != http.StatusSeeOther {
+		t.Fatalf("edit: %d\n%s", w.Code, w.Body)
+	}
+	f.mu.Lock()
+	f.comments[1][1].Hidden, f.comments[1][1].RemovedReason = "removed", "spam"
+	f.mu.Unlock()
+	e.hidden = true
+	for who, token := range map[string]string{"signed out": "", "bob": bob} {
+		body := get(t, h, "/articles/1/comments/101/revisions", token).Body.String()
+		if !strings.Contains(body, `id="history-hidden"`) || strings.Contains(body, "secretly") || strings.Contains(body, "Thanks") {
+			t.Errorf("%s reads a hidden comment's history:\n%s", who, body)
+		}
+	}
+	if body := get(t, h, "/articles/1/comments/101/revisions", alice).Body.String(); !strings.Contains(body, "Thanks, secretly") ||
+		strings.Contains(body, `id="history-hidden"`) {
+		t.Errorf("its writer does not read a hidden comment's history:\n%s", body)
 	}
 }
