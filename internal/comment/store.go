@@ -30,7 +30,16 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := existence.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, "comment", migrations)
+	if err := sqldb.Migrate(ctx, db, "comment", migrations); err != nil {
+		return err
+	}
+	// The edits' columns (migration 005), which behind Vitess are usable a moment after they are added.
+	for _, table := range []string{"comment", "comment_v2"} {
+		if err := db.AwaitColumns(ctx, table, "version", "modified_at"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Store keeps both versions' comments and the per-article count in SQL, and writes an event to the outbox with every
