@@ -13,6 +13,7 @@ import (
 	"board/internal/fault"
 	"board/internal/idempotency"
 	"board/internal/markdown"
+	"board/internal/revision"
 	"board/internal/snowflake"
 )
 
@@ -94,10 +95,11 @@ func (s *Service) Get(ctx context.Context, id int64) (Article, error) {
 	return one[0], err
 }
 
-// Update replaces an article's title and content. Its moderation state stays: the writer of a hidden article may
-// still edit it (to mend what got it hidden, say), and it stays hidden until a moderator restores it.
+// Update replaces an article's title and content, keeping what they replace as a revision edited by the principal
+// of ctx. Its moderation state stays: the writer of a hidden article may still edit it (to mend what got it
+// hidden, say), and it stays hidden until a moderator restores it.
 func (s *Service) Update(ctx context.Context, id int64, title, content string) (Article, error) {
-	a, err := s.store.Update(ctx, id, title, content, markdown.Render(content), apijson.Millis(s.now()))
+	a, err := s.store.Update(ctx, id, title, content, markdown.Render(content), apijson.Millis(s.now()), revision.EditorOf(ctx))
 	if err != nil {
 		return Article{}, err
 	}

@@ -45,6 +45,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET /v1/articles/{articleId}", h.get)
 	handle("PUT /v1/articles/{articleId}", h.update)
 	handle("DELETE /v1/articles/{articleId}", h.delete)
+	handle("GET /v1/articles/{articleId}/revisions", h.revisions)
 	handle("GET /v1/articles", h.list)
 	handle("GET /v1/articles/infinite-scroll", h.scroll)
 	handle("GET /v1/articles/boards/{boardId}/count", h.boardCount)

@@ -14,6 +14,7 @@ import (
 	"board/internal/idempotency"
 	"board/internal/markdown"
 	"board/internal/outbox"
+	"board/internal/revision"
 	"board/internal/sqldb"
 )
 
@@ -28,7 +29,11 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := idempotency.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, "article", migrations)
+	if err := sqldb.Migrate(ctx, db, "article", migrations); err != nil {
+		return err
+	}
+	// The rendered content's columns (migration 003), which behind Vitess are usable a moment after they are added.
+	return db.AwaitColumns(ctx, "article", "content_html", "content_text")
 }
 
 // Store keeps articles and per-board counts in SQL, and writes an event to the outbox with every change. Every
@@ -104,18 +109,24 @@ func (s *Store) Get(ctx context.Context, id int64) (Article, error) {
 	return a, err
 }
 
-// Update replaces the title and content of an article, with the content rendered, records ARTICLE_UPDATED and
-// returns the article as stored.
-func (s *Store) Update(ctx context.Context, id int64, title, content string, rendered markdown.Rendered, now time.Time) (Article, error) {
+// Update replaces the title and content of an article, with the content rendered, keeps what they replace as a
+// revision by editor, records ARTICLE_UPDATED and returns the article as stored.
+func (s *Store) Update(ctx context.Context, id int64, title, content string, rendered markdown.Rendered, now time.Time, editor revision.Editor) (Article, error) {
 	var a Article
 	err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		res, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, content_html = ?, content_text = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
-			title, content, rendered.HTML, rendered.Text, now, id)
+		old, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(err, notFound(id))
+		if err := s.keepRevision(ctx, tx, old, editor, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE article SET title = ?, content = ?, content_html = ?, content_text = ?, modified_at = ?, version = version + 1 WHERE article_id = ?",
+			title, content, rendered.HTML, rendered.Text, now, id); err != nil {
+			return err
 		}
 		if a, err = scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?", id)); err != nil {
 			return err
@@ -129,8 +140,8 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, ren
 	return a, err
 }
 
-// Delete removes an article and its moderation state, uncounts it from its board and records ARTICLE_DELETED, in one
-// transaction.
+// Delete removes an article, its moderation state and its revisions, uncounts it from its board and records
+// ARTICLE_DELETED, in one transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
 	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
@@ -144,6 +155,9 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 			return err
 		}
 		if err := deleteModeration(ctx, tx, a); err != nil {
+			return err
+		}
+		if err := deleteRevisions(ctx, tx, a); err != nil {
 			return err
 		}
 		a.Version++ // the deletion is the article's last change

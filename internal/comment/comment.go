@@ -18,6 +18,9 @@
 // sibling" without two concurrent replies picking the same one. The lock order is therefore existence row (shared),
 // count row, comment rows; a write that needs a comment's article reads it before its transaction.
 //
+// Comments are edited in place by their writer or a moderator, and every edit keeps the content it replaced as a
+// revision (edit.go, internal/revision); deletes and the purge take a comment's revisions with it.
+//
 // The comments of a deleted article are purged in batches (Purge), each a short transaction that locks the count
 // row first and keeps it equal to what is left, until neither comments nor count row remain. The purge writes no
 // COMMENT_DELETED events: consumers drop an article's comments on its ARTICLE_DELETED already, and an event per
@@ -60,6 +63,10 @@ type Comment struct {
 	Path        string
 	Deleted     bool
 	CreatedAt   time.Time
+	// Version counts the comment's edits (1 as written, +1 per edit: edit.go); ModifiedAt is the last edit's time,
+	// CreatedAt for a comment never edited.
+	Version    int64
+	ModifiedAt time.Time
 	// Hidden and RemovedReason are the comment's moderation state, filled in by reads.
 	Hidden        event.Hidden
 	RemovedReason string
@@ -124,7 +131,8 @@ func (s *Service) newComment(articleID, writerID int64, content string) (Comment
 	if err != nil {
 		return Comment{}, snowflake.Unavailable(err)
 	}
-	c := Comment{ID: id, ArticleID: articleID, WriterID: writerID, CreatedAt: apijson.Millis(s.now())}
+	now := apijson.Millis(s.now())
+	c := Comment{ID: id, ArticleID: articleID, WriterID: writerID, CreatedAt: now, Version: 1, ModifiedAt: now}
 	c.setContent(content)
 	return c, nil
 }

@@ -27,7 +27,8 @@ func TestCreateGetV1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Comment{ID: firstID, Content: "root", ContentHTML: "<p>root</p>\n", ContentText: "root", ArticleID: 7, WriterID: 9, ParentID: firstID, CreatedAt: t0ms}
+		want := Comment{ID: firstID, Content: "root", ContentHTML: "<p>root</p>\n", ContentText: "root", ArticleID: 7, WriterID: 9, ParentID: firstID,
+			CreatedAt: t0ms, Version: 1, ModifiedAt: t0ms}
 		if diff := cmp.Diff(want, root); diff != "" {
 			t.Errorf("Create root (-want +got):\n%s", diff)
 		}
@@ -39,7 +40,8 @@ func TestCreateGetV1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = Comment{ID: firstID + 1, Content: "reply", ContentHTML: "<p>reply</p>\n", ContentText: "reply", ArticleID: 7, WriterID: 10, ParentID: root.ID, CreatedAt: t0ms}
+		want = Comment{ID: firstID + 1, Content: "reply", ContentHTML: "<p>reply</p>\n", ContentText: "reply", ArticleID: 7, WriterID: 10, ParentID: root.ID,
+			CreatedAt: t0ms, Version: 1, ModifiedAt: t0ms}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Get reply (-want +got):\n%s", diff)
 		}
@@ -190,7 +192,8 @@ func TestDeleteV1(t *testing.T) {
 			t.Errorf("a root without replies was not removed: %v", err)
 		}
 		got, err := svc.Get(ctx, root.ID)
-		want := Comment{ID: root.ID, ArticleID: 7, WriterID: 9, ParentID: root.ID, Deleted: true, CreatedAt: t0ms}
+		want := Comment{ID: root.ID, ArticleID: 7, WriterID: 9, ParentID: root.ID, Deleted: true, CreatedAt: t0ms, Version: 1,
+			ModifiedAt: t0ms}
 		if err != nil || got != want {
 			t.Errorf("root with replies after delete = %+v, %v; want %+v (soft-deleted, no content)", got, err, want)
 		}

@@ -18,10 +18,10 @@ var purgeOrder = []struct{ table, index, orderBy string }{
 	{"comment_v2", byPath, "path DESC"},
 }
 
-// Purge removes one batch of the comments of a deleted article (existence.Purge), in one transaction: the count row
-// goes down by what the batch removed, with a new version. Once no comment is left, the comments' moderation state
-// goes, and then the count row and the article's lock, which is when Purge reports done. It writes no events
-// (package comment).
+// Purge removes one batch of the comments of a deleted article (existence.Purge), with their revisions, in one
+// transaction: the count row goes down by what the batch removed, with a new version. Once no comment is left, the
+// comments' moderation state goes, and then the count row and the article's lock, which is when Purge reports done.
+// It writes no events (package comment).
 //
 // The batch takes the writes' locks in their order: the existence row (shared; it refuses an article not recorded
 // as deleted), then the count row, so writes of the article are refused by then and purges of it by several
@@ -54,6 +54,9 @@ func (s *Store) Purge(ctx context.Context, articleID int64) (done bool, err erro
 					return err
 				}
 				removed += n
+				if _, err := tx.ExecContext(ctx, "DELETE FROM comment_revision WHERE "+route+in, append(routeArgs, args...)...); err != nil {
+					return err
+				}
 			}
 			if int64(len(ids)) == want {
 				done = false

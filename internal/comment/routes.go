@@ -25,8 +25,8 @@ import (
 //
 // Who may write (SPEC §2.1). Every write acts for the principal that httpio.Guard put in the request's context
 // from its access token, and fails closed (401) without one. POST writes as that user: a writerId in the body may
-// be left out, and one naming anybody else is 403. DELETE is for the comment's writer or a moderator (403
-// otherwise), whether it removes the comment or only marks it deleted, and also for a comment already marked
+// be left out, and one naming anybody else is 403. PUT (edit.go) and DELETE are for the comment's writer or a
+// moderator (403 otherwise); DELETE whether it removes the comment or only marks it deleted, and also for a comment already marked
 // deleted, which keeps its writer (deleting it again changes nothing). A handler checks in this order: its input
 // (400), the principal (401, 403 for a writerId), the comment (404), the ownership (403), then writes. Reads are
 // public.
@@ -44,13 +44,17 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle := func(pattern string, fn httpio.HandlerFunc) { mux.Handle(pattern, httpio.Handle(logger, fn)) }
 	handle("POST /v1/comments", h.create)
 	handle("GET /v1/comments/{commentId}", h.get)
+	handle("PUT /v1/comments/{commentId}", h.update)
 	handle("DELETE /v1/comments/{commentId}", h.delete)
+	handle("GET /v1/comments/{commentId}/revisions", h.revisions)
 	handle("GET /v1/comments", h.list)
 	handle("GET /v1/comments/infinite-scroll", h.scroll)
 
 	handle("POST /v2/comments", h.createV2)
 	handle("GET /v2/comments/{commentId}", h.getV2)
+	handle("PUT /v2/comments/{commentId}", h.updateV2)
 	handle("DELETE /v2/comments/{commentId}", h.deleteV2)
+	handle("GET /v2/comments/{commentId}/revisions", h.revisionsV2)
 	handle("GET /v2/comments", h.listV2)
 	handle("GET /v2/comments/infinite-scroll", h.scrollV2)
 	handle("GET /v2/comments/articles/{articleId}/count", h.articleCount)
@@ -68,6 +72,8 @@ type commentV1JSON struct {
 	ParentCommentID apijson.ID   `json:"parentCommentId"`
 	Deleted         bool         `json:"deleted"`
 	CreatedAt       apijson.Time `json:"createdAt"`
+	ModifiedAt      apijson.Time `json:"modifiedAt"`
+	Edited          bool         `json:"edited"`
 	Hidden          event.Hidden `json:"hidden,omitempty"`
 	RemovedReason   string       `json:"removedReason,omitempty"`
 }
@@ -82,18 +88,20 @@ type commentV2JSON struct {
 	Path          string       `json:"path"`
 	Deleted       bool         `json:"deleted"`
 	CreatedAt     apijson.Time `json:"createdAt"`
+	ModifiedAt    apijson.Time `json:"modifiedAt"`
+	Edited        bool         `json:"edited"`
 	Hidden        event.Hidden `json:"hidden,omitempty"`
 	RemovedReason string       `json:"removedReason,omitempty"`
 }
 
 func toV1(c Comment) commentV1JSON {
-	return commentV1JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), apijson.ID(c.ParentID), c.Deleted,
-		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
+	return commentV1JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
+		apijson.ID(c.ParentID), c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
 }
 
 func toV2(c Comment) commentV2JSON {
-	return commentV2JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID), c.Path, c.Deleted,
-		apijson.Time(c.CreatedAt), c.Hidden, c.RemovedReason}
+	return commentV2JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
+		c.Path, c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
 }
 
 // seenBy is c as the request's principal may see it: a hidden comment shows its content to its writer and to

@@ -45,14 +45,14 @@ func httpStr(id int64) string { return strconv.FormatInt(id, 10) }
 // of plain words.
 func httpV1(id int64, content string, articleID, writerID, parentID int64, deleted bool, createdAt string) map[string]any {
 	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
-		"articleId": httpStr(articleID),
-		"writerId":  httpStr(writerID), "parentCommentId": httpStr(parentID), "deleted": deleted, "createdAt": createdAt}
+		"articleId": httpStr(articleID), "writerId": httpStr(writerID), "parentCommentId": httpStr(parentID), "deleted": deleted,
+		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false}
 }
 
 func httpV2(id int64, content string, articleID, writerID int64, path string, deleted bool, createdAt string) map[string]any {
 	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
-		"articleId": httpStr(articleID),
-		"writerId":  httpStr(writerID), "path": path, "deleted": deleted, "createdAt": createdAt}
+		"articleId": httpStr(articleID), "writerId": httpStr(writerID), "path": path, "deleted": deleted,
+		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false}
 }
 
 // httpHTML is the HTML of a content of plain words ("" for none).
@@ -1047,7 +1047,7 @@ func TestHTTPBadInput(t *testing.T) {
 				{"get float id", "GET", "/" + version + "/comments/1.0", ``, 400, "INVALID_COMMENT_ID"},
 				{"delete missing", "DELETE", missing, ``, 404, "COMMENT_NOT_FOUND"},
 				{"delete bad id", "DELETE", "/" + version + "/comments/x", ``, 400, "INVALID_COMMENT_ID"},
-				{"wrong method on item", "PUT", item, body("c"), 405, "METHOD_NOT_ALLOWED"},
+				{"wrong method on item", "PATCH", item, body("c"), 405, "METHOD_NOT_ALLOWED"},
 				{"wrong method on collection", "DELETE", "/" + version + "/comments", ``, 405, "METHOD_NOT_ALLOWED"},
 				{"unknown sub-route", "GET", item + "/replies", ``, 404, "NOT_FOUND"},
 			} {

@@ -31,7 +31,17 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := existence.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return sqldb.Migrate(ctx, db, "comment", migrations)
+	if err := sqldb.Migrate(ctx, db, "comment", migrations); err != nil {
+		return err
+	}
+	// The rendered content's columns (migration 003) and the edits' (005), which behind Vitess are usable a moment
+	// after they are added.
+	for _, table := range []string{"comment", "comment_v2"} {
+		if err := db.AwaitColumns(ctx, table, "content_html", "content_text", "version", "modified_at"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Store keeps both versions' comments and the per-article count in SQL, and writes an event to the outbox with every
@@ -93,7 +103,7 @@ func (s *Store) ArticleCount(ctx context.Context, articleID int64) (count, versi
 	return count, version, err
 }
 
-// removeOne deletes a comment's row from table, and its moderation state, uncounts it and records its
+// removeOne deletes a comment's row from table, its moderation state and its revisions, uncounts it and records its
 // COMMENT_DELETED.
 func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE comment_id = ?", c.ID); err != nil {
@@ -101,6 +111,9 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	}
 	route, routeArgs := s.db.RouteBy("article_id", c.ArticleID)
 	if _, err := tx.ExecContext(ctx, "DELETE FROM comment_moderation WHERE "+route+"comment_id = ?", append(routeArgs, c.ID)...); err != nil {
+		return err
+	}
+	if err := deleteRevisions(ctx, tx, c); err != nil {
 		return err
 	}
 	count, err := s.changeCount(ctx, tx, c.ArticleID, -1)
@@ -112,10 +125,13 @@ func (s *Store) removeOne(ctx context.Context, tx *sql.Tx, emit outbox.Emit, tab
 	return emit(event.CommentDeleted, c.ArticleID, payload(c, count))
 }
 
-// markDeleted soft-deletes a comment that still has replies, dropping its content, and records its COMMENT_DELETED;
-// the count is unchanged.
+// markDeleted soft-deletes a comment that still has replies, dropping its content and its revisions, and records its
+// COMMENT_DELETED; the count is unchanged.
 func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, table string, c Comment, count commentCount) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET deleted = TRUE, content = '', content_html = '', content_text = '' WHERE comment_id = ?", c.ID); err != nil {
+		return err
+	}
+	if err := deleteRevisions(ctx, tx, c); err != nil { // the history goes with the content
 		return err
 	}
 	c.Deleted = true
@@ -126,7 +142,8 @@ func (s *Store) markDeleted(ctx context.Context, tx *sql.Tx, emit outbox.Emit, t
 func payload(c Comment, count commentCount) event.Comment {
 	p := event.Comment{CommentID: apijson.ID(c.ID), Content: c.Content, ContentHTML: c.ContentHTML, ContentText: c.ContentText, Path: c.Path, ArticleID: apijson.ID(c.ArticleID),
 		WriterID: apijson.ID(c.WriterID), Deleted: c.Deleted, CreatedAt: apijson.Time(c.CreatedAt),
-		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version}
+		ArticleCommentCount: count.count, ArticleCommentCountVersion: count.version, CommentVersion: c.Version,
+		ModifiedAt: apijson.Time(c.ModifiedAt)}
 	if c.Path == "" {
 		p.ParentCommentID = apijson.ID(c.ParentID)
 	}

@@ -15,6 +15,9 @@ import (
 
 const columnsV1 = "comment_id, content, article_id, parent_comment_id, writer_id, deleted, created_at, content_html, content_text"
 
+// readV1 is what reads of whole v1 comments select (scanV1): the columns written at create, and the edits' ones.
+const readV1 = columnsV1 + ", version, modified_at"
+
 // byParent names the index every v1 list query, and the purge, walks.
 const byParent = "idx_article_id_parent_comment_id_comment_id"
 
@@ -56,7 +59,7 @@ func (s *Store) Create(ctx context.Context, c Comment, passLock bool, key *idemp
 }
 
 func (s *Store) checkParent(ctx context.Context, tx *sql.Tx, c Comment) error {
-	parent, err := scanV1(tx.QueryRowContext(ctx, "SELECT "+columnsV1+" FROM comment WHERE comment_id = ?"+s.db.ForUpdate(), c.ParentID))
+	parent, err := scanV1(tx.QueryRowContext(ctx, "SELECT "+readV1+" FROM comment WHERE comment_id = ?"+s.db.ForUpdate(), c.ParentID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fault.NotFoundf("PARENT_COMMENT_NOT_FOUND", "parent comment %d does not exist", c.ParentID)
@@ -75,7 +78,7 @@ func (s *Store) checkParent(ctx context.Context, tx *sql.Tx, c Comment) error {
 
 // Get returns a v1 comment.
 func (s *Store) Get(ctx context.Context, id int64) (Comment, error) {
-	c, err := scanV1(s.db.QueryRowContext(ctx, "SELECT "+columnsV1+" FROM comment WHERE comment_id = ?", id))
+	c, err := scanV1(s.db.QueryRowContext(ctx, "SELECT "+readV1+" FROM comment WHERE comment_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Comment{}, notFound(id)
 	}
@@ -123,7 +126,7 @@ func (s *Store) Delete(ctx context.Context, articleID, id int64) error {
 
 // lockV1 reads and locks a v1 comment inside a write transaction.
 func (s *Store) lockV1(ctx context.Context, tx *sql.Tx, id int64) (Comment, error) {
-	c, err := scanV1(tx.QueryRowContext(ctx, "SELECT "+columnsV1+" FROM comment WHERE comment_id = ?"+s.db.ForUpdate(), id))
+	c, err := scanV1(tx.QueryRowContext(ctx, "SELECT "+readV1+" FROM comment WHERE comment_id = ?"+s.db.ForUpdate(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Comment{}, notFound(id)
 	}
@@ -146,7 +149,7 @@ func (s *Store) hasReplies(ctx context.Context, tx *sql.Tx, root Comment) (bool,
 // joins only the page's rows.
 func (s *Store) Page(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV1, `SELECT c.comment_id, c.content, c.article_id, c.parent_comment_id, c.writer_id,
-			c.deleted, c.created_at, c.content_html, c.content_text
+			c.deleted, c.created_at, c.content_html, c.content_text, c.version, c.modified_at
 		FROM (SELECT comment_id FROM comment`+s.db.ForceIndex(byParent)+`
 			WHERE article_id = ? ORDER BY parent_comment_id, comment_id LIMIT ? OFFSET ?) page
 		JOIN comment c ON c.comment_id = page.comment_id
@@ -169,7 +172,7 @@ func (s *Store) CountAfter(ctx context.Context, articleID int64, c *Comment, lim
 // Scroll returns up to limit v1 comments of an article after (lastParentID, lastID) in list order.
 func (s *Store) Scroll(ctx context.Context, articleID, limit, lastParentID, lastID int64) ([]Comment, error) {
 	after, args := s.db.After("parent_comment_id", "comment_id", lastParentID, lastID)
-	return list(ctx, s.db, scanV1, "SELECT "+columnsV1+" FROM comment"+s.db.ForceIndex(byParent)+
+	return list(ctx, s.db, scanV1, "SELECT "+readV1+" FROM comment"+s.db.ForceIndex(byParent)+
 		" WHERE article_id = ? AND "+after+" ORDER BY parent_comment_id, comment_id LIMIT ?",
 		append(append([]any{articleID}, args...), limit)...)
 }
@@ -177,8 +180,9 @@ func (s *Store) Scroll(ctx context.Context, articleID, limit, lastParentID, last
 func scanV1(row interface{ Scan(...any) error }) (Comment, error) {
 	var c Comment
 	var contentHTML, contentText sql.NullString
-	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.ParentID, &c.WriterID, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText)
-	c.CreatedAt = c.CreatedAt.UTC()
+	var modified sql.NullTime
+	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.ParentID, &c.WriterID, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText,
+		&c.Version, &modified)
 	rendered(&c, contentHTML, contentText)
-	return c, err
+	return edited(c, modified), err
 }

@@ -15,6 +15,9 @@ import (
 
 const columnsV2 = "comment_id, content, article_id, writer_id, path, deleted, created_at, content_html, content_text"
 
+// readV2 is what reads of whole v2 comments select (scanV2): the columns written at create, and the edits' ones.
+const readV2 = columnsV2 + ", version, modified_at"
+
 // byPath names the index every v2 query that is not by id walks.
 const byPath = "idx_article_id_path"
 
@@ -85,7 +88,7 @@ func (s *Store) topDescendant(ctx context.Context, tx *sql.Tx, articleID int64, 
 
 // GetV2 returns a v2 comment.
 func (s *Store) GetV2(ctx context.Context, id int64) (Comment, error) {
-	c, err := scanV2(s.db.QueryRowContext(ctx, "SELECT "+columnsV2+" FROM comment_v2 WHERE comment_id = ?", id))
+	c, err := scanV2(s.db.QueryRowContext(ctx, "SELECT "+readV2+" FROM comment_v2 WHERE comment_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Comment{}, notFound(id)
 	}
@@ -105,7 +108,7 @@ func (s *Store) DeleteV2(ctx context.Context, articleID, id int64) error {
 		if err != nil {
 			return err
 		}
-		c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+columnsV2+" FROM comment_v2 WHERE comment_id = ?"+s.db.ForUpdate(), id))
+		c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+readV2+" FROM comment_v2 WHERE comment_id = ?"+s.db.ForUpdate(), id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -137,7 +140,7 @@ func (s *Store) DeleteV2(ctx context.Context, articleID, id int64) error {
 
 // lockByPath reads and locks the comment at path in an article inside a write transaction.
 func (s *Store) lockByPath(ctx context.Context, tx *sql.Tx, articleID int64, path string) (Comment, bool, error) {
-	c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+columnsV2+" FROM comment_v2 WHERE article_id = ? AND path = ?"+
+	c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+readV2+" FROM comment_v2 WHERE article_id = ? AND path = ?"+
 		s.db.ForUpdate(), articleID, path))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Comment{}, false, nil
@@ -161,7 +164,7 @@ func (s *Store) hasDescendants(ctx context.Context, tx *sql.Tx, c Comment) (bool
 // PageV2 returns one page of an article's v2 comments in path order, walking the index alone to skip the offset.
 func (s *Store) PageV2(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV2, `SELECT c.comment_id, c.content, c.article_id, c.writer_id, c.path, c.deleted,
-			c.created_at, c.content_html, c.content_text
+			c.created_at, c.content_html, c.content_text, c.version, c.modified_at
 		FROM (SELECT comment_id FROM comment_v2`+s.db.ForceIndex(byPath)+`
 			WHERE article_id = ? ORDER BY path LIMIT ? OFFSET ?) page
 		JOIN comment_v2 c ON c.comment_id = page.comment_id
@@ -182,15 +185,16 @@ func (s *Store) CountAfterV2(ctx context.Context, articleID int64, c *Comment, l
 
 // ScrollV2 returns up to limit v2 comments of an article after lastPath in path order.
 func (s *Store) ScrollV2(ctx context.Context, articleID, limit int64, lastPath string) ([]Comment, error) {
-	return list(ctx, s.db, scanV2, "SELECT "+columnsV2+" FROM comment_v2"+s.db.ForceIndex(byPath)+
+	return list(ctx, s.db, scanV2, "SELECT "+readV2+" FROM comment_v2"+s.db.ForceIndex(byPath)+
 		" WHERE article_id = ? AND path > ? ORDER BY path LIMIT ?", articleID, lastPath, limit)
 }
 
 func scanV2(row interface{ Scan(...any) error }) (Comment, error) {
 	var c Comment
 	var contentHTML, contentText sql.NullString
-	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.WriterID, &c.Path, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText)
-	c.CreatedAt = c.CreatedAt.UTC()
+	var modified sql.NullTime
+	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.WriterID, &c.Path, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText,
+		&c.Version, &modified)
 	rendered(&c, contentHTML, contentText)
-	return c, err
+	return edited(c, modified), err
 }

@@ -122,9 +122,13 @@ func samples() map[event.Type]any {
 	article := event.Article{ArticleID: 383009385012031488, Title: "title", Content: "content", BoardID: 1, WriterID: 7,
 		CreatedAt: created, ModifiedAt: created, BoardArticleCount: 3, ArticleVersion: 2, BoardArticleCountVersion: 5}
 	v1 := event.Comment{CommentID: 383009385012031490, Content: "reply", ParentCommentID: 383009385012031489,
-		ArticleID: 383009385012031488, WriterID: 7, CreatedAt: created, ArticleCommentCount: 2, ArticleCommentCountVersion: 2}
+		ArticleID: 383009385012031488, WriterID: 7, CreatedAt: created, ArticleCommentCount: 2, ArticleCommentCountVersion: 2,
+		CommentVersion: 1, ModifiedAt: created}
 	v2 := event.Comment{CommentID: 383009385012031491, Content: "", Path: "00000000a1", ArticleID: 383009385012031488,
-		WriterID: 7, Deleted: true, CreatedAt: created, ArticleCommentCount: 2, ArticleCommentCountVersion: 2}
+		WriterID: 7, Deleted: true, CreatedAt: created, ArticleCommentCount: 2, ArticleCommentCountVersion: 2, CommentVersion: 1,
+		ModifiedAt: created}
+	edited := v1
+	edited.Content, edited.CommentVersion, edited.ModifiedAt = "reply, edited", 2, apijson.Time(time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC))
 	like := event.Like{ArticleLikeID: 383009385012031492, ArticleID: 383009385012031488, UserID: 7, CreatedAt: created,
 		ArticleLikeCount: 1, ArticleLikeCountVersion: 1}
 	view := event.View{ArticleID: 383009385012031488, ArticleViewCount: 100}
@@ -139,7 +143,7 @@ func samples() map[event.Type]any {
 	role := event.Role{UserID: 7, Role: "moderator", RoleVersion: 2}
 	return map[event.Type]any{
 		event.ArticleCreated: article, event.ArticleUpdated: article, event.ArticleDeleted: article,
-		event.CommentCreated: v1, event.CommentDeleted: v2,
+		event.CommentCreated: v1, event.CommentDeleted: v2, event.CommentUpdated: edited,
 		event.ArticleLiked: like, event.ArticleUnliked: like,
 		event.ArticleViewed:    view,
 		event.ArticleModerated: moderated, event.CommentModerated: comment,

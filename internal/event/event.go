@@ -8,6 +8,7 @@
 //   - ArticleVersion: the article row (1 at create, +1 per update, +1 at delete).
 //   - BoardArticleCountVersion: the board's article count row.
 //   - ArticleCommentCountVersion: the article's comment count row.
+//   - CommentVersion: the comment row (1 as written, +1 per edit); COMMENT_UPDATED carries it.
 //   - ArticleLikeCountVersion: the article's like count row (article_like_count.version).
 //   - ArticleViewCount needs none: it only grows.
 package event
@@ -30,6 +31,8 @@ const (
 	ArticleDeleted Type = "ARTICLE_DELETED"
 	CommentCreated Type = "COMMENT_CREATED"
 	CommentDeleted Type = "COMMENT_DELETED"
+	// CommentUpdated is a comment edited by its writer or a moderator (SPEC §3.12), with its new content.
+	CommentUpdated Type = "COMMENT_UPDATED"
 	ArticleLiked   Type = "ARTICLE_LIKED"
 	ArticleUnliked Type = "ARTICLE_UNLIKED"
 	ArticleViewed  Type = "ARTICLE_VIEWED"
@@ -47,7 +50,7 @@ const (
 // topics maps each type to its topic's base name; the deployment's prefix goes in front (SPEC §4: "board-").
 var topics = map[Type]string{
 	ArticleCreated: "article", ArticleUpdated: "article", ArticleDeleted: "article",
-	CommentCreated: "comment", CommentDeleted: "comment",
+	CommentCreated: "comment", CommentDeleted: "comment", CommentUpdated: "comment",
 	ArticleLiked: "like", ArticleUnliked: "like",
 	ArticleViewed:    "view",
 	ArticleModerated: "moderation", CommentModerated: "moderation",
@@ -153,8 +156,10 @@ func textOf(text, content string) string {
 	return text
 }
 
-// Comment is the payload of COMMENT_CREATED and COMMENT_DELETED; the key is ArticleID. A v2 comment has a Path, a
-// v1 comment a ParentCommentID (its own id for a root) instead.
+// Comment is the payload of COMMENT_CREATED, COMMENT_UPDATED and COMMENT_DELETED; the key is ArticleID. A v2
+// comment has a Path, a v1 comment a ParentCommentID (its own id for a root) instead. CommentVersion orders a
+// comment's edits (1 as written, +1 per edit; 0 in events written before comments were editable, which are
+// version 1); ModifiedAt is the last edit's time (CreatedAt until one).
 type Comment struct {
 	CommentID                  apijson.ID   `json:"commentId"`
 	Content                    string       `json:"content"` // the Markdown source; "" once deleted
@@ -168,6 +173,8 @@ type Comment struct {
 	CreatedAt                  apijson.Time `json:"createdAt"`
 	ArticleCommentCount        int64        `json:"articleCommentCount"`
 	ArticleCommentCountVersion int64        `json:"articleCommentCountVersion"`
+	CommentVersion             int64        `json:"commentVersion"`
+	ModifiedAt                 apijson.Time `json:"modifiedAt"`
 }
 
 // Like is the payload of ARTICLE_LIKED and ARTICLE_UNLIKED; the key is ArticleID.

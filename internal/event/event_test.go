@@ -86,7 +86,7 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 func TestTopics(t *testing.T) {
 	for typ, want := range map[Type]string{
 		ArticleCreated: "board-article", ArticleUpdated: "board-article", ArticleDeleted: "board-article",
-		CommentCreated: "board-comment", CommentDeleted: "board-comment",
+		CommentCreated: "board-comment", CommentDeleted: "board-comment", CommentUpdated: "board-comment",
 		ArticleLiked: "board-like", ArticleUnliked: "board-like", ArticleViewed: "board-view",
 		ArticleModerated: "board-moderation", CommentModerated: "board-moderation",
 		UserBanned: "board-ban", UserUnbanned: "board-ban", UserRoleChanged: "board-user",

@@ -39,8 +39,8 @@ type Doc struct {
 	Title     string // articles only
 	Content   string
 	CreatedAt time.Time
-	// Version orders the changes of the document itself: an article's articleVersion; 1 for a created comment and
-	// 2 for a deleted one (a comment is never edited).
+	// Version orders the changes of the document itself: an article's articleVersion, a comment's commentVersion
+	// (1 as created, +1 per edit). A deleted document (Deleted) refuses any change of its own.
 	Version int64
 	// Moderation is the version of the last moderation event applied; Hidden says whether it hid the document.
 	Moderation int64

@@ -18,7 +18,7 @@ import (
 // were not committed, which are delivered again.
 //
 // Every change is idempotent and tolerates any order of delivery: an article's changes are ordered by its
-// articleVersion, a comment's by created (1) before deleted (2), moderation by its moderationVersion, each kept in
+// articleVersion, a comment's by its commentVersion (1 as created, +1 per edit), moderation by its moderationVersion, each kept in
 // the document; a deleted document stays as a tombstone that refuses anything older. A moderation event may arrive
 // before its article or comment: it is kept, unsearchable, until the document arrives. A comment may arrive before
 // its article: it is searchable at once, with board 0 until its article's first event fills the board in.
@@ -41,7 +41,8 @@ func (u *Updater) Handlers() map[event.Type]kafka.Handler {
 		event.ArticleCreated:   u.articleWritten,
 		event.ArticleUpdated:   u.articleWritten,
 		event.ArticleDeleted:   u.articleDeleted,
-		event.CommentCreated:   u.commentCreated,
+		event.CommentCreated:   u.commentWritten,
+		event.CommentUpdated:   u.commentWritten,
 		event.CommentDeleted:   u.commentDeleted,
 		event.ArticleModerated: u.articleModerated,
 		event.CommentModerated: u.commentModerated,
@@ -188,22 +189,19 @@ func (u *Updater) articleDeleted(ctx context.Context, env event.Envelope) error 
 	return nil
 }
 
-// tombstone is what is kept of a deleted document.
+// tombstone is what is kept of a deleted document: it refuses every later change of the document's own.
 func tombstone(d Doc) Doc {
 	d.Title, d.Content, d.Deleted = "", "", true
-	if d.Type == TypeComment {
-		d.Version = commentDeletedVersion
-	}
 	return d
 }
 
-// The versions of a comment, which is created and deleted but never edited.
-const (
-	commentCreatedVersion = 1
-	commentDeletedVersion = 2
-)
+// commentCreatedVersion is a comment's commentVersion as created; each edit adds one.
+const commentCreatedVersion = 1
 
-func (u *Updater) commentCreated(ctx context.Context, env event.Envelope) error {
+// commentWritten indexes a comment as COMMENT_CREATED or COMMENT_UPDATED carries it, unless the document is as new
+// or newer, or deleted. An edit may arrive before the comment's create: it carries the whole comment, and the create
+// is then older.
+func (u *Updater) commentWritten(ctx context.Context, env event.Envelope) error {
 	p, err := event.Payload[event.Comment](env)
 	if err != nil {
 		return err
@@ -218,13 +216,14 @@ func (u *Updater) commentCreated(ctx context.Context, env event.Envelope) error 
 	if err != nil {
 		return err
 	}
+	version := max(p.CommentVersion, commentCreatedVersion) // events from before edits carry none
 	cur := found[key]
-	if cur.Version >= commentCreatedVersion {
+	if cur.Deleted || cur.Version >= version {
 		return nil
 	}
 	d := Doc{Type: TypeComment, CommentID: int64(p.CommentID), ArticleID: int64(p.ArticleID), BoardID: cur.BoardID,
 		WriterID: int64(p.WriterID), Content: p.Text(), CreatedAt: time.Time(p.CreatedAt),
-		Version: commentCreatedVersion, Moderation: cur.Moderation, Hidden: cur.Hidden}
+		Version: version, Moderation: cur.Moderation, Hidden: cur.Hidden}
 	if a, ok := found[articleKey]; ok {
 		d.BoardID = a.BoardID
 		if a.Deleted { // deleted with its article before its own event arrived

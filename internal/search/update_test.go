@@ -234,3 +234,47 @@ func TestUpdaterIndexesPlainText(t *testing.T) {
 		t.Errorf("contents indexed: %q, %q; want the plain text", got["a10"].Content, got["c20"].Content)
 	}
 }
+
+// editEvent is COMMENT_UPDATED of comment id at commentVersion version.
+func editEvent(t *testing.T, id, version int64, content string) event.Envelope {
+	return envelope(t, 1000+version, event.CommentUpdated, event.Comment{CommentID: apijson.ID(id), ArticleID: 10, WriterID: 8,
+		Content: content, CreatedAt: created, CommentVersion: version})
+}
+
+// A comment's edits apply by commentVersion, in any order and twice over: the index ends with the newest content,
+// an edit that overtakes the create is not undone by it, and an edit that arrives after the delete does not bring the
+// comment back.
+func TestUpdaterCommentEdits(t *testing.T) {
+	t.Parallel()
+	for run, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}} {
+		u, ix := newUpdater(t)
+		events := []event.Envelope{commentEvent(t, event.CommentCreated, 20, "zebra typo"), editEvent(t, 20, 2, "giraffe"),
+			editEvent(t, 20, 3, "pelican")}
+		for range 2 {
+			for _, i := range order {
+				apply(t, u, events[i])
+				flush(t, u)
+			}
+		}
+		got, err := ix.Get(context.Background(), []string{"c20"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := got["c20"]; c.Content != "pelican" || c.Version != 3 || c.State() != search.Live {
+			t.Errorf("run %d: comment %+v", run, c)
+		}
+		for q, want := range map[string]int{"pelican": 1, "zebra": 0, "giraffe": 0} {
+			if res, err := ix.Search(context.Background(), search.Query{Terms: search.Terms(q), Limit: 10, CountLimit: 10}); err != nil || res.Count != want {
+				t.Errorf("run %d: search %q: %d, %v; want %d", run, q, res.Count, err, want)
+			}
+		}
+	}
+
+	u, ix := newUpdater(t)
+	apply(t, u, commentEvent(t, event.CommentCreated, 21, "soon gone"), commentEvent(t, event.CommentDeleted, 21, ""),
+		editEvent(t, 21, 2, "late edit"))
+	flush(t, u)
+	if res, err := ix.Search(context.Background(), search.Query{Terms: search.Terms("late"), Limit: 10, CountLimit: 10}); err != nil || res.Count != 0 {
+		t.Errorf("an edit after the delete is found: %d, %v", res.Count, err)
+	}
+}

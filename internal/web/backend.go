@@ -194,6 +194,8 @@ type comment struct {
 	Path          string    `json:"path"`
 	Deleted       bool      `json:"deleted"`
 	CreatedAt     time.Time `json:"createdAt"`
+	ModifiedAt    time.Time `json:"modifiedAt"`
+	Edited        bool      `json:"edited"`
 	Hidden        string    `json:"hidden"`
 	RemovedReason string    `json:"removedReason"`
 }

@@ -244,6 +244,11 @@ type commentView struct {
 	Deleted                        bool
 	Hidden, RemovedReason          string
 	CanReply, CanDelete, CanReport bool
+	// Edited links to the comment's history (revisions.go); CanEdit: its writer or a moderator, and on a locked
+	// article a moderator only.
+	Edited     bool
+	ModifiedAt time.Time
+	CanEdit    bool
 }
 
 // likeBox is the like button and count, a fragment of the article page.
@@ -368,7 +373,8 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		data.Comments = append(data.Comments, commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
 			ContentHTML: c.ContentHTML, Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, RemovedReason: c.RemovedReason,
 			CanReply: data.CanComment && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID),
-			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed"})
+			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed",
+			Edited:    c.Edited && !c.Deleted, ModifiedAt: c.ModifiedAt, CanEdit: !c.Deleted && v.Owns(c.WriterID) && (!a.Locked || v.Moderator())})
 	}
 	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
 		s.countView(v, articleID)
