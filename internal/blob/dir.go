@@ -93,7 +93,7 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
-// Open implements Store. The object is an *os.File underneath, which net/http sends with sendfile.
+// Open implements Store. The object's OSFile is the open file, for a caller that serves it with sendfile.
 func (d *Dir) Open(_ context.Context, key string) (Object, error) {
 	if err := checkKey(key); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -107,15 +107,22 @@ func (d *Dir) Open(_ context.Context, key string) (Object, error) {
 		f.Close()
 		return nil, err
 	}
-	return &file{File: f, info: Info{Key: key, Size: st.Size(), ModTime: st.ModTime()}}, nil
+	return &file{f: f, info: Info{Key: key, Size: st.Size(), ModTime: st.ModTime()}}, nil
 }
 
 type file struct {
-	*os.File
+	f    *os.File
 	info Info
 }
 
-func (f *file) Info() Info { return f.info }
+func (f *file) Read(p []byte) (int, error)                   { return f.f.Read(p) }
+func (f *file) Seek(offset int64, whence int) (int64, error) { return f.f.Seek(offset, whence) }
+func (f *file) Close() error                                 { return f.f.Close() }
+func (f *file) Info() Info                                   { return f.info }
+
+// OSFile returns the open file itself: net/http sends an *os.File with sendfile, and anything wrapping it through
+// user-space buffers.
+func (f *file) OSFile() *os.File { return f.f }
 
 // Stat implements Store.
 func (d *Dir) Stat(_ context.Context, key string) (Info, error) {

@@ -337,6 +337,17 @@ func (m *muxWriter) WriteHeader(status int)      { m.to().WriteHeader(status) }
 // Unwrap lets http.ResponseController reach the connection (to flush a stream, and set its deadlines).
 func (m *muxWriter) Unwrap() http.ResponseWriter { return m.to() }
 
+// ReadFrom lets a handler's copy from a file (http.ServeContent of a stored image) reach the connection's, which
+// sends the file with sendfile rather than through user-space buffers.
+func (m *muxWriter) ReadFrom(r io.Reader) (int64, error) { return readFrom(m.to(), r) }
+
+func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
+	if rf, ok := w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(w, r)
+}
+
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -356,6 +367,11 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.wrote = true
+	return readFrom(w.ResponseWriter, r)
+}
 
 // Ids of requests that come without one are a count from a random start, scrambled so that they do not show how
 // many requests a process serves: unique within a process, and across processes unless their random starts fall

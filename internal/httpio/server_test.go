@@ -501,3 +501,29 @@ func TestStreams(t *testing.T) {
 		}
 	}
 }
+
+// A handler's copy from a file reaches the connection's ReadFrom through the port's writers (where net/http sends an
+// *os.File with sendfile), and the answer is counted as any other.
+func TestWritersPassReadFromOn(t *testing.T) {
+	t.Parallel()
+	f, err := os.CreateTemp(t.TempDir(), "blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("the bytes of a file"); err != nil {
+		t.Fatal(err)
+	}
+	api := http.NewServeMux()
+	api.HandleFunc("GET /file", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(io.ReaderFrom); !ok {
+			http.Error(w, "no ReadFrom", http.StatusInternalServerError)
+			return
+		}
+		_, _ = f.Seek(0, io.SeekStart)
+		_, _ = io.Copy(w, f)
+	})
+	srv := testServer(t, func(s *Server) { s.API = api })
+	if a := do(t, srv, http.MethodGet, "/file", ""); a.status != http.StatusOK || a.body != "the bytes of a file" {
+		t.Fatalf("%d %q", a.status, a.body)
+	}
+}

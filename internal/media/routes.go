@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -176,7 +177,11 @@ func (h handlers) serve(w http.ResponseWriter, r *http.Request) error {
 	header.Set("Content-Type", contentType)
 	header.Set("X-Content-Type-Options", "nosniff")
 	header.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	http.ServeContent(w, r, "", obj.Info().ModTime, obj)
+	var content io.ReadSeeker = obj
+	if f, ok := obj.(interface{ OSFile() *os.File }); ok {
+		content = f.OSFile() // net/http sends an *os.File with sendfile, and only an *os.File
+	}
+	http.ServeContent(w, r, "", obj.Info().ModTime, content)
 	return nil
 }
 
