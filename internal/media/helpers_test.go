@@ -46,7 +46,7 @@ var eventIDs = func() *snowflake.Generator {
 type fixture struct {
 	db    *sqldb.DB
 	svc   *Service
-	blobs *blob.Dir
+	blobs blob.Store
 	clock *snowflaketest.Clock
 	h     http.Handler
 }
@@ -57,6 +57,11 @@ func newFixture(t testing.TB, db *sqldb.DB, cfg Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newFixtureOn(t, db, blobs, cfg)
+}
+
+func newFixtureOn(t testing.TB, db *sqldb.DB, blobs blob.Store, cfg Config) *fixture {
+	t.Helper()
 	clock := snowflaketest.NewClock(t0)
 	cfg.Now = clock.Now
 	ob := outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil)
