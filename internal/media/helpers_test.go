@@ -273,3 +273,14 @@ type blobInfo = blob.Info
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }
+
+// withOrientation puts an Exif segment saying orientation o after a JPEG's SOI, little-endian as most phones write.
+func withOrientation(jpg []byte, o byte) []byte {
+	tiff := []byte("II\x2a\x00\x08\x00\x00\x00")
+	tiff = append(tiff, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, o, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	payload := append([]byte("Exif\x00\x00"), tiff...)
+	seg := []byte{0xFF, 0xE1, 0, 0}
+	binary.BigEndian.PutUint16(seg[2:], uint16(len(payload)+2))
+	out := append(append(append([]byte{}, jpg[:2]...), seg...), payload...)
+	return append(out, jpg[2:]...)
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"image/color"
+	"image/jpeg"
 	"net/http"
 	"strings"
 	"testing"
@@ -352,5 +354,49 @@ func TestKeys(t *testing.T) {
 		strings.Repeat("z", 64) + ".png /media/" + k + ".svg")
 	if fmt.Sprint(got) != fmt.Sprint([]string{k + ".jpg", k + ".png"}) {
 		t.Fatalf("Keys = %v", got)
+	}
+}
+
+// A photo whose Exif says it is turned is stored turned, as it was meant to be seen, and without its Exif.
+func TestExifOrientationIsApplied(t *testing.T) {
+	f := newFixture(t, sqldbtest.OpenSQLite(t, Migrate), Config{})
+	// 64 x 32: the left half red, the right half blue.
+	src := image.NewRGBA(image.Rect(0, 0, 64, 32))
+	for y := range 32 {
+		for x := range 64 {
+			c := color.RGBA{255, 0, 0, 255}
+			if x >= 32 {
+				c = color.RGBA{0, 0, 255, 255}
+			}
+			src.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, src, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	red := func(c color.Color) bool { r, _, bl, _ := c.RGBA(); return r > 0xA000 && bl < 0x6000 }
+	blue := func(c color.Color) bool { r, _, bl, _ := c.RGBA(); return bl > 0xA000 && r < 0x6000 }
+	for _, c := range []struct {
+		o             byte
+		w, h          int
+		redAt, blueAt image.Point
+	}{
+		{1, 64, 32, image.Pt(8, 16), image.Pt(56, 16)},
+		{3, 64, 32, image.Pt(56, 16), image.Pt(8, 16)}, // turned half round: red on the right
+		{6, 32, 64, image.Pt(16, 8), image.Pt(16, 56)}, // a quarter clockwise: the left half on top
+		{8, 32, 64, image.Pt(16, 56), image.Pt(16, 8)}, // a quarter anticlockwise: the left half below
+	} {
+		u := mustUpload(t, f, alice, withOrientation(b.Bytes(), c.o))
+		img, _, served := decoded(t, f, u.URL)
+		if u.Width != c.w || u.Height != c.h || img.Bounds().Dx() != c.w || img.Bounds().Dy() != c.h {
+			t.Fatalf("orientation %d: answered %dx%d, served %v; want %dx%d", c.o, u.Width, u.Height, img.Bounds(), c.w, c.h)
+		}
+		if !red(img.At(c.redAt.X, c.redAt.Y)) || !blue(img.At(c.blueAt.X, c.blueAt.Y)) {
+			t.Fatalf("orientation %d: not turned as it says", c.o)
+		}
+		if bytes.Contains(served, []byte("Exif\x00")) {
+			t.Fatalf("orientation %d: the Exif is still there", c.o)
+		}
 	}
 }

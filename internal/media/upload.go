@@ -124,11 +124,19 @@ func (s *Service) process(ctx context.Context, data []byte) (processed, error) {
 	if pixels > MaxPixels {
 		return processed{}, invalid("the image has %d pixels, over the limit of %d", pixels, MaxPixels)
 	}
+	orientation := 1
+	if f.Name == "jpeg" {
+		orientation = jpegOrientation(data)
+	}
 	data, err = f.strip(data)
 	if err != nil {
 		return processed{}, err
 	}
-	release, err := acquire(ctx, s.pixels, 4*int64(cfg.Width)*int64(cfg.Height), s.cfg.DecodeBudget)
+	perPixel := int64(4)
+	if orientation > 1 {
+		perPixel = 12 // the decoded image, and two RGBA copies to turn it
+	}
+	release, err := acquire(ctx, s.pixels, perPixel*int64(cfg.Width)*int64(cfg.Height), s.cfg.DecodeBudget)
 	if err != nil {
 		return processed{}, err
 	}
@@ -139,6 +147,15 @@ func (s *Service) process(ctx context.Context, data []byte) (processed, error) {
 	}
 	if img.Bounds().Size() != (image.Point{X: cfg.Width, Y: cfg.Height}) {
 		return processed{}, invalid("the image's pixels do not match its header")
+	}
+	if orientation > 1 {
+		turned := orient(img, orientation)
+		img = nil // the decoded image is garbage from here
+		if data, err = encodeJPEG(turned); err != nil {
+			return processed{}, err
+		}
+		img = turned
+		cfg.Width, cfg.Height = turned.Bounds().Dx(), turned.Bounds().Dy()
 	}
 	thumb, tf, err := thumbnail(img, f)
 	if err != nil {
