@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"board/internal/polltest"
 	"board/internal/sqldb"
+	"board/internal/sqldb/sqldbtest"
 )
 
 type mediaOut struct {
@@ -81,24 +83,60 @@ func fetchImage(t *testing.T, base, url string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// mediaEngine is an SQL engine the media tests run on: its flags, and how to open the media database a board of
+// those flags in data directory dir uses.
+type mediaEngine struct {
+	name   string
+	flags  []string
+	openDB func(t *testing.T, dir string) *sqldb.DB
+}
+
+// mediaEngines are SQLite, and MariaDB when BOARD_TEST_MYSQL_DSN names one (not Vitess: its SINGLE transaction
+// mode refuses the media service's transactions, which span shards; docs/media.md#vitess).
+func mediaEngines(t *testing.T) []mediaEngine {
+	engines := []mediaEngine{{name: "sqlite", openDB: func(t *testing.T, dir string) *sqldb.DB {
+		db, err := sqldb.OpenSQLite(filepath.Join(dir, "sqlite", "media.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}}}
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" && os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
+		prefix := sqldbtest.Databases(t, "board_e2e_", testDatabases()...)
+		engines = append(engines, mediaEngine{name: "mariadb",
+			flags: []string{"--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix, "--mysql-max-conns", "10"},
+			openDB: func(t *testing.T, _ string) *sqldb.DB {
+				db, err := sqldb.OpenMySQL(t.Context(), sqldbtest.DSN(t, prefix+"media"), 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return db
+			}})
+	}
+	return engines
+}
+
 // An image a post shows stays; one no post shows is collected once unreferenced for the configured time; a deleted
 // article's image follows. The article is written first, naming the image's content key, so that its reference is
 // recorded (read from the media database) before any collection could see the image.
 func TestMediaReferencesAndCollection(t *testing.T) {
 	t.Parallel()
+	for _, engine := range mediaEngines(t) {
+		t.Run(engine.name, func(t *testing.T) { testMediaReferencesAndCollection(t, engine) })
+	}
+}
+
+func testMediaReferencesAndCollection(t *testing.T, engine mediaEngine) {
 	dir := t.TempDir()
-	p := startProgram(t, []string{"--data-dir", dir, "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr",
-		"127.0.0.1:0", "--log-format", "json", "--media-unreferenced-for", "2s", "--media-gc-interval", "100ms"})
+	p := startProgram(t, append([]string{"--data-dir", dir, "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr",
+		"127.0.0.1:0", "--log-format", "json", "--media-unreferenced-for", "2s", "--media-gc-interval", "100ms"}, engine.flags...))
 	defer p.shutdown()
 	base := p.urls["media"]
 	shown, orphan := testPNG(t, 1), testPNG(t, 2)
 	var a articleOut
 	call(t, "POST", p.urls["article"]+"/v1/articles", map[string]any{"title": "a picture",
 		"content": "here: ![cat](/media/" + pngKey(shown) + ")", "writerId": 5, "boardId": 1}, http.StatusCreated, &a)
-	db, err := sqldb.OpenSQLite(filepath.Join(dir, "sqlite", "media.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := engine.openDB(t, dir)
 	defer db.Close()
 	refs := func() int {
 		var n int
@@ -143,9 +181,15 @@ func TestMediaSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
+	for _, engine := range mediaEngines(t) {
+		t.Run(engine.name, func(t *testing.T) { testMediaSurvivesKill9(t, engine) })
+	}
+}
+
+func testMediaSurvivesKill9(t *testing.T, engine mediaEngine) {
 	dir := t.TempDir()
-	args := []string{"user", "media", "--user-addr", "127.0.0.1:0", "--media-addr", "127.0.0.1:0", "--data-dir", dir,
-		"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}
+	args := append([]string{"user", "media", "--user-addr", "127.0.0.1:0", "--media-addr", "127.0.0.1:0", "--data-dir", dir,
+		"--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0", "--log-format", "json"}, engine.flags...)
 	p := startProcess(t, args...)
 	type acked struct {
 		data []byte

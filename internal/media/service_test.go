@@ -132,42 +132,44 @@ func gifWithComment(t *testing.T, g []byte, text string) []byte {
 }
 
 func TestBadFiles(t *testing.T) {
-	f := newFixture(t, sqldbtest.OpenSQLite(t, Migrate), Config{})
-	jpg := jpegOf(t, 200, 200)
-	p := pngOf(t, 200, 200)
-	// A PNG header that claims 100,000 x 100,000 pixels: a decompression bomb, refused before any decoding.
-	bomb := append([]byte{}, p...)
-	copy(bomb[16:24], []byte{0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0})
-	// A header that claims fewer pixels than the data holds, and one that claims more.
-	small := append([]byte{}, p...)
-	copy(small[16:24], []byte{0, 0, 0, 10, 0, 0, 0, 10})
-	for _, c := range []struct {
-		name   string
-		data   []byte
-		status int
-		code   string
-	}{
-		{"text named as an image", []byte("hello, this is not an image at all"), 415, "UNSUPPORTED_MEDIA_TYPE"},
-		{"an SVG", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), 415, "UNSUPPORTED_MEDIA_TYPE"},
-		{"a BMP", append([]byte("BM"), make([]byte, 100)...), 415, "UNSUPPORTED_MEDIA_TYPE"},
-		{"empty", nil, 400, "INVALID_IMAGE"},
-		{"truncated JPEG", jpg[:len(jpg)/2], 400, "INVALID_IMAGE"},
-		{"truncated PNG", p[:len(p)/2], 400, "INVALID_IMAGE"},
-		{"JPEG magic then garbage", append([]byte{0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0}, make([]byte, 50)...), 400, "INVALID_IMAGE"},
-		{"PNG bomb header", bomb, 400, "INVALID_IMAGE"},
-		{"PNG header lying small", small, 400, "INVALID_IMAGE"},
-		{"GIF whose frames pass the pixel limit", gifOf(t, 2000, 2000, 11), 400, "INVALID_IMAGE"},
-		{"truncated GIF", func() []byte { g := gifOf(t, 30, 30, 3); return g[:len(g)-20] }(), 400, "INVALID_IMAGE"},
-		{"over 10 MiB", append(append([]byte{}, jpg...), make([]byte, MaxBytes)...), 413, "MEDIA_TOO_LARGE"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			wantError(t, f.upload(alice, c.data), c.status, c.code)
-		})
-	}
-	if n := count(t, f.db, "SELECT COUNT(*) FROM media"); n != 0 {
-		t.Fatalf("%d uploads stored from bad files", n)
-	}
-	wantError(t, f.upload(0, jpg), http.StatusUnauthorized, "UNAUTHENTICATED")
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		f := newFixture(t, db, Config{})
+		jpg := jpegOf(t, 200, 200)
+		p := pngOf(t, 200, 200)
+		// A PNG header that claims 100,000 x 100,000 pixels: a decompression bomb, refused before any decoding.
+		bomb := append([]byte{}, p...)
+		copy(bomb[16:24], []byte{0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0})
+		// A header that claims fewer pixels than the data holds, and one that claims more.
+		small := append([]byte{}, p...)
+		copy(small[16:24], []byte{0, 0, 0, 10, 0, 0, 0, 10})
+		for _, c := range []struct {
+			name   string
+			data   []byte
+			status int
+			code   string
+		}{
+			{"text named as an image", []byte("hello, this is not an image at all"), 415, "UNSUPPORTED_MEDIA_TYPE"},
+			{"an SVG", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), 415, "UNSUPPORTED_MEDIA_TYPE"},
+			{"a BMP", append([]byte("BM"), make([]byte, 100)...), 415, "UNSUPPORTED_MEDIA_TYPE"},
+			{"empty", nil, 400, "INVALID_IMAGE"},
+			{"truncated JPEG", jpg[:len(jpg)/2], 400, "INVALID_IMAGE"},
+			{"truncated PNG", p[:len(p)/2], 400, "INVALID_IMAGE"},
+			{"JPEG magic then garbage", append([]byte{0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0}, make([]byte, 50)...), 400, "INVALID_IMAGE"},
+			{"PNG bomb header", bomb, 400, "INVALID_IMAGE"},
+			{"PNG header lying small", small, 400, "INVALID_IMAGE"},
+			{"GIF whose frames pass the pixel limit", gifOf(t, 2000, 2000, 11), 400, "INVALID_IMAGE"},
+			{"truncated GIF", func() []byte { g := gifOf(t, 30, 30, 3); return g[:len(g)-20] }(), 400, "INVALID_IMAGE"},
+			{"over 10 MiB", append(append([]byte{}, jpg...), make([]byte, MaxBytes)...), 413, "MEDIA_TOO_LARGE"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				wantError(t, f.upload(alice, c.data), c.status, c.code)
+			})
+		}
+		if n := count(t, f.db, "SELECT COUNT(*) FROM media"); n != 0 {
+			t.Fatalf("%d uploads stored from bad files", n)
+		}
+		wantError(t, f.upload(0, jpg), http.StatusUnauthorized, "UNAUTHENTICATED")
+	})
 }
 
 func TestServe(t *testing.T) {
