@@ -150,8 +150,11 @@ func (s *Service) Delete(ctx context.Context, actor auth.Principal, id int64) er
 	if err != nil {
 		return err
 	}
+	// The upload is gone; its blobs go now if they may, else (or if the store fails now) the collection takes them.
 	cutoff := s.now().Add(-blobGrace)
-	return errors.Join(s.collectBlob(ctx, m.Key, cutoff), s.collectBlob(ctx, m.ThumbKey, cutoff))
+	_ = s.collectBlob(ctx, m.Key, cutoff)
+	_ = s.collectBlob(ctx, m.ThumbKey, cutoff)
+	return nil
 }
 
 // dropAvatarsOf removes the avatar that m is, if it is one, with its reference.
