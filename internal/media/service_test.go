@@ -402,3 +402,12 @@ func TestExifOrientationIsApplied(t *testing.T) {
 		}
 	}
 }
+
+// An upload of announced size is read into one buffer of that size, not one that doubled on the way.
+func TestReadBoundedKeepsToTheAnnouncedSize(t *testing.T) {
+	const size = 3 << 20
+	data, err := readBounded(bytes.NewReader(make([]byte, size)), size)
+	if err != nil || len(data) != size || cap(data) > size+4096 {
+		t.Fatalf("read %d bytes into a buffer of %d (%v)", len(data), cap(data), err)
+	}
+}

@@ -72,9 +72,10 @@ func (s *Service) Upload(ctx context.Context, owner int64, body io.Reader, sizeH
 	return s.store(ctx, owner, img)
 }
 
-// readBounded reads at most MaxBytes from r into one buffer of the announced size.
+// readBounded reads at most MaxBytes from r into one buffer of the announced size (and the room bytes.Buffer wants
+// free for its last read, without which it would double the buffer to read nothing).
 func readBounded(r io.Reader, sizeHint int64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, min(max(sizeHint, 512), MaxBytes)+1))
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(sizeHint, 0), MaxBytes)+bytes.MinRead+1))
 	if _, err := buf.ReadFrom(io.LimitReader(r, MaxBytes+1)); err != nil {
 		if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
 			return nil, errTooLarge
