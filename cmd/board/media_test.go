@@ -168,6 +168,17 @@ func testMediaReferencesAndCollection(t *testing.T, engine mediaEngine) {
 	if status, _ := fetchImage(t, base, s.ThumbnailURL); status != http.StatusOK {
 		t.Fatalf("its thumbnail: %d", status)
 	}
+	// An avatar is an upload the collection keeps too; the redirect leads to its thumbnail.
+	avatar, err := uploadImage(base, testPNG(t, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, "PUT", base+"/v1/users/me/avatar", map[string]any{"mediaId": avatar.MediaID}, http.StatusOK, nil)
+	if status, body := fetchImage(t, base, fmt.Sprintf("/v1/avatars/%d", testModerator.UserID)); status != http.StatusOK || len(body) == 0 {
+		t.Fatalf("the avatar, through its redirect: %d", status)
+	}
+	call(t, "DELETE", base+"/v1/users/me/avatar", nil, http.StatusNoContent, nil)
+	call(t, "DELETE", base+"/v1/media/"+avatar.MediaID, nil, http.StatusNoContent, nil)
 	call(t, "DELETE", p.urls["article"]+"/v1/articles/"+a.ArticleID, nil, http.StatusNoContent, nil)
 	polltest.Until(t, time.Minute, func() (bool, string) {
 		status, _ := fetchImage(t, base, s.URL)

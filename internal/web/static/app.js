@@ -144,6 +144,7 @@ function watchUploads() {
     picker.accept = "image/png,image/jpeg,image/gif,image/webp";
     picker.multiple = true;
     picker.hidden = true;
+    picker.setAttribute("aria-label", "Image to add");
     const button = document.createElement("button");
     button.type = "button";
     button.className = "secondary upload-button";
@@ -152,7 +153,8 @@ function watchUploads() {
     const bar = document.createElement("div");
     bar.className = "upload-bar";
     bar.append(button, picker, status);
-    area.after(bar);
+    // After the form's own buttons: its submit stays the form's first button.
+    area.form.append(bar);
     const insert = (text) => {
       const at = area.selectionStart ?? area.value.length;
       area.setRangeText(text, at, area.selectionEnd ?? at, "end");
