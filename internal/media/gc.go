@@ -93,7 +93,7 @@ func (s *Service) collectUploads(ctx context.Context, key string, cutoff time.Ti
 		var one int
 		err = tx.QueryRowContext(ctx, "SELECT 1 FROM media_ref WHERE blob_key = ? LIMIT 1", key).Scan(&one)
 		if err == nil {
-			return nil
+			return s.markReferenced(ctx, tx, key) // leased anew by an upload of the same bytes
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

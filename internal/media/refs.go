@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"time"
 
 	"board/internal/event"
 	"board/internal/fault"
@@ -130,13 +131,18 @@ func (s *Service) setRefs(ctx context.Context, tx *sql.Tx, postType string, post
 	if _, err := s.lockBlobs(ctx, tx, append(slices.Clone(added), dropped...)...); err != nil {
 		return err
 	}
-	now := s.now()
 	for _, k := range dropped {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM media_ref WHERE post_type = ? AND post_id = ? AND blob_key = ?",
 			postType, postID, k); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE media_blob SET leased_at = ? WHERE blob_key = ?", now, k); err != nil {
+		var one int
+		switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM media_ref WHERE blob_key = ? LIMIT 1", k).Scan(&one); {
+		case errors.Is(err, sql.ErrNoRows): // the last reference: the blob's day unreferenced starts now
+			if _, err := tx.ExecContext(ctx, "UPDATE media_blob SET leased_at = ? WHERE blob_key = ?", s.now(), k); err != nil {
+				return err
+			}
+		case err != nil:
 			return err
 		}
 	}
@@ -145,6 +151,19 @@ func (s *Service) setRefs(ctx context.Context, tx *sql.Tx, postType string, post
 			postType, postID, k); err != nil {
 			return err
 		}
+		if err := s.markReferenced(ctx, tx, k); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// referencedLease is the lease of a blob a post shows: never stale, so that the collection does not visit the
+// blobs that posts show, however many, every time it runs. An upload of the same bytes leases it to now again;
+// the collection, finding it referenced then, puts this back.
+var referencedLease = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+func (s *Service) markReferenced(ctx context.Context, tx *sql.Tx, key string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE media_blob SET leased_at = ? WHERE blob_key = ?", referencedLease, key)
+	return err
 }

@@ -262,6 +262,21 @@ func TestCollection(t *testing.T) {
 		if r := f.call(bob, "PUT", "/v1/users/me/avatar", `{"mediaId":"`+avatar.MediaID+`"}`); r.status != 200 {
 			t.Fatalf("avatar: %d %s", r.status, r.body)
 		}
+		// The blobs posts show are never stale: the collection does not visit them each time it runs.
+		referenced := func(u uploaded) bool {
+			return count(t, db, "SELECT COUNT(*) FROM media_blob WHERE blob_key = ? AND leased_at > ?",
+				strings.TrimPrefix(u.URL, "/media/"), t0.AddDate(100, 0, 0)) == 1
+		}
+		for _, u := range []uploaded{shown, inComment, avatar} {
+			if !referenced(u) {
+				t.Fatalf("%s: not marked referenced", u.URL)
+			}
+		}
+		// An upload of the same bytes leases the blob again; the collection finds it referenced and marks it so.
+		mustUpload(t, f, bob, pngOf(t, 90, 90))
+		if referenced(shown) {
+			t.Fatal("an upload of the same bytes did not lease the blob")
+		}
 		f.clock.Add(23 * time.Hour)
 		collect(t, f, 0)
 		f.clock.Add(2 * time.Hour)
@@ -269,6 +284,9 @@ func TestCollection(t *testing.T) {
 		wantGone(t, f, orphan)
 		for _, u := range []uploaded{shown, inComment, avatar} {
 			wantKept(t, f, u)
+		}
+		if !referenced(shown) {
+			t.Fatal("the collection did not mark the referenced blob again")
 		}
 		if r := f.get("/v1/avatars/" + fmt.Sprint(bob)); r.status != http.StatusFound || r.header.Get("Location") != avatar.ThumbnailURL {
 			t.Fatalf("avatar redirect: %d %v", r.status, r.header)
@@ -281,7 +299,7 @@ func TestCollection(t *testing.T) {
 		f.clock.Add(12 * time.Hour)
 		collect(t, f, 0)
 		f.clock.Add(13 * time.Hour)
-		collect(t, f, 2)
+		collect(t, f, 3) // the article's image (uploaded twice) and the comment's
 		wantGone(t, f, shown)
 		wantGone(t, f, inComment)
 		wantKept(t, f, avatar)
@@ -299,8 +317,8 @@ func TestCollection(t *testing.T) {
 		if n := blobCount(t, f); n != 0 {
 			t.Fatalf("%d blobs left", n)
 		}
-		if n := count(t, db, "SELECT COUNT(*) FROM outbox WHERE event_type = ?", string(event.MediaDeleted)); n != 4 {
-			t.Fatalf("%d MEDIA_DELETED events, want 4", n)
+		if n := count(t, db, "SELECT COUNT(*) FROM outbox WHERE event_type = ?", string(event.MediaDeleted)); n != 5 {
+			t.Fatalf("%d MEDIA_DELETED events, want 5", n)
 		}
 		_ = ctx
 	})
