@@ -429,3 +429,23 @@ func TestReadBoundedKeepsToTheAnnouncedSize(t *testing.T) {
 		t.Fatalf("read %d bytes into a buffer of %d (%v)", len(data), cap(data), err)
 	}
 }
+
+// A moderator's delete of an image that posts show takes it off them: the blob goes with its last upload.
+func TestDeleteTakesAShownImageOffItsPosts(t *testing.T) {
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		f := newFixture(t, db, Config{})
+		u := mustUpload(t, f, alice, pngOf(t, 70, 70))
+		articleEvent(t, f, event.ArticleCreated, 300, 1, "![abuse]("+u.URL+")")
+		if r := f.call(mod, "DELETE", "/v1/media/"+u.MediaID, ""); r.status != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.status, r.body)
+		}
+		wantGone(t, f, u)
+		// Its thumbnail, leased by the upload within the hour, goes with the collection.
+		f.clock.Add(25 * time.Hour)
+		collect(t, f, 0)
+		wantError(t, f.get(u.ThumbnailURL), http.StatusNotFound, "MEDIA_NOT_FOUND")
+		if n := blobCount(t, f); n != 0 {
+			t.Fatalf("%d blobs left", n)
+		}
+	})
+}

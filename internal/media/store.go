@@ -173,15 +173,17 @@ func (s *Service) dropAvatarsOf(ctx context.Context, tx *sql.Tx, m Media) error 
 }
 
 // collectBlob deletes the blob under key, and its media_blob row, when no upload uses it and its lease is older than
-// cutoff; the blob row's lock holds off any upload of the same bytes meanwhile.
+// cutoff (or it is marked referenced, which no upload in flight leaves); the blob row's lock holds off any upload of
+// the same bytes meanwhile.
 func (s *Service) collectBlob(ctx context.Context, key string, cutoff time.Time) error {
 	return s.db.Transact(ctx, func(tx *sql.Tx) error {
 		leases, err := s.lockBlobs(ctx, tx, key)
 		if err != nil {
 			return err
 		}
+		// A blob posts show has no upload in flight: once no upload uses it (they were deleted), it goes too.
 		leased, ok := leases[key]
-		if !ok || !leased.Before(cutoff) {
+		if !ok || !leased.Before(cutoff) && leased.Before(referencedLease) {
 			return nil
 		}
 		var one int
