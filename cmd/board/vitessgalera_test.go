@@ -30,7 +30,7 @@ const (
 )
 
 // vitessGaleraKeyspaces are the databases of board's services, each a keyspace here.
-var vitessGaleraKeyspaces = []string{"article", "comment", "article_like", "article_view", "user", "moderation", "notification"}
+var vitessGaleraKeyspaces = []string{"article", "comment", "article_like", "article_view", "user", "moderation", "notification", "media"}
 
 func TestVitessGaleraFailover(t *testing.T) {
 	if os.Getenv(vitessGaleraEnv) != "1" {

@@ -108,7 +108,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 			doc = s.openAPI()
 		}
 		srv := httpio.Server{Service: s.Name, API: api, Guard: guard, OpenAPI: doc, Checks: checks, Gatherer: reg,
-			Metrics: metrics, Logger: logger, RequestTimeout: cfg.RequestTimeout, Streams: s.streams}.HTTPServer()
+			Metrics: metrics, Logger: logger, RequestTimeout: cfg.RequestTimeout, Streams: s.streams,
+			Files: s.files}.HTTPServer()
 		a.servers = append(a.servers, srv)
 		a.serve(s.Name, srv, ln)
 	}

@@ -19,9 +19,11 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"board/internal/articleread"
+	"board/internal/blob"
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/media"
 	"board/internal/notification"
 	"board/internal/outbox"
 	"board/internal/ratelimit"
@@ -97,6 +99,14 @@ type Config struct {
 	MaxStreams        int // open notification streams per instance
 	MaxStreamsPerUser int // open notification streams per user per instance
 
+	MediaAddr            string
+	MediaS3              blob.S3Config // the S3-compatible store of the images; no Endpoint: a directory under DataDir
+	MediaPublicURL       string        // put in front of /media/KEY in the URLs the media service answers
+	MediaDailyQuotaMB    int64
+	MediaTotalQuotaMB    int64
+	MediaUnreferencedFor time.Duration
+	MediaGCInterval      time.Duration
+
 	WebAddr       string
 	Boards        []web.Board
 	SecureCookies bool
@@ -121,57 +131,63 @@ const (
 // show these as theirs.
 func Default() Config {
 	c := Config{
-		DataDir:             "./board-data",
-		MySQLMaxConns:       50,
-		Migrate:             true,
-		EmbeddedRedis:       embeddedRedisAuto,
-		EmbeddedRedisAddr:   "127.0.0.1:6380",
-		RedisSnapshot:       time.Second,
-		EmbeddedKafkaAddr:   "127.0.0.1:9092",
-		KafkaRetention:      embedded.DefaultKafkaRetention,
-		TopicPrefix:         "board-",
-		TopicPartitions:     3,
-		DeliveryTimeout:     30 * time.Second,
-		OutboxShards:        outbox.DefaultShards,
-		RelayPollInterval:   10 * time.Second,
-		RelayMinAge:         10 * time.Second,
-		Relay:               RelayPoll,
-		CoordinatorPing:     3 * time.Second,
-		CoordinatorDeadline: 9 * time.Second,
-		ArticleAddr:         ":9000",
-		CommentAddr:         ":9001",
-		LikeAddr:            ":9002",
-		LikeStrategy:        like.DefaultStrategy,
-		ViewAddr:            ":9003",
-		HotArticleAddr:      ":9004",
-		HotArticleTimeZone:  time.Local,
-		ArticleReadAddr:     ":9005",
-		NearCacheMB:         256,
-		DeepPageTTL:         articleread.DefaultDeepPageTTL,
-		Origins:             map[string]string{},
-		UserAddr:            ":9006",
-		TokenTTL:            time.Hour,
-		PasswordHash:        user.DefaultHashParams,
-		KeyReload:           user.DefaultReload,
-		RateLimits:          true,
-		Limits:              map[string]redis_rate.Limit{},
-		ClientIPHeader:      "X-Forwarded-For",
-		TrustedProxies:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
-		ModerationAddr:      ":9007",
-		ReportThreshold:     5,
-		SearchAddr:          ":9008",
-		SearchEngine:        "bleve",
-		NotificationAddr:    ":9009",
-		MaxStreams:          notification.DefaultMaxStreams,
-		MaxStreamsPerUser:   notification.DefaultMaxStreamsPerUser,
-		WebAddr:             ":8080",
-		Boards:              web.DefaultBoards,
-		NodeLeaseTTL:        30 * time.Second,
-		RequestTimeout:      httpio.DefaultRequestTimeout,
-		ShutdownTimeout:     10 * time.Second,
-		LogLevel:            slog.LevelInfo,
-		LogFormat:           "text",
-		Services:            ServiceNames(),
+		DataDir:              "./board-data",
+		MySQLMaxConns:        50,
+		Migrate:              true,
+		EmbeddedRedis:        embeddedRedisAuto,
+		EmbeddedRedisAddr:    "127.0.0.1:6380",
+		RedisSnapshot:        time.Second,
+		EmbeddedKafkaAddr:    "127.0.0.1:9092",
+		KafkaRetention:       embedded.DefaultKafkaRetention,
+		TopicPrefix:          "board-",
+		TopicPartitions:      3,
+		DeliveryTimeout:      30 * time.Second,
+		OutboxShards:         outbox.DefaultShards,
+		RelayPollInterval:    10 * time.Second,
+		RelayMinAge:          10 * time.Second,
+		Relay:                RelayPoll,
+		CoordinatorPing:      3 * time.Second,
+		CoordinatorDeadline:  9 * time.Second,
+		ArticleAddr:          ":9000",
+		CommentAddr:          ":9001",
+		LikeAddr:             ":9002",
+		LikeStrategy:         like.DefaultStrategy,
+		ViewAddr:             ":9003",
+		HotArticleAddr:       ":9004",
+		HotArticleTimeZone:   time.Local,
+		ArticleReadAddr:      ":9005",
+		NearCacheMB:          256,
+		DeepPageTTL:          articleread.DefaultDeepPageTTL,
+		Origins:              map[string]string{},
+		UserAddr:             ":9006",
+		TokenTTL:             time.Hour,
+		PasswordHash:         user.DefaultHashParams,
+		KeyReload:            user.DefaultReload,
+		RateLimits:           true,
+		Limits:               map[string]redis_rate.Limit{},
+		ClientIPHeader:       "X-Forwarded-For",
+		TrustedProxies:       []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+		ModerationAddr:       ":9007",
+		ReportThreshold:      5,
+		SearchAddr:           ":9008",
+		SearchEngine:         "bleve",
+		NotificationAddr:     ":9009",
+		MaxStreams:           notification.DefaultMaxStreams,
+		MaxStreamsPerUser:    notification.DefaultMaxStreamsPerUser,
+		MediaAddr:            ":9010",
+		MediaS3:              blob.S3Config{Bucket: "board-media"},
+		MediaDailyQuotaMB:    media.DefaultDailyQuota >> 20,
+		MediaTotalQuotaMB:    media.DefaultTotalQuota >> 20,
+		MediaUnreferencedFor: media.DefaultUnreferencedFor,
+		MediaGCInterval:      media.DefaultGCInterval,
+		WebAddr:              ":8080",
+		Boards:               web.DefaultBoards,
+		NodeLeaseTTL:         30 * time.Second,
+		RequestTimeout:       httpio.DefaultRequestTimeout,
+		ShutdownTimeout:      10 * time.Second,
+		LogLevel:             slog.LevelInfo,
+		LogFormat:            "text",
+		Services:             ServiceNames(),
 	}
 	c.MySQLTimeouts.Dial, c.MySQLTimeouts.Read, c.MySQLTimeouts.Write =
 		sqldb.DefaultMySQLDialTimeout, sqldb.DefaultMySQLReadTimeout, sqldb.DefaultMySQLWriteTimeout
@@ -187,6 +203,7 @@ var rateLimits = []struct{ name, flag, def, what string }{
 	{"sign-in", "sign-in-rate-limit", "10/1m", "sign-in attempts per client address"},
 	{user.SignInAccountLimit, "sign-in-account-rate-limit", "20/10m", "sign-in attempts per username, from all addresses together"},
 	{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
+	{media.UploadLimit, "media-upload-rate-limit", "60/1h", "image uploads per user"},
 }
 
 // The embedded Redis engines (--embedded-redis).
@@ -202,7 +219,7 @@ const (
 func (c *Config) EngineFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the embedded engines' files (SQLite, Redis snapshot, Kafka log)")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL/MariaDB DSN, e.g. user:pass@tcp(host:3306)/; each service uses its own database on that server (empty: SQLite files in --data-dir)")
-	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (user, article, comment, article_like, article_view, moderation, notification, ...)")
+	fs.StringVar(&c.MySQLDBPrefix, "mysql-db-prefix", c.MySQLDBPrefix, "prefix for the services' MySQL database names (user, article, comment, article_like, article_view, moderation, notification, media, ...)")
 	fs.IntVar(&c.MySQLMaxConns, "mysql-max-conns", c.MySQLMaxConns, "maximum open MySQL connections per service")
 	fs.DurationVar(&c.MySQLTimeouts.Dial, "mysql-dial-timeout", c.MySQLTimeouts.Dial, "how long connecting to MySQL may take")
 	fs.DurationVar(&c.MySQLTimeouts.Read, "mysql-read-timeout", c.MySQLTimeouts.Read, "how long MySQL may stay silent on a connection, even for work no request waits for; longer than the longest statement (migrations)")
@@ -294,8 +311,9 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		"hot-article":  "the web pages read hot articles from",
 		"moderation":   "the web pages report to and moderate through",
 		"search":       "the web pages search through",
-		"notification": "the web pages show and stream people's notifications from"}
-	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation", "search", "notification"} {
+		"notification": "the web pages show and stream people's notifications from",
+		"media":        "the web pages upload images to"}
+	for _, name := range []string{"article", "comment", "like", "view", "user", "article-read", "hot-article", "moderation", "search", "notification", "media"} {
 		fs.Func(name+"-origin", "base URL of the "+name+" service that "+originUsers[name]+" (default: the "+name+" service of this process when it runs here, else http://127.0.0.1:<its default port>)",
 			func(v string) error {
 				u, err := url.Parse(v)
@@ -346,6 +364,18 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NotificationAddr, "notification-addr", c.NotificationAddr, "listen address of the notification service")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "open notification streams this instance holds at most (each costs about a goroutine and a socket)")
 	fs.IntVar(&c.MaxStreamsPerUser, "max-streams-per-user", c.MaxStreamsPerUser, "open notification streams one user may hold on this instance")
+	fs.StringVar(&c.MediaAddr, "media-addr", c.MediaAddr, "listen address of the media service")
+	fs.StringVar(&c.MediaS3.Endpoint, "media-s3-endpoint", c.MediaS3.Endpoint, "URL of an S3-compatible store for the images, e.g. https://s3.eu-west-1.amazonaws.com or http://10.0.0.9:7070 (empty: files under --data-dir/media)")
+	fs.StringVar(&c.MediaS3.Region, "media-s3-region", c.MediaS3.Region, "region of the S3 bucket (empty: us-east-1)")
+	fs.StringVar(&c.MediaS3.Bucket, "media-s3-bucket", c.MediaS3.Bucket, "S3 bucket of the images, created if missing")
+	fs.StringVar(&c.MediaS3.Prefix, "media-s3-prefix", c.MediaS3.Prefix, "prefix of the images' keys in the S3 bucket")
+	fs.StringVar(&c.MediaS3.AccessKey, "media-s3-access-key", c.MediaS3.AccessKey, "S3 access key id")
+	fs.StringVar(&c.MediaS3.SecretKey, "media-s3-secret-key", c.MediaS3.SecretKey, "S3 secret access key (better from BOARD_MEDIA_S3_SECRET_KEY)")
+	fs.StringVar(&c.MediaPublicURL, "media-public-url", c.MediaPublicURL, "base URL put in front of /media/KEY in the image URLs the media service answers, e.g. https://img.example.com (empty: relative URLs, for a site that routes /media/ to the media service)")
+	fs.Int64Var(&c.MediaDailyQuotaMB, "media-daily-quota-mb", c.MediaDailyQuotaMB, "MiB of images a user may upload per UTC day")
+	fs.Int64Var(&c.MediaTotalQuotaMB, "media-total-quota-mb", c.MediaTotalQuotaMB, "MiB of images a user may keep in all")
+	fs.DurationVar(&c.MediaUnreferencedFor, "media-unreferenced-for", c.MediaUnreferencedFor, "how long an image no post or avatar shows is kept before it is collected")
+	fs.DurationVar(&c.MediaGCInterval, "media-gc-interval", c.MediaGCInterval, "how often the media service collects unreferenced images")
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
@@ -398,6 +428,9 @@ func (c Config) LogValue() slog.Value {
 	const masked = "***"
 	if c.RedisPassword != "" {
 		c.RedisPassword = masked
+	}
+	if c.MediaS3.SecretKey != "" {
+		c.MediaS3.SecretKey = masked
 	}
 	if dsn, err := mysql.ParseDSN(c.MySQLDSN); err == nil && dsn.Passwd != "" {
 		dsn.Passwd = masked

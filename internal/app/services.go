@@ -25,6 +25,7 @@ import (
 	"board/internal/kafka"
 	"board/internal/like"
 	"board/internal/logicalttl"
+	"board/internal/media"
 	"board/internal/notification"
 	"board/internal/outbox"
 	"board/internal/ratelimit"
@@ -61,6 +62,8 @@ type service struct {
 	open map[string]string
 	// streams are the paths whose answers stay open (httpio.Server.Streams).
 	streams map[string]bool
+	// files are the path prefixes of stored files it serves (httpio.Server.Files).
+	files []string
 	// concurrent: its handlers may run at once for records of different partitions (kafka.ConsumerConfig.Concurrent).
 	concurrent bool
 	addr       func(*Config) string
@@ -121,6 +124,10 @@ var services = []service{
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
 		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
+	// media consumes the article and comment topics for which posts show which images.
+	{Service: Service{Name: "media", Database: "media", Group: "media", Publishes: true}, migrate: media.Migrate,
+		openAPI: media.OpenAPI, streams: map[string]bool{media.UploadPath: true}, files: []string{media.BlobPrefix},
+		addr: func(c *Config) string { return c.MediaAddr }, build: buildMedia},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }
@@ -344,8 +351,8 @@ func rateLimiter(e *Engines) *ratelimit.Limiter {
 	}
 	rules := map[string]ratelimit.Rule{}
 	for name, limit := range e.Config.Limits {
-		// A brute-force limit that cannot be checked must not open the door; a user's write limit may.
-		rules[name] = ratelimit.Rule{Limit: limit, FailOpen: name == httpio.WriteLimit}
+		// A brute-force limit that cannot be checked must not open the door; a user's write and upload limits may.
+		rules[name] = ratelimit.Rule{Limit: limit, FailOpen: name == httpio.WriteLimit || name == media.UploadLimit}
 	}
 	return ratelimit.New(e.Redis, e.Config.RedisPrefix+"rate-limit::", rules, e.Logger)
 }

@@ -21,7 +21,7 @@ func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.C
 			Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr), Like: origin("like", e.Config.LikeAddr),
 			View: origin("view", e.Config.ViewAddr), User: origin("user", e.Config.UserAddr),
 			Moderation: origin("moderation", e.Config.ModerationAddr), Search: origin("search", e.Config.SearchAddr),
-			Notification: origin("notification", e.Config.NotificationAddr)},
+			Notification: origin("notification", e.Config.NotificationAddr), Media: origin("media", e.Config.MediaAddr)},
 		Boards:        e.Config.Boards,
 		Tokens:        newVerifier(e, r),
 		Location:      e.Config.HotArticleTimeZone,

@@ -141,6 +141,9 @@ func samples() map[event.Type]any {
 	ban := event.Ban{UserID: 7, Banned: true, Reason: "spam", Until: &until, ModeratorID: 9, At: created, BanVersion: 1}
 	unban := event.Ban{UserID: 7, ModeratorID: 9, At: created, BanVersion: 2}
 	role := event.Role{UserID: 7, Role: "moderator", RoleVersion: 2}
+	img := event.Media{MediaID: 383009385012031493, OwnerID: 7, Key: strings.Repeat("ab", 32) + ".jpg",
+		ThumbnailKey: strings.Repeat("cd", 32) + ".jpg", ContentType: "image/jpeg", Width: 4000, Height: 3000, Bytes: 4 << 20,
+		CreatedAt: created}
 	return map[event.Type]any{
 		event.ArticleCreated: article, event.ArticleUpdated: article, event.ArticleDeleted: article,
 		event.CommentCreated: v1, event.CommentDeleted: v2, event.CommentUpdated: edited,
@@ -148,6 +151,7 @@ func samples() map[event.Type]any {
 		event.ArticleViewed:    view,
 		event.ArticleModerated: moderated, event.CommentModerated: comment,
 		event.UserBanned: ban, event.UserUnbanned: unban, event.UserRoleChanged: role,
+		event.MediaUploaded: img, event.MediaDeleted: img,
 	}
 }
 

@@ -45,6 +45,10 @@ const (
 	UserUnbanned     Type = "USER_UNBANNED"
 	// UserRoleChanged comes from the user service: a role granted or taken back.
 	UserRoleChanged Type = "USER_ROLE_CHANGED"
+
+	// Media (SPEC §3.12): an image uploaded, and one deleted by its owner, a moderator or the collection.
+	MediaUploaded Type = "MEDIA_UPLOADED"
+	MediaDeleted  Type = "MEDIA_DELETED"
 )
 
 // topics maps each type to its topic's base name; the deployment's prefix goes in front (SPEC §4: "board-").
@@ -58,6 +62,7 @@ var topics = map[Type]string{
 	// in a topic of its own, keyed by user id, compacted to the latest record per user.
 	UserBanned: "ban", UserUnbanned: "ban",
 	UserRoleChanged: "user",
+	MediaUploaded:   "media", MediaDeleted: "media",
 }
 
 // Known reports whether t is one of the event types.
@@ -69,7 +74,7 @@ func (t Type) Topic(prefix string) string { return prefix + topics[t] }
 // Topics returns every topic under prefix, each once.
 func Topics(prefix string) []string {
 	return []string{prefix + "article", prefix + "comment", prefix + "like", prefix + "view", prefix + "moderation",
-		prefix + "ban", prefix + "user"}
+		prefix + "ban", prefix + "user", prefix + "media"}
 }
 
 // CompactedTopics are the topics under prefix whose records are a user's latest standing, kept per key for good
@@ -269,6 +274,20 @@ type Role struct {
 	Role   string     `json:"role"`
 	// RoleVersion is bumped with every change of the user's role.
 	RoleVersion int64 `json:"roleVersion"`
+}
+
+// Media is the payload of MEDIA_UPLOADED and MEDIA_DELETED; the key is OwnerID. Key and ThumbnailKey are the blob
+// keys the image and its thumbnail are served under (GET /media/{key}).
+type Media struct {
+	MediaID      apijson.ID   `json:"mediaId"`
+	OwnerID      apijson.ID   `json:"ownerId"`
+	Key          string       `json:"key"`
+	ThumbnailKey string       `json:"thumbnailKey"`
+	ContentType  string       `json:"contentType"`
+	Width        int          `json:"width"`
+	Height       int          `json:"height"`
+	Bytes        int64        `json:"bytes"`
+	CreatedAt    apijson.Time `json:"createdAt"`
 }
 
 // Record headers every event carries besides its JSON value, so tools can route without decoding.

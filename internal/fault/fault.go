@@ -16,14 +16,15 @@ import (
 type Kind int
 
 const (
-	Invalid         Kind = iota + 1 // the input is malformed or breaks a rule
-	NotFound                        // the resource does not exist
-	Conflict                        // the request clashes with the current state (e.g. a duplicate)
-	TooLarge                        // the request body is over the limit
-	Unavailable                     // a dependency is down; the caller may retry later
-	Unauthenticated                 // the request carries no valid access token
-	Forbidden                       // the acting user may not do this
-	RateLimited                     // the caller is over a rate limit; RetryAfter says when to come back
+	Invalid              Kind = iota + 1 // the input is malformed or breaks a rule
+	NotFound                             // the resource does not exist
+	Conflict                             // the request clashes with the current state (e.g. a duplicate)
+	TooLarge                             // the request body is over the limit
+	Unavailable                          // a dependency is down; the caller may retry later
+	Unauthenticated                      // the request carries no valid access token
+	Forbidden                            // the acting user may not do this
+	RateLimited                          // the caller is over a rate limit; RetryAfter says when to come back
+	UnsupportedMediaType                 // the request body is of a kind the route does not take
 )
 
 // Error is an error a client can act on. Code is stable and machine-readable (e.g. "INVALID_TITLE");

@@ -142,14 +142,15 @@ func (b errorBody) with(details map[string]any) map[string]any {
 const statusClientClosedRequest = 499
 
 var faultStatus = map[fault.Kind]int{
-	fault.Invalid:         http.StatusBadRequest,
-	fault.NotFound:        http.StatusNotFound,
-	fault.Conflict:        http.StatusConflict,
-	fault.TooLarge:        http.StatusRequestEntityTooLarge,
-	fault.Unavailable:     http.StatusServiceUnavailable,
-	fault.Unauthenticated: http.StatusUnauthorized,
-	fault.Forbidden:       http.StatusForbidden,
-	fault.RateLimited:     http.StatusTooManyRequests,
+	fault.Invalid:              http.StatusBadRequest,
+	fault.NotFound:             http.StatusNotFound,
+	fault.Conflict:             http.StatusConflict,
+	fault.TooLarge:             http.StatusRequestEntityTooLarge,
+	fault.Unavailable:          http.StatusServiceUnavailable,
+	fault.Unauthenticated:      http.StatusUnauthorized,
+	fault.Forbidden:            http.StatusForbidden,
+	fault.RateLimited:          http.StatusTooManyRequests,
+	fault.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 }
 
 // classify is the one table from errors to HTTP answers. A fault the client can act on keeps its answer; any other

@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,9 @@ type Server struct {
 	// Streams are the exact paths whose answers stay open (Server-Sent Events): served without the request deadline;
 	// their handlers bound their own writes and end with their client or their token.
 	Streams map[string]bool
+	// Files are path prefixes whose answers are stored files already compressed (images): never passed through the
+	// compressor, whose writer would hide the connection's ReadFrom (sendfile) from their copy.
+	Files []string
 }
 
 func (s Server) requestTimeout() time.Duration {
@@ -86,6 +91,10 @@ func (s Server) HTTPServer() *http.Server {
 	return srv
 }
 
+func (s Server) isFile(path string) bool {
+	return slices.ContainsFunc(s.Files, func(prefix string) bool { return strings.HasPrefix(path, prefix) })
+}
+
 // Handler returns the port's handler: /healthz, /readyz, /metrics, /openapi.json and the instrumented API. It routes on the path
 // as sent: a ServeMux at the root would answer a path it cleans (//v1/x, /v1/../x) with an HTML redirect. Answers
 // are compressed when the client asks (compress), except the streams, whose events must leave as they come, and
@@ -113,7 +122,7 @@ func (s Server) handler(closing context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := operational[r.URL.Path]
 		switch {
-		case !ok && s.Streams[r.URL.Path]:
+		case !ok && (s.Streams[r.URL.Path] || s.isFile(r.URL.Path)):
 			api.ServeHTTP(w, r)
 		case !ok:
 			compressed.ServeHTTP(w, r)
@@ -342,6 +351,17 @@ func (m *muxWriter) WriteHeader(status int)      { m.to().WriteHeader(status) }
 // Unwrap lets http.ResponseController reach the connection (to flush a stream, and set its deadlines).
 func (m *muxWriter) Unwrap() http.ResponseWriter { return m.to() }
 
+// ReadFrom lets a handler's copy from a file (http.ServeContent of a stored image) reach the connection's, which
+// sends the file with sendfile rather than through user-space buffers.
+func (m *muxWriter) ReadFrom(r io.Reader) (int64, error) { return readFrom(m.to(), r) }
+
+func readFrom(w http.ResponseWriter, r io.Reader) (int64, error) {
+	if rf, ok := w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(w, r)
+}
+
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -361,6 +381,11 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.wrote = true
+	return readFrom(w.ResponseWriter, r)
+}
 
 // Ids of requests that come without one are a count from a random start, scrambled so that they do not show how
 // many requests a process serves: unique within a process, and across processes unless their random starts fall

@@ -501,3 +501,36 @@ func TestStreams(t *testing.T) {
 		}
 	}
 }
+
+// A handler's copy from a file reaches the connection's ReadFrom through the port's writers (where net/http sends an
+// *os.File with sendfile), and the answer is counted as any other; a path of Server.Files is never compressed.
+func TestWritersPassReadFromOn(t *testing.T) {
+	t.Parallel()
+	f, err := os.CreateTemp(t.TempDir(), "blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := strings.Repeat("the bytes of a file ", 100) // of a size and type the compressor would take
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	api := http.NewServeMux()
+	api.HandleFunc("GET /file", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if _, ok := w.(io.ReaderFrom); !ok {
+			http.Error(w, "no ReadFrom", http.StatusInternalServerError)
+			return
+		}
+		_, _ = f.Seek(0, io.SeekStart)
+		_, _ = io.Copy(w, f)
+	})
+	srv := testServer(t, func(s *Server) { s.API, s.Files = api, []string{"/file"} })
+	// Asked for compression too: a file path does not go through the compressor, whose writer would hide the
+	// connection's ReadFrom.
+	for _, encoding := range []string{"identity", "gzip, zstd"} {
+		a := do(t, srv, http.MethodGet, "/file", "", "Accept-Encoding", encoding)
+		if a.status != http.StatusOK || a.body != content || a.header.Get("Content-Encoding") != "" {
+			t.Fatalf("Accept-Encoding %s: %d %q %v", encoding, a.status, a.body, a.header)
+		}
+	}
+}

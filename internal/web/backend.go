@@ -22,7 +22,7 @@ import (
 // searches through search, the reader's notifications through notification ("": a site without notifications,
 // whose pages show no bell).
 type Origins struct {
-	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation, Search, Notification string
+	ArticleRead, HotArticle, Article, Comment, Like, View, User, Moderation, Search, Notification, Media string
 }
 
 // callTimeout bounds one backend call, within the page's own deadline: a page of two calls in parallel waits for

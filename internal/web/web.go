@@ -193,6 +193,7 @@ func (s *Service) Routes() *http.ServeMux {
 		// Not a page: an event stream, for as long as the reader stays (see stream).
 		pages.Handle("GET /notifications/stream", http.HandlerFunc(s.stream))
 	}
+	s.mediaRoutes(pages)
 	handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fault.NotFoundf("NOT_FOUND", "There is no page at this address.")
 	})

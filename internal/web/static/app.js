@@ -249,7 +249,66 @@ function watchQuotes() {
   }
 }
 
+// The editor takes images: picked with its button, pasted, or dropped on it. Each goes to POST /media (the site
+// passes it on to the media service) and its Markdown is put where the cursor is. Without script, a post is text.
+function watchUploads() {
+  for (const area of document.querySelectorAll("form textarea[name=content]")) {
+    const status = document.createElement("span");
+    status.className = "upload-status";
+    status.setAttribute("role", "status");
+    const picker = document.createElement("input");
+    picker.type = "file";
+    picker.accept = "image/png,image/jpeg,image/gif,image/webp";
+    picker.multiple = true;
+    picker.hidden = true;
+    picker.setAttribute("aria-label", "Image to add");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary upload-button";
+    button.textContent = "Add image";
+    button.addEventListener("click", () => picker.click());
+    const bar = document.createElement("div");
+    bar.className = "upload-bar";
+    bar.append(button, picker, status);
+    // After the form's own buttons: its submit stays the form's first button.
+    area.form.append(bar);
+    const insert = (text) => {
+      const at = area.selectionStart ?? area.value.length;
+      area.setRangeText(text, at, area.selectionEnd ?? at, "end");
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+    };
+    const send = async (files) => {
+      for (const file of files) {
+        if (!file.type.startsWith("image/")) continue;
+        status.textContent = `Uploading ${file.name}…`;
+        try {
+          const res = await fetch("/media", { method: "POST", body: file, credentials: "same-origin",
+            headers: { "Content-Type": file.type || "application/octet-stream" } });
+          const body = await res.json();
+          if (!res.ok) { status.textContent = body.message || "The image was not accepted."; continue; }
+          const alt = file.name.replace(/\.[^.]*$/, "").replace(/[\[\]]/g, "") || "image";
+          insert(`![${alt}](${body.url})`);
+          status.textContent = "";
+        } catch {
+          status.textContent = "The image could not be sent; try again.";
+        }
+      }
+    };
+    picker.addEventListener("change", () => { send([...picker.files]); picker.value = ""; });
+    area.addEventListener("paste", (e) => {
+      const files = [...(e.clipboardData?.files || [])];
+      if (files.length) { e.preventDefault(); send(files); }
+    });
+    area.addEventListener("dragover", (e) => { if (e.dataTransfer?.types.includes("Files")) e.preventDefault(); });
+    area.addEventListener("drop", (e) => {
+      const files = [...(e.dataTransfer?.files || [])];
+      if (files.length) { e.preventDefault(); send(files); }
+    });
+  }
+}
+
 localTimes(document);
 watchMore();
 watchQuotes();
 watchNotifications();
+watchUploads();
