@@ -91,8 +91,8 @@ type mediaEngine struct {
 	openDB func(t *testing.T, dir string) *sqldb.DB
 }
 
-// mediaEngines are SQLite, and MariaDB when BOARD_TEST_MYSQL_DSN names one (not Vitess: its SINGLE transaction
-// mode refuses the media service's transactions, which span shards; docs/media.md#vitess).
+// mediaEngines are SQLite, and the server BOARD_TEST_MYSQL_DSN names: MariaDB, or Vitess's vtgate, whose media
+// keyspace is unsharded (docs/media.md#vitess).
 func mediaEngines(t *testing.T) []mediaEngine {
 	engines := []mediaEngine{{name: "sqlite", openDB: func(t *testing.T, dir string) *sqldb.DB {
 		db, err := sqldb.OpenSQLite(filepath.Join(dir, "sqlite", "media.db"))
@@ -101,9 +101,13 @@ func mediaEngines(t *testing.T) []mediaEngine {
 		}
 		return db
 	}}}
-	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" && os.Getenv(sqldbtest.VitessPrefixesEnv) == "" {
+	if os.Getenv(sqldbtest.MySQLDSNEnv) != "" {
+		name := "mariadb"
+		if os.Getenv(sqldbtest.VitessPrefixesEnv) != "" {
+			name = "vitess"
+		}
 		prefix := sqldbtest.Databases(t, "board_e2e_", testDatabases()...)
-		engines = append(engines, mediaEngine{name: "mariadb",
+		engines = append(engines, mediaEngine{name: name,
 			flags: []string{"--mysql-dsn", os.Getenv(sqldbtest.MySQLDSNEnv), "--mysql-db-prefix", prefix, "--mysql-max-conns", "10"},
 			openDB: func(t *testing.T, _ string) *sqldb.DB {
 				db, err := sqldb.OpenMySQL(t.Context(), sqldbtest.DSN(t, prefix+"media"), 2)

@@ -20,7 +20,7 @@ import (
 // Vitess with external tablets over Galera (issue 37, 4b; docs/sharding.md, "External tablets over Galera"): the
 // Galera cluster of TestGaleraFailover (scripts/galera, HAProxy on galeraPort), and in front of it etcd, vtctld,
 // vtgate and, for each of board's keyspaces, one unmanaged vttablet (--unmanaged --db-host HAProxy) whose database is
-// on the cluster under the keyspace's own name. Each keyspace is sharded, in one shard "-". board runs on vtgate
+// on the cluster under the keyspace's own name. Each keyspace is in one shard "-", sharded but for media. board runs on vtgate
 // under the Galera suite's load, and the node HAProxy sends everything to gets SIGKILL: no acknowledged write lost,
 // no answer but 503 (or a 409 for a copy in progress). HAProxy, not Vitess, moves the tablets' connections to
 // another node; no tablet changes. It uses Vitess's binaries of BOARD_TEST_VITESS_BUILD_DIR (scripts/vitess build).
@@ -118,7 +118,8 @@ func startExternalVitess(t *testing.T, bin, haproxy string) string {
 	galera := openGalera(t, "root@tcp("+haproxy+")/")
 	for i, ks := range vitessGaleraKeyspaces {
 		v.mustCtl("CreateKeyspace", "--durability-policy", "none", ks)
-		v.mustCtl("ApplyVSchema", "--vschema", `{"sharded": true}`, ks)
+		// media's transactions span its tables' keys: its keyspace is unsharded (docs/sharding.md).
+		v.mustCtl("ApplyVSchema", "--vschema", fmt.Sprintf(`{"sharded": %t}`, ks != "media"), ks)
 		if _, err := galera.Exec("CREATE DATABASE IF NOT EXISTS `" + ks + "`"); err != nil {
 			t.Fatal(err)
 		}

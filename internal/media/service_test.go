@@ -33,7 +33,7 @@ func decoded(t *testing.T, f *fixture, url string) (image.Image, string, []byte)
 }
 
 func TestUploadEachFormat(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newFixture(t, db, Config{})
 		for _, c := range []struct {
 			name, contentType string
@@ -132,7 +132,7 @@ func gifWithComment(t *testing.T, g []byte, text string) []byte {
 }
 
 func TestBadFiles(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newFixture(t, db, Config{})
 		jpg := jpegOf(t, 200, 200)
 		p := pngOf(t, 200, 200)
@@ -197,7 +197,7 @@ func TestServe(t *testing.T) {
 
 // Equal images share one blob; each upload is still its own, deleted on its own.
 func TestEqualImagesShareABlob(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newFixture(t, db, Config{})
 		data := jpegOf(t, 300, 200)
 		a, b := mustUpload(t, f, alice, data), mustUpload(t, f, bob, withGPSExif(data))
@@ -231,7 +231,7 @@ func blobCount(t *testing.T, f *fixture) int {
 }
 
 func TestQuota(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		img := pngOf(t, 300, 300)
 		f := newFixture(t, db, Config{DailyQuota: int64(len(img)) * 5 / 2, TotalQuota: int64(len(img)) * 7 / 2})
 		mustUpload(t, f, alice, img)
@@ -250,7 +250,7 @@ func TestQuota(t *testing.T) {
 
 // The collection keeps what posts show, and what was uploaded or shown within the day; it collects the rest.
 func TestCollection(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newFixture(t, db, Config{})
 		ctx := t.Context()
 		shown := mustUpload(t, f, alice, pngOf(t, 90, 90))
@@ -444,7 +444,7 @@ func TestReadBoundedKeepsToTheAnnouncedSize(t *testing.T) {
 
 // A moderator's delete of an image that posts show takes it off them: the blob goes with its last upload.
 func TestDeleteTakesAShownImageOffItsPosts(t *testing.T) {
-	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+	sqldbtest.RunIn(t, "media", Migrate, func(t *testing.T, db *sqldb.DB) {
 		f := newFixture(t, db, Config{})
 		u := mustUpload(t, f, alice, pngOf(t, 70, 70))
 		articleEvent(t, f, event.ArticleCreated, 300, 1, "![abuse]("+u.URL+")")

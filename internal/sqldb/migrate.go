@@ -69,7 +69,14 @@ func migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
+	// An unsharded keyspace routes every table to its one shard: no vindexes (see vitess.go).
+	sharded := false
 	if db.vitess {
+		if sharded, err = keyspaceSharded(ctx, conn, db.Name); err != nil {
+			return err
+		}
+	}
+	if sharded {
 		var own vschema
 		if err := json.Unmarshal([]byte(migrationsVSchema), &own); err != nil {
 			return err
@@ -94,6 +101,13 @@ func migrate(ctx context.Context, db *DB, component string, fsys fs.FS) error {
 	vs, ok, err := readVSchema(fsys)
 	if err != nil || !ok {
 		return err
+	}
+	if vs.unsharded() && sharded {
+		return fmt.Errorf("keyspace %s is sharded, but %s's transactions take rows of different keys together: "+
+			"its keyspace must be unsharded (one shard, VSchema {\"sharded\": false})", db.Name, component)
+	}
+	if !sharded {
+		return nil
 	}
 	if err := applyVSchema(ctx, conn, db.Name, vs); err != nil {
 		return fmt.Errorf("%s vschema on %s: %w", component, db.Name, err)

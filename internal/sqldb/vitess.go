@@ -20,6 +20,11 @@ import (
 // of its tables in migrations/vitess/vschema.json, in Vitess's own VSchema format, and Migrate applies it through
 // vtgate with ALTER VSCHEMA (vtgate must allow it: --vschema-ddl-authorized-users). Tables only Vitess needs (the
 // lookup tables of lookup vindexes) are created by migrations/vitess/NNN_*.sql.
+//
+// A keyspace can also be unsharded: one shard, VSchema {"sharded": false}, where vtgate routes every table to that
+// shard without vindexes. Migrate then declares none (a vindex would make the keyspace's VSchema sharded), for the
+// tables of every component that shares the database (the outbox's, too). A component whose transactions need one
+// shard says "sharded": false in its vschema.json, and Migrate refuses a sharded keyspace for it.
 
 // isVitess reports whether the server conn talks to is Vitess's vtgate, which reports a version ending in "-Vitess".
 func isVitess(ctx context.Context, conn *sql.DB) (bool, error) {
@@ -38,6 +43,8 @@ const vschemaLock = "board.vschema"
 
 // vschema is the part of a Vitess keyspace VSchema (vschema.proto's Keyspace, as JSON) that a component declares.
 type vschema struct {
+	// Sharded false declares that the component's transactions need its keyspace in one shard; absent, it is sharded.
+	Sharded  *bool             `json:"sharded"`
 	Vindexes map[string]vindex `json:"vindexes"`
 	Tables   map[string]struct {
 		ColumnVindexes []columnVindex `json:"column_vindexes"`
@@ -61,6 +68,32 @@ const migrationsVSchema = `{
 	"vindexes": {"hash": {"type": "hash"}},
 	"tables": {"schema_migrations": {"column_vindexes": [{"column": "version", "name": "hash"}]}}
 }`
+
+// unsharded reports whether vs declares its keyspace unsharded.
+func (vs vschema) unsharded() bool { return vs.Sharded != nil && !*vs.Sharded }
+
+// keyspaceSharded reports whether the VSchema vtgate serves of keyspace is sharded.
+func keyspaceSharded(ctx context.Context, conn *sql.Conn, keyspace string) (bool, error) {
+	rows, err := conn.QueryContext(ctx, "SHOW VSCHEMA KEYSPACES")
+	if err != nil {
+		return false, fmt.Errorf("read vtgate's keyspaces: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		// Columns: Keyspace, Sharded ("true" or "false"), Foreign Key, Comment.
+		var name, sharded, fk, comment sql.NullString
+		if err := rows.Scan(&name, &sharded, &fk, &comment); err != nil {
+			return false, err
+		}
+		if name.String == keyspace {
+			return sharded.String == "true", nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return false, fmt.Errorf("vtgate does not serve the keyspace %s", keyspace)
+}
 
 // readVSchema reads a component's migrations/vitess/vschema.json; ok is false when it has none.
 func readVSchema(fsys fs.FS) (vs vschema, ok bool, err error) {

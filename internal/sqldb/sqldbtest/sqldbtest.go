@@ -34,9 +34,16 @@ const VitessPrefixesEnv = "BOARD_TEST_VITESS_PREFIXES"
 // Run calls fn in a subtest per backend with a fresh database that migrate has prepared.
 func Run(t *testing.T, migrate func(context.Context, *sqldb.DB) error, fn func(t *testing.T, db *sqldb.DB)) {
 	t.Helper()
+	RunIn(t, "article", migrate, fn)
+}
+
+// RunIn is Run for the tables of the service database named database: behind Vitess, its MySQL subtest takes that
+// database's keyspace, sharded as the database is (the media keyspace is unsharded).
+func RunIn(t *testing.T, database string, migrate func(context.Context, *sqldb.DB) error, fn func(t *testing.T, db *sqldb.DB)) {
+	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, OpenSQLite(t, migrate)) })
 	if os.Getenv(MySQLDSNEnv) != "" {
-		t.Run("mysql", func(t *testing.T) { fn(t, OpenMySQL(t, migrate)) })
+		t.Run("mysql", func(t *testing.T) { fn(t, openMySQL(t, database, migrate)) })
 	}
 }
 
@@ -64,9 +71,15 @@ func OpenSQLite(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *s
 // end of the test (behind Vitess: a keyspace of a set the test holds).
 func OpenMySQL(t testing.TB, migrate func(context.Context, *sqldb.DB) error) *sqldb.DB {
 	t.Helper()
+	return openMySQL(t, "article", migrate)
+}
+
+// openMySQL is OpenMySQL in the keyspace of database behind Vitess.
+func openMySQL(t testing.TB, database string, migrate func(context.Context, *sqldb.DB) error) *sqldb.DB {
+	t.Helper()
 	var dsn string
 	if os.Getenv(VitessPrefixesEnv) != "" {
-		dsn = DSN(t, Databases(t, "", "article")+"article")
+		dsn = DSN(t, Databases(t, "", database)+database)
 	} else {
 		dsn = DatabaseDSN(t, "board_test_"+RandomSuffix())
 	}
