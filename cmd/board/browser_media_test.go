@@ -16,6 +16,21 @@ import (
 // imageInMarkdown finds the images the editor inserted.
 var imageInMarkdown = regexp.MustCompile(`!\[([^\]]*)\]\((/media/[0-9a-f]{64}\.png)\)`)
 
+// pasteImage pastes an image file into the field sel at the end of its text, as a clipboard holding a copied file
+// gives it: a paste event whose DataTransfer carries the file.
+func (b *tab) pasteImage(sel, name, mimeType string, data []byte) {
+	b.t.Helper()
+	b.do("paste "+name, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%s), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], %s, { type: %s }));
+		const area = document.querySelector(%s);
+		area.focus();
+		area.setSelectionRange(area.value.length, area.value.length);
+		area.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+	})()`, js(base64.StdEncoding.EncodeToString(data)), js(name), js(mimeType), js(sel))))
+}
+
 // The editor takes an image pasted into it and one picked with its button: each is uploaded through the site, its
 // Markdown put into the text, and the image served back through the site; the article is then published with them.
 func TestBrowserEditorUploadsImages(t *testing.T) {
@@ -29,15 +44,7 @@ func TestBrowserEditorUploadsImages(t *testing.T) {
 	b.fill("text", "#content", "Look: ")
 
 	pasted := testPNG(t, 7)
-	b.do("paste an image", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
-		const bytes = Uint8Array.from(atob(%s), (c) => c.charCodeAt(0));
-		const dt = new DataTransfer();
-		dt.items.add(new File([bytes], "pasted.png", { type: "image/png" }));
-		const area = document.querySelector("#content");
-		area.focus();
-		area.setSelectionRange(area.value.length, area.value.length);
-		area.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
-	})()`, js(base64.StdEncoding.EncodeToString(pasted)))))
+	b.pasteImage("#content", "pasted.png", "image/png", pasted)
 	b.waitFor("the pasted image's Markdown", `document.querySelector("#content").value.includes("![pasted](/media/")`)
 
 	picked := testPNG(t, 8)

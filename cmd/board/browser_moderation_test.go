@@ -231,10 +231,8 @@ func TestBrowserModeration(t *testing.T) {
 	}
 }
 
-// TestWebScreenshotsModeration makes the screenshots of moderation's pages for docs/web.md, like
-// TestWebScreenshots (which `-run TestWebScreenshots` runs with it):
-//
-//	BOARD_WEB_SCREENSHOTS=docs/screenshots go test ./cmd/board -run TestWebScreenshots -count=1
+// TestWebScreenshotsModeration makes the screenshots of moderation's pages for docs/web.md, like TestWebScreenshots
+// (whose comment has the command; `-run TestWebScreenshots` runs both).
 func TestWebScreenshotsModeration(t *testing.T) {
 	t.Parallel()
 	dir := os.Getenv(screenshotsEnv)

@@ -12,11 +12,16 @@ import (
 // editComment edits comment id in place on the article page the tab is on, and follows the form back to it.
 func (b *tab) editComment(id, content string) {
 	b.t.Helper()
-	item := "li#c-" + id
-	b.click("open the edit form", item+" details.edit summary")
+	b.typeCommentEdit(id, content)
+	b.followOK("save the edit", "li#c-"+id+" form.edit-comment button[type=submit]")
+}
+
+// typeCommentEdit opens comment id's edit form in place and types content into it, without saving.
+func (b *tab) typeCommentEdit(id, content string) {
+	b.t.Helper()
+	b.click("open the edit form", "li#c-"+id+" details.edit summary")
 	b.checkPage("a comment with its edit form open")
 	b.fill("the new content", "#edit-"+id, content)
-	b.followOK("save the edit", item+" form.edit-comment button[type=submit]")
 }
 
 // TestBrowserCommentHistory is an edit as its people make it: a writer rewords their comment from the
