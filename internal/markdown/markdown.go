@@ -331,7 +331,7 @@ func plainText(doc ast.Node, source []byte, b *bytes.Buffer) string {
 // resolved is a text's value with its backslash escapes and character references resolved, as the HTML shows it.
 // Most texts have neither, and are their value.
 func resolved(v []byte, raw bool) []byte {
-	if raw || bytes.IndexAny(v, `\&`) < 0 {
+	if raw || !bytes.ContainsAny(v, `\&`) {
 		return v
 	}
 	return util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
