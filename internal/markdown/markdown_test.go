@@ -280,3 +280,11 @@ func TestConcurrentRendersKeepTheirOwnOutput(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestTableCellsWithoutOrCenteredAlignment(t *testing.T) {
+	got := Render("| a | b |\n|---|:-:|\n| 1 | 2 |").HTML
+	want := "<table>\n<thead>\n<tr>\n<th>a</th>\n<th align=\"center\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>1</td>\n<td align=\"center\">2</td>\n</tr>\n</tbody>\n</table>\n"
+	if got != want {
+		t.Errorf("HTML = %q, want %q", got, want)
+	}
+}
