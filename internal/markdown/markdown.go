@@ -86,7 +86,7 @@ func newPolicy() *bluemonday.Policy {
 }
 
 // renderBuffers are what one Render writes into and throws away; pooled, since a render of a long post would
-// otherwise allocate them afresh each time, about a fifth of its garbage.
+// otherwise allocate them afresh each time, about a quarter of its garbage.
 type renderBuffers struct {
 	goldmark  bytes.Buffer  // goldmark's HTML, before sanitizing
 	writer    *bufio.Writer // goldmark's renderer writes through it; given none, it would allocate its own
