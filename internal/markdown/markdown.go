@@ -17,10 +17,12 @@
 package markdown
 
 import (
+	"bufio"
 	"bytes"
 	"html"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -49,15 +51,14 @@ var mediaURL = regexp.MustCompile(`^/media/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 var (
 	md = goldmark.New(
-		// extension.GFM, with table alignment as an attribute: the sanitizer allows no style.
-		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList,
-			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute))),
+		// extension.GFM; table cells are rendered by alignedTableCells.
+		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList, extension.Table),
 		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
 		// The renderer's unsafe mode stays off: links and images with javascript:, vbscript:, file: or data: URLs
 		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText); task-list checkboxes say what
 		// they are (labelledCheckBoxes). Priority 0 goes before goldmark's own renderers for the same nodes.
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0),
-			util.Prioritized(labelledCheckBoxes{}, 0))),
+			util.Prioritized(labelledCheckBoxes{}, 0), util.Prioritized(alignedTableCells{}, 0))),
 	)
 	policy = newPolicy()
 )
@@ -84,16 +85,46 @@ func newPolicy() *bluemonday.Policy {
 	return p
 }
 
+// renderBuffers are what one Render writes into and throws away; pooled, since a render of a long post would
+// otherwise allocate them afresh each time, about a quarter of its garbage.
+type renderBuffers struct {
+	goldmark  bytes.Buffer  // goldmark's HTML, before sanitizing
+	writer    *bufio.Writer // goldmark's renderer writes through it; given none, it would allocate its own
+	sanitized bytes.Buffer
+	text      bytes.Buffer
+}
+
+var renderBufferPool = sync.Pool{New: func() any {
+	b := new(renderBuffers)
+	b.writer = bufio.NewWriter(&b.goldmark)
+	return b
+}}
+
+// maxPooledBuffer is the largest buffer put back in the pool: a huge post should not keep its memory alive.
+const maxPooledBuffer = 64 << 10
+
 // Render renders a post's Markdown source. It never fails: whatever the source, the HTML is sanitized.
 func Render(source string) Rendered {
 	src := []byte(source)
 	doc := md.Parser().Parse(text.NewReader(src))
-	var buf bytes.Buffer
-	if err := md.Renderer().Render(&buf, src, doc); err != nil {
-		// goldmark's renderer fails only when its writer does, and a bytes.Buffer does not: show the text instead.
+	bufs := renderBufferPool.Get().(*renderBuffers)
+	defer func() {
+		if bufs.goldmark.Cap() <= maxPooledBuffer && bufs.sanitized.Cap() <= maxPooledBuffer && bufs.text.Cap() <= maxPooledBuffer {
+			renderBufferPool.Put(bufs)
+		}
+	}()
+	bufs.goldmark.Reset()
+	bufs.writer.Reset(&bufs.goldmark)
+	// goldmark's renderer fails only when its writer does, and a bytes.Buffer does not; nor does the sanitizer fail
+	// on HTML read from memory. Either way, show the text instead.
+	if err := md.Renderer().Render(bufs.writer, src, doc); err != nil {
 		return Legacy(source)
 	}
-	return Rendered{HTML: string(policy.SanitizeBytes(buf.Bytes())), Text: plainText(doc, src)}
+	bufs.sanitized.Reset()
+	if err := policy.SanitizeReaderToWriter(bytes.NewReader(bufs.goldmark.Bytes()), &bufs.sanitized); err != nil {
+		return Legacy(source)
+	}
+	return Rendered{HTML: bufs.sanitized.String(), Text: plainText(doc, src, &bufs.text)}
 }
 
 // Sanitize reduces HTML to the allow-list of Render, for checks that a stored HTML is what Render would keep.
@@ -164,6 +195,36 @@ func (labelledCheckBoxes) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer)
 	})
 }
 
+// alignedTableCells renders table cells with their alignment as an attribute, as goldmark's
+// extension.TableCellAlignAttribute does (the sanitizer allows no style), without the two fmt.Fprintf a cell costs
+// there: a tenth of goldmark's rendering of a post with a table. The parser reads no attributes, so cells have none
+// to write.
+type alignedTableCells struct{}
+
+func (alignedTableCells) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(extast.KindTableCell, func(w util.BufWriter, _ []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		tag := "td"
+		if n.Parent().Kind() == extast.KindTableHeader {
+			tag = "th"
+		}
+		if !entering {
+			_, _ = w.WriteString("</")
+			_, _ = w.WriteString(tag)
+			_, _ = w.WriteString(">\n")
+			return ast.WalkContinue, nil
+		}
+		_ = w.WriteByte('<')
+		_, _ = w.WriteString(tag)
+		if align := n.(*extast.TableCell).Alignment; align != extast.AlignNone {
+			_, _ = w.WriteString(` align="`)
+			_, _ = w.WriteString(align.String())
+			_ = w.WriteByte('"')
+		}
+		_ = w.WriteByte('>')
+		return ast.WalkContinue, nil
+	})
+}
+
 // linkRules is the AST transformer that marks external links and turns images from outside the media service into
 // links.
 type linkRules struct{}
@@ -230,9 +291,9 @@ func schemeOf(url string) (scheme string, offBoard bool) {
 
 // plainText is the text of a parsed post as its HTML shows it: entities and escapes resolved, a line per block,
 // table cells apart by a space, images by their alt text, raw HTML as typed. It walks the tree the HTML was
-// rendered from rather than parse the HTML again, which would cost a tenth of the render.
-func plainText(doc ast.Node, source []byte) string {
-	var b bytes.Buffer
+// rendered from rather than parse the HTML again, which would cost a tenth of the render. b is scratch space.
+func plainText(doc ast.Node, source []byte, b *bytes.Buffer) string {
+	b.Reset()
 	lines := func(ls *text.Segments) {
 		for i := range ls.Len() {
 			line := ls.At(i)
@@ -257,7 +318,7 @@ func plainText(doc ast.Node, source []byte) string {
 		case *ast.CodeSpan:
 			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 				if t, ok := c.(*ast.Text); ok {
-					b.Write(bytes.ReplaceAll(t.Segment.Value(source), []byte("\n"), []byte(" ")))
+					writeOnOneLine(b, t.Segment.Value(source))
 				}
 			}
 			return ast.WalkSkipChildren, nil
@@ -293,25 +354,49 @@ func plainText(doc ast.Node, source []byte) string {
 		}
 		return ast.WalkContinue, nil
 	})
-	return squeezeNewlines(b.String())
+	return squeezeNewlines(b.Bytes())
 }
 
 // resolved is a text's value with its backslash escapes and character references resolved, as the HTML shows it.
+// Most texts have neither, and are their value.
 func resolved(v []byte, raw bool) []byte {
-	if raw {
+	if raw || !bytes.ContainsAny(v, `\&`) {
 		return v
 	}
 	return util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
 }
 
+// writeOnOneLine writes v with its newlines as spaces, as a code span shows.
+func writeOnOneLine(b *bytes.Buffer, v []byte) {
+	for {
+		i := bytes.IndexByte(v, '\n')
+		if i < 0 {
+			b.Write(v)
+			return
+		}
+		b.Write(v[:i])
+		b.WriteByte(' ')
+		v = v[i+1:]
+	}
+}
+
 // squeezeNewlines trims every line and drops the empty ones.
-func squeezeNewlines(s string) string {
-	lines := strings.Split(s, "\n")
-	out := lines[:0]
-	for _, l := range lines {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
+func squeezeNewlines(s []byte) string {
+	var out strings.Builder
+	out.Grow(len(s))
+	for len(s) > 0 {
+		line := s
+		if i := bytes.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			if out.Len() > 0 {
+				out.WriteByte('\n')
+			}
+			out.Write(line)
 		}
 	}
-	return strings.Join(out, "\n")
+	return out.String()
 }

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -256,4 +257,34 @@ func FuzzRenderIsSanitizedAndInert(f *testing.F) {
 			t.Fatalf("Render(%q) = %q: %s", source, got.HTML, problem)
 		}
 	})
+}
+
+// Renders share pooled buffers; one running beside another must not see the other's HTML or text.
+func TestConcurrentRendersKeepTheirOwnOutput(t *testing.T) {
+	sources := []string{"# one\n\n- [x] a\n\n| a |\n|---|\n| 1 |", "two &amp; `code\nspan` <b>", strings.Repeat("long *post* ", 6000)}
+	want := make([]Rendered, len(sources))
+	for i, s := range sources {
+		want[i] = Render(s)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for j := range 50 {
+				i := (g + j) % len(sources)
+				if got := Render(sources[i]); got != want[i] {
+					t.Errorf("render %d of source %d = %q, want %q", j, i, got.HTML, want[i].HTML)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestTableCellsWithoutOrCenteredAlignment(t *testing.T) {
+	got := Render("| a | b |\n|---|:-:|\n| 1 | 2 |").HTML
+	want := "<table>\n<thead>\n<tr>\n<th>a</th>\n<th align=\"center\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>1</td>\n<td align=\"center\">2</td>\n</tr>\n</tbody>\n</table>\n"
+	if got != want {
+		t.Errorf("HTML = %q, want %q", got, want)
+	}
 }
