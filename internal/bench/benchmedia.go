@@ -174,15 +174,16 @@ temporary directory), served on a loopback port with its guard, as board serve w
 	return nil
 }
 
-// serveMedia serves the media service on a loopback port as board serve does: its guard, and uploads under their
-// own deadline.
+// serveMedia serves the media service on a loopback port as board serve does: its guard, its stored files kept out
+// of the compressor (httpio.Server.Files), and uploads under their own deadline.
 func serveMedia(svc *media.Service, guard *httpio.Guard, logger *slog.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	srv := httpio.Server{Service: "media", API: media.Routes(svc, logger), Guard: guard, Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger, Streams: map[string]bool{media.UploadPath: true}}.HTTPServer()
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: logger, Streams: map[string]bool{media.UploadPath: true},
+		Files: []string{media.BlobPrefix}}.HTTPServer()
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("bench: the media server stopped", "err", err)
