@@ -274,6 +274,12 @@ type sse struct {
 // catchUp sends the notifications changed after sequence number last, and the unread count if it changed, and
 // returns the last sequence number sent.
 func (o *sse) catchUp(ctx context.Context, s *Service, user, last int64) (int64, error) {
+	// The count is read before the notifications: a notification committed in between is then sent before a count
+	// that includes it (its own wake-up sends that count), never after.
+	_, unread, err := s.state(ctx, user)
+	if err != nil {
+		return last, err
+	}
 	for {
 		page, err := s.since(ctx, user, last, streamPageSize)
 		if err != nil {
@@ -293,10 +299,6 @@ func (o *sse) catchUp(ctx context.Context, s *Service, user, last int64) (int64,
 		if err := o.flush(); err != nil {
 			return last, err
 		}
-	}
-	_, unread, err := s.state(ctx, user)
-	if err != nil {
-		return last, err
 	}
 	if unread != o.unread {
 		o.buf = fmt.Appendf(o.buf, "id: %d\nevent: unread\ndata: {\"count\":%d}\n\n", last, unread)
