@@ -211,6 +211,20 @@ func (b *tab) replyTo(parentID, content string, navigate bool) pageComment {
 
 var articlePath = regexp.MustCompile(`^/articles/(\d+)$`)
 
+// publish submits the write form and returns the new article's page path and id, failing unless the site lands on
+// that page.
+func (b *tab) publish() (path, id string) {
+	b.t.Helper()
+	if status := b.follow("publish", "#article-form button[type=submit]"); status != http.StatusOK {
+		b.fatalf("status %d after publishing, want 200", status)
+	}
+	m := articlePath.FindStringSubmatch(b.location())
+	if m == nil {
+		b.fatalf("after publishing the page is %s, want /articles/{id}", b.location())
+	}
+	return m[0], m[1]
+}
+
 // listedArticle is an article as a board page lists it.
 type listedArticle struct {
 	Href     string `json:"href"`
@@ -289,14 +303,7 @@ func TestBrowserJourney(t *testing.T) {
 	b.checkPage("the write page")
 	b.fill("title", "#title", title)
 	b.fill("content", "#content", content)
-	if status := b.follow("publish", "#article-form button[type=submit]"); status != 200 {
-		b.fatalf("status %d after publishing, want 200", status)
-	}
-	m := articlePath.FindStringSubmatch(b.location())
-	if m == nil {
-		b.fatalf("after publishing the page is %s, want /articles/{id}", b.location())
-	}
-	article, articleURL := m[1], m[0]
+	articleURL, article := b.publish()
 	expect(b, "h1#article-title", b.text("h1#article-title"), title)
 	expect(b, "elements in the title", b.count("#article-title em"), 0)
 	expect(b, "scripts in the content", b.count("#article-content script"), 0)
@@ -547,14 +554,7 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 	title := "Written without JavaScript"
 	b.fill("title", "#title", title)
 	b.fill("content", "#content", "Plain forms work.")
-	if status := b.follow("publish", "#article-form button[type=submit]"); status != 200 {
-		b.fatalf("status %d after publishing, want 200", status)
-	}
-	m := articlePath.FindStringSubmatch(b.location())
-	if m == nil {
-		b.fatalf("after publishing the page is %s, want /articles/{id}", b.location())
-	}
-	articleURL := m[0]
+	articleURL, _ := b.publish()
 	expect(b, "h1#article-title", b.text("h1#article-title"), title)
 
 	b.fill("write a comment", "#comment-content", "A comment sent by a form")

@@ -24,14 +24,7 @@ func TestBrowserMarkdown(t *testing.T) {
 		"![a picture](https://example.com/p.png) <script>alert(1)</script> <img src=x onerror=alert(1)>"
 	b.fill("title", "#title", "Markdown")
 	b.fill("content", "#content", content)
-	if status := b.follow("publish", "#article-form button[type=submit]"); status != 200 {
-		b.fatalf("status %d after publishing, want 200", status)
-	}
-	m := articlePath.FindStringSubmatch(b.location())
-	if m == nil {
-		b.fatalf("after publishing the page is %s, want /articles/{id}", b.location())
-	}
-	articleURL := m[0]
+	articleURL, _ := b.publish()
 	b.checkPage("an article in Markdown")
 	expect(b, "bold", b.text("#article-content strong"), "Bold")
 	expect(b, "struck", b.text("#article-content del"), "struck")

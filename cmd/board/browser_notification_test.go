@@ -39,14 +39,7 @@ func TestBrowserNotifications(t *testing.T) {
 	alice.openOK("/boards/1/write")
 	alice.fill("title", "#title", title)
 	alice.fill("content", "#content", "Paper, an app, plain files?")
-	if status := alice.follow("publish", "#article-form button[type=submit]"); status != 200 {
-		alice.fatalf("status %d after publishing, want 200", status)
-	}
-	m := articlePath.FindStringSubmatch(alice.location())
-	if m == nil {
-		alice.fatalf("after publishing the page is %s, want /articles/{id}", alice.location())
-	}
-	articleURL := m[0]
+	articleURL, _ := alice.publish()
 	alice.fill("write a comment", "#comment-content", "Plain files, in git.")
 	alice.click("post the comment", "#comment-form button")
 	own := alice.waitComment("her comment shows", "Plain files, in git.")

@@ -42,13 +42,7 @@ func TestBrowserQuotes(t *testing.T) {
 	erin.openOK("/boards/1/write")
 	erin.fill("title", "#title", "Sourdough in winter")
 	erin.fill("content", "#content", "My starter sleeps in the cold.")
-	if status := erin.follow("publish", "#article-form button[type=submit]"); status != 200 {
-		erin.fatalf("status %d after publishing, want 200", status)
-	}
-	articleURL := erin.location()
-	if !articlePath.MatchString(articleURL) {
-		erin.fatalf("after publishing the page is %s, want /articles/{id}", articleURL)
-	}
+	articleURL, _ := erin.publish()
 	erin.fill("write a comment", "#comment-content", "Keep it by the oven. Feed it twice a day.")
 	erin.click("post the comment", "#comment-form button")
 	comment := erin.waitComment("her comment shows", "Keep it by the oven. Feed it twice a day.")

@@ -62,14 +62,7 @@ func TestBrowserWriting(t *testing.T) {
 		shoot(t, b, filepath.Join(shots, "editor-desktop.png"))
 	}
 
-	if status := b.follow("publish", "#article-form button[type=submit]"); status != http.StatusOK {
-		b.fatalf("status %d after publishing, want 200", status)
-	}
-	m := articlePath.FindStringSubmatch(b.location())
-	if m == nil {
-		b.fatalf("after publishing the page is %s, want /articles/{id}", b.location())
-	}
-	articleURL, articleID := m[0], strings.TrimPrefix(m[0], "/articles/")
+	articleURL, articleID := b.publish()
 	b.checkPage("an article in Markdown with a picture")
 	expect(b, "bold", b.text("#article-content strong"), "Bold")
 	expect(b, "list items", b.count("#article-content ul li"), 3)
