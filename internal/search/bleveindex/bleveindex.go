@@ -16,11 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +34,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sync/errgroup"
 
 	"board/internal/search"
 )
@@ -42,6 +42,8 @@ import (
 // Field names.
 const (
 	fieldText    = "text"
+	fieldImpact  = "impact" // fields.go
+	fieldDay     = "day"    // fields.go
 	fieldType    = "type"
 	fieldArticle = "article"
 	fieldBoard   = "board"
@@ -81,6 +83,9 @@ func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
 			return nil, err
 		}
 		idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, config)
+		if err == nil {
+			err = idx.SetInternal(formatKey, []byte(format))
+		}
 	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open bleve index %s: another process has it open (give each search instance its own --data-dir)", path)
@@ -94,6 +99,12 @@ func (e *Engine) Open(_ context.Context, name string) (search.Indexer, error) {
 		return nil, fmt.Errorf("open bleve index %s: no analyzer %s", path, search.AnalyzerName)
 	}
 	ix := &Index{idx: idx, analyzer: analyzer, close: sync.OnceValue(idx.Close)}
+	f, err := idx.GetInternal(formatKey)
+	if err != nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("open bleve index %s: %w", path, err)
+	}
+	ix.prunes = string(f) == format
 	newest, err := idx.GetInternal(newestKey)
 	if err != nil {
 		_ = idx.Close()
@@ -184,7 +195,7 @@ func newMapping() mapping.IndexMapping {
 	src.Index, src.Store, src.IncludeInAll, src.DocValues = false, true, false, false
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldText, text)
-	for _, f := range []string{fieldType, fieldArticle, fieldBoard, fieldWriter} {
+	for _, f := range []string{fieldType, fieldArticle, fieldBoard, fieldWriter, fieldImpact, fieldDay} {
 		doc.AddFieldMappingsAt(f, kw)
 	}
 	doc.AddFieldMappingsAt(fieldCreated, created)
@@ -204,7 +215,15 @@ type Index struct {
 	// newest is the creation time, in Unix ms, of the newest document put, where Search's windows end; kept in the
 	// index under newestKey, in the batch that raises it.
 	newest atomic.Int64
+	// prunes says whether the index has the fields that let a search skip work (fields.go): an index made before
+	// them has not, and is searched whole, exactly and slowly, until a rebuild replaces it.
+	prunes bool
 }
+
+// formatKey holds, in the index's internal storage, the format its documents are built in; format is this one's.
+var formatKey = []byte("board_format")
+
+const format = "2"
 
 // newestKey holds Index.newest in the index's internal storage.
 var newestKey = []byte("board_newest")
@@ -260,12 +279,38 @@ func (ix *Index) build(d search.Doc) (*document.Document, error) {
 		if d.Title != "" {
 			text = d.Title + "\n" + d.Content
 		}
-		doc.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(text), index.IndexField, ix.analyzer))
+		tokens := ix.analyzer.Analyze([]byte(text))
+		doc.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(text), index.IndexField, analyzed(tokens)))
+		if impacts := impactTokens(tokens); len(impacts) > 0 {
+			doc.AddField(document.NewTextFieldCustom(fieldImpact, nil, nil, index.IndexField, analyzed(impacts)))
+		}
 	}
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldCreated, nil, float64(d.CreatedAt.UnixMilli()),
+	created := d.CreatedAt.UnixMilli()
+	doc.AddField(document.NewTextFieldCustom(fieldDay, nil, nil, index.IndexField, analyzed(dayTokens(created))))
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldCreated, nil, float64(created),
 		index.IndexField|index.DocValues))
 	doc.AddField(document.NewTextFieldCustom(fieldSource, nil, src, index.StoreField, nil))
 	return doc, nil
+}
+
+// buildAll builds the documents of docs on every core: analysis is most of the work of indexing.
+func (ix *Index) buildAll(docs []search.Doc) ([]*document.Document, error) {
+	out := make([]*document.Document, len(docs))
+	var g errgroup.Group
+	workers := min(runtime.GOMAXPROCS(0), len(docs))
+	for w := range workers {
+		g.Go(func() error {
+			for i := w; i < len(docs); i += workers {
+				doc, err := ix.build(docs[i])
+				if err != nil {
+					return err
+				}
+				out[i] = doc
+			}
+			return nil
+		})
+	}
+	return out, g.Wait()
 }
 
 // Get reads the stored documents of keys.
@@ -302,17 +347,17 @@ func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc,
 
 // Put indexes docs in one batch and returns once it is persisted.
 func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
+	built, err := ix.buildAll(docs)
+	if err != nil {
+		return err
+	}
 	b := ix.idx.NewBatch()
 	newest := ix.newest.Load()
-	for _, d := range docs {
-		doc, err := ix.build(d)
-		if err != nil {
-			return err
-		}
+	for i, doc := range built {
 		if err := b.IndexAdvanced(doc); err != nil {
 			return err
 		}
-		newest = max(newest, d.CreatedAt.UnixMilli())
+		newest = max(newest, docs[i].CreatedAt.UnixMilli())
 	}
 	raised := newest > ix.newest.Load()
 	if raised {
@@ -361,132 +406,6 @@ func (ix *Index) Comments(ctx context.Context, articleID int64) ([]search.Doc, e
 			return out, nil
 		}
 	}
-}
-
-// Search answers q with live documents.
-func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, error) {
-	if len(q.Terms) == 0 {
-		return search.Result{}, nil
-	}
-	terms := make([]query.Query, len(q.Terms))
-	for i, t := range q.Terms {
-		terms[i] = term(fieldText, t)
-	}
-	var filters []query.Query
-	if q.BoardID != 0 {
-		filters = append(filters, term(fieldBoard, strconv.FormatInt(q.BoardID, 10)))
-	}
-	if q.WriterID != 0 {
-		filters = append(filters, term(fieldWriter, strconv.FormatInt(q.WriterID, 10)))
-	}
-	if q.Type != "" {
-		filters = append(filters, term(fieldType, string(q.Type)))
-	}
-	need := uint64(max(q.Offset+q.Limit, q.CountLimit))
-	if !q.Newest {
-		need = max(need, minRanked)
-	}
-	res, err := ix.newestFirst(ctx, terms, filters, q, need)
-	if err != nil {
-		return search.Result{}, err
-	}
-	docs, err := hitDocs(res.Hits)
-	if err != nil {
-		return search.Result{}, err
-	}
-	return search.Result{Docs: docs, Count: int(min(res.Total, uint64(q.CountLimit)))}, nil
-}
-
-// newestFirst answers q from the narrowest window of creation time that holds need matches, or from the whole index
-// when the rarest term is rare enough to rank all its documents, or no window holds enough.
-func (ix *Index) newestFirst(ctx context.Context, terms, filters []query.Query, q search.Query, need uint64) (*bleve.SearchResult, error) {
-	rarest, err := ix.rarest(ctx, q.Terms)
-	if err != nil {
-		return nil, err
-	}
-	if rarest > windowsAbove*need {
-		newest := ix.newest.Load()
-		for _, window := range windows {
-			since := float64(newest - window.Milliseconds())
-			// A conjunct, not a filter: the conjunction walks the window's documents, the fewer, and looks each up in
-			// the terms' postings. Boost 0: the window does not change the scores.
-			r := query.NewNumericRangeInclusiveQuery(&since, nil, &inclusive, nil)
-			r.SetField(fieldCreated)
-			r.SetBoost(0)
-			res, err := ix.search(ctx, append(slices.Clone(terms), r), filters, q)
-			if err != nil || res.Total >= need {
-				return res, err
-			}
-		}
-	}
-	return ix.search(ctx, terms, filters, q)
-}
-
-// rarest returns how many documents hold the rarest of terms (deleted ones included: an estimate).
-func (ix *Index) rarest(ctx context.Context, terms []string) (uint64, error) {
-	adv, err := ix.idx.Advanced()
-	if err != nil {
-		return 0, err
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	rarest := uint64(math.MaxUint64)
-	for _, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, false, false, false)
-		if err != nil {
-			return 0, err
-		}
-		rarest = min(rarest, tfr.Count())
-		if err := tfr.Close(); err != nil {
-			return 0, err
-		}
-	}
-	return rarest, nil
-}
-
-// A query whose rarest term is frequent looks at the newest documents first: it searches the matches created within
-// a window that ends at the newest document, widening the window until it holds enough for the page and the capped
-// count (and, for relevance, at least minRanked to rank), and the whole index last. A frequent word's matches are so
-// never all scored and sorted, only a recent window's; a word held by at most windowsAbove times what is needed is
-// searched whole at once, at a cost its few documents bound. Relevance is so the ranking of the newest minRanked or
-// more matches, which is what a forum's reader looks for.
-var windows = []time.Duration{24 * time.Hour, 8 * 24 * time.Hour, 64 * 24 * time.Hour, 512 * 24 * time.Hour}
-
-// windowsAbove is how many times the matches a query needs its rarest term must be held by for Search to narrow it.
-const windowsAbove = 8
-
-// minRanked is how many matches, the newest, a relevance search ranks at the least.
-const minRanked = 500
-
-var inclusive = true
-
-// search runs one bleve search of the conjunction of must, narrowed by filters (which do not score).
-func (ix *Index) search(ctx context.Context, must, filters []query.Query, q search.Query) (*bleve.SearchResult, error) {
-	var qq query.Query = query.NewConjunctionQuery(must)
-	if len(must) == 1 {
-		qq = must[0]
-	}
-	if len(filters) > 0 {
-		b := query.NewBooleanQuery([]query.Query{qq}, nil, nil)
-		b.AddFilter(query.NewConjunctionQuery(filters))
-		qq = b
-	}
-	req := bleve.NewSearchRequestOptions(qq, q.Limit, q.Offset, false)
-	req.Fields = []string{fieldSource}
-	if q.Newest {
-		req.SortBy([]string{"-" + fieldCreated})
-		req.Score = "none"
-	} else {
-		req.SortBy([]string{"-_score", "-" + fieldCreated})
-	}
-	res, err := ix.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("bleve index: search: %w", err)
-	}
-	return res, nil
 }
 
 func term(field, value string) *query.TermQuery {

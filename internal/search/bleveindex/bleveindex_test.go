@@ -29,7 +29,7 @@ func TestOpenLocked(t *testing.T) {
 	}
 }
 
-// Search's windows give the same answers as one search of the whole index: the newest matches of a frequent word,
+// Search's spans of days give the same answers as one search of the whole index: the newest matches of a frequent word,
 // its capped count, every match of a rare one, also after a reopen (the newest document's time is kept).
 func TestSearchWindows(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,307 @@
+package bleveindex
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/blevesearch/bleve/v2"
+	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"board/internal/search"
+)
+
+// A query does work in proportion to its page, not to its matches: a word that half the index holds must not make
+// every search of it score or sort half the index.
+//
+//   - Newest first, a query whose rarest word is frequent walks the day field from the newest day back, a span at a
+//     time, each span as wide as its alignment allows and up to four times the last (1 day, 4, 16, ... 4,096), and
+//     stops at the first span that completes the page and the capped count. Spans do not overlap and every document
+//     of a span is newer than every document of the spans after it, so the page is exactly the whole index's.
+//   - By relevance, a query whose rarest word is frequent first ranks only the documents where one of its words
+//     weighs most (the impact field, fields.go), widening level by level. Every other document matches each word
+//     with an impact below its level's threshold, so its score is below qnorm·Σ idf²·θ (bleve's tf-idf, see bound):
+//     once the page's last hit scores above that bound, the page is exactly what scoring every match gives. When no
+//     level gets there, every match is scored, as bleve does.
+//
+// A word held by few documents is searched whole at once: its documents bound the cost.
+
+// wholeBelow is how many times the matches a page needs a query's rarest word may be held by for the query to be
+// searched whole, without spans or impact levels.
+const wholeBelow = 8
+
+// boundMargin keeps float rounding from ever making a pruned page differ from a full one: a page is final only when
+// its last score clears the bound by this factor.
+const boundMargin = 1 + 1e-9
+
+// Search answers q with live documents.
+func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	if len(q.Terms) == 0 || q.Limit <= 0 {
+		return search.Result{}, nil
+	}
+	p, err := ix.plan(ctx, q)
+	if err != nil {
+		return search.Result{}, err
+	}
+	need := q.Offset + q.Limit
+	var hits bsearch.DocumentMatchCollection
+	var count int
+	if q.Newest {
+		hits, count, err = p.newest(ctx, need)
+	} else {
+		hits, count, err = p.relevant(ctx, need)
+	}
+	if err != nil {
+		return search.Result{}, err
+	}
+	hits = hits[min(q.Offset, len(hits)):min(need, len(hits))]
+	docs, err := ix.load(ctx, hits)
+	if err != nil {
+		return search.Result{}, err
+	}
+	return search.Result{Docs: docs, Count: min(count, q.CountLimit)}, nil
+}
+
+// plan is a search with what the index says of its words.
+type plan struct {
+	ix      *Index
+	q       search.Query
+	must    []query.Query // the words, scored
+	filters []query.Query // the filters, as conjuncts that do not score
+	docs    uint64        // documents in the index, as bleve's idf counts them
+	held    []uint64      // documents that hold each word
+	// levelHeld[i][k] is how many documents hold word i at impact level k.
+	levelHeld [][]uint64
+}
+
+func (ix *Index) plan(ctx context.Context, q search.Query) (*plan, error) {
+	p := &plan{ix: ix, q: q}
+	for _, t := range q.Terms {
+		p.must = append(p.must, term(fieldText, t))
+	}
+	if q.BoardID != 0 {
+		p.filters = append(p.filters, unscored(term(fieldBoard, strconv.FormatInt(q.BoardID, 10))))
+	}
+	if q.WriterID != 0 {
+		p.filters = append(p.filters, unscored(term(fieldWriter, strconv.FormatInt(q.WriterID, 10))))
+	}
+	if q.Type != "" {
+		p.filters = append(p.filters, unscored(term(fieldType, string(q.Type))))
+	}
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if p.docs, err = r.DocCount(); err != nil {
+		return nil, err
+	}
+	count := func(field, t string) (uint64, error) {
+		tfr, err := r.TermFieldReader(ctx, []byte(t), field, false, false, false)
+		if err != nil {
+			return 0, err
+		}
+		defer tfr.Close()
+		return tfr.Count(), nil
+	}
+	for _, t := range q.Terms {
+		n, err := count(fieldText, t)
+		if err != nil {
+			return nil, err
+		}
+		p.held = append(p.held, n)
+		if q.Newest {
+			continue
+		}
+		levels := make([]uint64, len(impactLevels))
+		for k := range levels {
+			if levels[k], err = count(fieldImpact, impactTerm(t, k)); err != nil {
+				return nil, err
+			}
+		}
+		p.levelHeld = append(p.levelHeld, levels)
+	}
+	return p, nil
+}
+
+// rarest returns how many documents hold the rarest word (deleted ones the index has not yet dropped included).
+func (p *plan) rarest() uint64 {
+	if !p.ix.prunes {
+		return 0 // every search whole
+	}
+	return slices.Min(p.held)
+}
+
+// newest returns the query's first need matches, newest first, and how many match, counted up to the count limit
+// at least.
+func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchCollection, int, error) {
+	if p.rarest() <= wholeBelow*uint64(max(need, p.q.CountLimit)) {
+		res, err := p.search(ctx, nil, need, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		return res.Hits, int(res.Total), nil
+	}
+	var hits bsearch.DocumentMatchCollection
+	count := 0
+	cursor := day(p.ix.newest.Load())
+	for step := 0; cursor >= 0; step++ {
+		level := 0
+		for level < min(step, dayLevels-1) && (cursor+1)%(1<<(2*(level+1))) == 0 {
+			level++
+		}
+		res, err := p.search(ctx, []query.Query{unscored(term(fieldDay, span(level, cursor)))}, max(0, need-len(hits)), true)
+		if err != nil {
+			return nil, 0, err
+		}
+		hits = append(hits, res.Hits...)
+		count += int(res.Total)
+		if len(hits) >= need && count >= p.q.CountLimit {
+			return hits, count, nil
+		}
+		cursor -= 1 << (2 * level)
+	}
+	// Whatever was created before 1970, at once.
+	before := float64((cursor + 1) * msPerDay)
+	older := query.NewNumericRangeInclusiveQuery(nil, &before, nil, &exclusive)
+	older.SetField(fieldCreated)
+	res, err := p.search(ctx, []query.Query{unscored(older)}, max(0, need-len(hits)), true)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(hits, res.Hits...), count + int(res.Total), nil
+}
+
+var exclusive = false
+
+// relevant returns the query's first need matches by relevance, newer first among equals, and how many match,
+// counted up to the count limit at least.
+func (p *plan) relevant(ctx context.Context, need int) (bsearch.DocumentMatchCollection, int, error) {
+	if p.rarest() > wholeBelow*uint64(need) {
+		hits, ok, err := p.relevantByImpact(ctx, need)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			// The count, from the newest matches: the cheapest way to count up to the limit.
+			_, count, err := p.newest(ctx, 0)
+			return hits, count, err
+		}
+	}
+	res, err := p.search(ctx, nil, need, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	return res.Hits, int(res.Total), nil
+}
+
+// relevantByImpact ranks the documents where a word weighs most, level by level, and returns the first need and
+// true once their last outscores every document left out; false when no level does.
+func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.DocumentMatchCollection, bool, error) {
+	// Each word starts at the highest level at which enough documents hold it for a page.
+	levels := make([]int, len(p.q.Terms))
+	for i, held := range p.levelHeld {
+		var sum uint64
+		levels[i] = len(impactLevels) - 1
+		for k, n := range held {
+			if sum += n; sum >= uint64(need) {
+				levels[i] = k
+				break
+			}
+		}
+	}
+	for {
+		var candidates []query.Query
+		for i, t := range p.q.Terms {
+			for k := 0; k <= levels[i]; k++ {
+				candidates = append(candidates, unscored(term(fieldImpact, impactTerm(t, k))))
+			}
+		}
+		res, err := p.search(ctx, []query.Query{unscored(query.NewDisjunctionQuery(candidates))}, need, false)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(res.Hits) >= need && res.Hits[need-1].Score > p.bound(levels)*boundMargin {
+			return res.Hits, true, nil
+		}
+		lowest := true
+		for i := range levels {
+			if levels[i] < len(impactLevels)-1 {
+				levels[i]++
+				lowest = false
+			}
+		}
+		if lowest {
+			return nil, false, nil
+		}
+	}
+}
+
+// bound is the score no document scores or exceeds whose every word weighs less than its level's threshold, in
+// bleve's tf-idf: each word adds queryWeight·√tf·norm·idf, queryWeight = idf·qnorm and qnorm = 1/√(Σ idf²) (words
+// have boost 1; the conjuncts that only narrow have boost 0 and add nothing), with √tf·norm the impact.
+func (p *plan) bound(levels []int) float64 {
+	var squares, sum float64
+	for i, held := range p.held {
+		idf := 1 + math.Log(float64(p.docs)/float64(held+1))
+		squares += idf * idf
+		sum += idf * idf * impactLevels[levels[i]]
+	}
+	return sum / math.Sqrt(squares)
+}
+
+// search runs one bleve search of the words and the filters, narrowed by narrow, for the first size matches newest
+// first or by relevance (newer first among equals); it counts every match.
+func (p *plan) search(ctx context.Context, narrow []query.Query, size int, newest bool) (*bleve.SearchResult, error) {
+	conjuncts := append(append(slices.Clone(p.must), p.filters...), narrow...)
+	var q query.Query = query.NewConjunctionQuery(conjuncts)
+	if len(conjuncts) == 1 {
+		q = conjuncts[0]
+	}
+	req := bleve.NewSearchRequestOptions(q, size, 0, false)
+	if newest {
+		req.SortBy([]string{"-" + fieldCreated})
+		req.Score = "none"
+	} else {
+		req.SortBy([]string{"-_score", "-" + fieldCreated})
+	}
+	res, err := p.ix.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("bleve index: search: %w", err)
+	}
+	return res, nil
+}
+
+// unscored makes q a conjunct that narrows a search without changing its scores: boost 0 adds nothing to a score,
+// nor to the query norm. A conjunct rather than a filter, since bleve tests a filter against every match of the
+// words, while a conjunction walks its rarest part and looks each of its documents up in the others.
+func unscored(q query.Query) query.Query {
+	q.(query.BoostableQuery).SetBoost(0)
+	return q
+}
+
+// load reads the stored documents of hits, in their order.
+func (ix *Index) load(ctx context.Context, hits bsearch.DocumentMatchCollection) ([]search.Doc, error) {
+	keys := make([]string, len(hits))
+	for i, h := range hits {
+		keys[i] = h.ID
+	}
+	found, err := ix.Get(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]search.Doc, 0, len(keys))
+	for _, k := range keys {
+		if d, ok := found[k]; ok {
+			docs = append(docs, d)
+		}
+	}
+	return docs, nil
+}

@@ -1,0 +1,136 @@
+package bleveindex
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	bsearch "github.com/blevesearch/bleve/v2/search"
+
+	"board/internal/search"
+)
+
+// TestPrunedSearchesEqualFullOnes checks, on an index of Zipf-distributed words, that the searches that skip work
+// (newest first by spans of days, relevance by impact levels) give exactly the page that searching and scoring
+// every match gives, for frequent and rare words, pairs of them, filters and pages past the first; and that they do
+// skip work for frequent words, which is what they are for.
+func TestPrunedSearchesEqualFullOnes(t *testing.T) {
+	ctx := context.Background()
+	ix := openTestIndex(t)
+	const n = 20_000
+	words := make([]string, 2000)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx", i) // no stems, no stop words: each is one term
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(words)-1))
+	start := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := make([]search.Doc, n)
+	for i := range docs {
+		var b strings.Builder
+		for range 5 + r.IntN(150) { // lengths vary, so impacts do
+			b.WriteString(words[zipf.Uint64()])
+			b.WriteByte(' ')
+		}
+		docs[i] = search.Doc{Type: search.TypeArticle, ArticleID: int64(i + 1), BoardID: 1 + int64(i%7), WriterID: 1 + int64(i%500),
+			Content: b.String(), CreatedAt: start.Add(time.Duration(i) * 3 * 365 * 24 * time.Hour / n), Version: 1}
+	}
+	for i := 0; i < n; i += 2000 {
+		if err := ix.Put(ctx, docs[i:i+2000]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	queries := [][]string{{words[0]}, {words[1]}, {words[3]}, {words[10]}, {words[40]}, {words[300]}, {words[1500]},
+		{words[0], words[1]}, {words[1], words[5]}, {words[2], words[60]}, {words[7], words[900]}}
+	var pruned, spans int
+	for _, terms := range queries {
+		for _, q := range []search.Query{
+			{Terms: terms, Limit: 20, CountLimit: 201},
+			{Terms: terms, Offset: 40, Limit: 20, CountLimit: 201},
+			{Terms: terms, Offset: 200, Limit: 100, CountLimit: 2001},
+			{Terms: terms, BoardID: 3, Limit: 20, CountLimit: 201},
+			{Terms: terms, WriterID: 17, Limit: 20, CountLimit: 201},
+		} {
+			for _, newest := range []bool{false, true} {
+				q.Newest = newest
+				p, err := ix.plan(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				need := q.Offset + q.Limit
+				full, err := p.search(ctx, nil, need, newest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got bsearch.DocumentMatchCollection
+				count := -1
+				if newest {
+					got, count, err = p.newest(ctx, need)
+					if p.rarest() > wholeBelow*uint64(max(need, q.CountLimit)) {
+						spans++
+					}
+				} else {
+					var ok bool
+					got, ok, err = p.relevantByImpact(ctx, need)
+					if ok {
+						pruned++
+					} else {
+						got = full.Hits
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want, have := ids(full.Hits), ids(got[:min(need, len(got))]); !slices.Equal(want, have) {
+					t.Errorf("%+v: pruned page differs from the full one:\n full %v\n have %v", q, want, have)
+				}
+				if count >= 0 && min(count, q.CountLimit) != min(int(full.Total), q.CountLimit) {
+					t.Errorf("%+v: count %d, want %d", q, min(count, q.CountLimit), min(int(full.Total), q.CountLimit))
+				}
+				res, err := ix.Search(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := ids(full.Hits)[min(q.Offset, len(full.Hits)):]; !slices.Equal(docIDs(res.Docs), want) {
+					t.Errorf("%+v: Search's page differs from the full one", q)
+				}
+			}
+		}
+	}
+	t.Logf("%d relevance pages by impact levels, %d newest pages by spans of days", pruned, spans)
+	// Most relevance pages of frequent words come from the impact levels, and newest pages from spans of days.
+	if pruned < 20 || spans < 10 {
+		t.Errorf("pruned by impact %d times, by spans %d times: the test no longer tests them", pruned, spans)
+	}
+}
+
+func ids(hits bsearch.DocumentMatchCollection) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func docIDs(docs []search.Doc) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.Key()
+	}
+	return out
+}
+
+func openTestIndex(t *testing.T) *Index {
+	t.Helper()
+	ix, err := New(t.TempDir()).Open(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix.(*Index)
+}
