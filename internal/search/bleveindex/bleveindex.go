@@ -189,8 +189,8 @@ func newMapping() mapping.IndexMapping {
 	text.Analyzer, text.Store, text.IncludeTermVectors, text.IncludeInAll, text.DocValues = search.AnalyzerName, false, false, false, false
 	kw := bleve.NewKeywordFieldMapping()
 	kw.Store, kw.IncludeTermVectors, kw.IncludeInAll, kw.DocValues = false, false, false, false
-	created := bleve.NewNumericFieldMapping()
-	created.Store, created.IncludeInAll, created.DocValues = false, false, true
+	created := bleve.NewKeywordFieldMapping()
+	created.Store, created.IncludeTermVectors, created.IncludeInAll, created.DocValues = false, false, false, true
 	src := bleve.NewTextFieldMapping()
 	src.Index, src.Store, src.IncludeInAll, src.DocValues = false, true, false, false
 	doc := bleve.NewDocumentStaticMapping()
@@ -287,8 +287,10 @@ func (ix *Index) build(d search.Doc) (*document.Document, error) {
 	}
 	created := d.CreatedAt.UnixMilli()
 	doc.AddField(document.NewTextFieldCustom(fieldDay, nil, nil, index.IndexField, analyzed(dayTokens(created))))
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldCreated, nil, float64(created),
-		index.IndexField|index.DocValues))
+	// Uncompressed: a sort reads the values of documents spread over the index, and decompressing the chunk of
+	// each one's was most of a search's time.
+	doc.AddField(document.NewTextFieldCustom(fieldCreated, nil, []byte(createdTerm(created)),
+		index.IndexField|index.DocValues|index.SkipDVCompression, nil))
 	doc.AddField(document.NewTextFieldCustom(fieldSource, nil, src, index.StoreField, nil))
 	return doc, nil
 }

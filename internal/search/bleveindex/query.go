@@ -169,8 +169,7 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 		cursor -= 1 << (2 * level)
 	}
 	// Whatever was created before 1970, at once.
-	before := float64((cursor + 1) * msPerDay)
-	older := query.NewNumericRangeInclusiveQuery(nil, &before, nil, &exclusive)
+	older := query.NewTermRangeInclusiveQuery(createdTerm(math.MinInt64), createdTerm((cursor+1)*msPerDay), &inclusive, &exclusive)
 	older.SetField(fieldCreated)
 	res, err := p.search(ctx, []query.Query{unscored(older)}, max(0, need-len(hits)), true)
 	if err != nil {
@@ -179,7 +178,7 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 	return append(hits, res.Hits...), count + int(res.Total), nil
 }
 
-var exclusive = false
+var inclusive, exclusive = true, false
 
 // relevant returns the query's first need matches by relevance, newer first among equals, and how many match,
 // counted up to the count limit at least.
@@ -266,11 +265,12 @@ func (p *plan) search(ctx context.Context, narrow []query.Query, size int, newes
 		q = conjuncts[0]
 	}
 	req := bleve.NewSearchRequestOptions(q, size, 0, false)
+	byCreated := &bsearch.SortField{Field: fieldCreated, Desc: true, Type: bsearch.SortFieldAsString}
 	if newest {
-		req.SortBy([]string{"-" + fieldCreated})
+		req.SortByCustom(bsearch.SortOrder{byCreated})
 		req.Score = "none"
 	} else {
-		req.SortBy([]string{"-_score", "-" + fieldCreated})
+		req.SortByCustom(bsearch.SortOrder{&bsearch.SortScore{Desc: true}, byCreated})
 	}
 	res, err := p.ix.idx.SearchInContext(ctx, req)
 	if err != nil {
