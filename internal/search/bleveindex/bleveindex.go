@@ -13,7 +13,6 @@ package bleveindex
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -228,44 +227,9 @@ const format = "2"
 // newestKey holds Index.newest in the index's internal storage.
 var newestKey = []byte("board_newest")
 
-// source is a document as its stored field keeps it.
-type source struct {
-	Type       search.Type `json:"t"`
-	ArticleID  int64       `json:"a"`
-	CommentID  int64       `json:"c,omitempty"`
-	BoardID    int64       `json:"b"`
-	WriterID   int64       `json:"w"`
-	Title      string      `json:"ti,omitempty"`
-	Content    string      `json:"co,omitempty"`
-	CreatedAt  int64       `json:"cr"` // Unix ms
-	Version    int64       `json:"v"`
-	Moderation int64       `json:"m,omitempty"`
-	Hidden     bool        `json:"h,omitempty"`
-	Deleted    bool        `json:"d,omitempty"`
-}
-
-func encode(d search.Doc) ([]byte, error) {
-	return json.Marshal(source{Type: d.Type, ArticleID: d.ArticleID, CommentID: d.CommentID, BoardID: d.BoardID,
-		WriterID: d.WriterID, Title: d.Title, Content: d.Content, CreatedAt: d.CreatedAt.UnixMilli(), Version: d.Version,
-		Moderation: d.Moderation, Hidden: d.Hidden, Deleted: d.Deleted})
-}
-
-func decode(b []byte) (search.Doc, error) {
-	var s source
-	if err := json.Unmarshal(b, &s); err != nil {
-		return search.Doc{}, fmt.Errorf("bleve index: stored document: %w", err)
-	}
-	return search.Doc{Type: s.Type, ArticleID: s.ArticleID, CommentID: s.CommentID, BoardID: s.BoardID,
-		WriterID: s.WriterID, Title: s.Title, Content: s.Content, CreatedAt: time.UnixMilli(s.CreatedAt).UTC(),
-		Version: s.Version, Moderation: s.Moderation, Hidden: s.Hidden, Deleted: s.Deleted}, nil
-}
-
 // build makes the bleve document of d.
 func (ix *Index) build(d search.Doc) (*document.Document, error) {
-	src, err := encode(d)
-	if err != nil {
-		return nil, err
-	}
+	src := encode(d)
 	doc := document.NewDocument(d.Key())
 	keyword := func(name string, v string) {
 		doc.AddField(document.NewTextFieldCustom(name, nil, []byte(v), index.IndexField, nil))

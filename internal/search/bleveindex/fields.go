@@ -23,7 +23,7 @@ func (a analyzed) Analyze([]byte) analysis.TokenStream { return analysis.TokenSt
 // impactLevels are the impact thresholds, highest first: θ_k = 2^(-k/2). A word whose impact in a document is at
 // least θ_k and below θ_(k-1) is indexed in the impact field as "word k".
 var impactLevels = func() []float64 {
-	levels := make([]float64, 7) // down to 0.125: a word once in a document of 64 words
+	levels := make([]float64, 8) // down to 0.088: a word once in a document of 128 words, twice in one of 256
 	for k := range levels {
 		levels[k] = math.Pow(2, -float64(k)/2)
 	}

@@ -33,6 +33,10 @@ import (
 // searched whole, without spans or impact levels.
 const wholeBelow = 8
 
+// wholeUpTo is how many documents a relevance search's rarest word may be held by for it to be ranked whole at once:
+// scoring a few thousand matches costs less than a walk of impact levels.
+const wholeUpTo = 2000
+
 // boundMargin keeps float rounding from ever making a pruned page differ from a full one: a page is final only when
 // its last score clears the bound by this factor.
 const boundMargin = 1 + 1e-9
@@ -183,7 +187,7 @@ var inclusive, exclusive = true, false
 // relevant returns the query's first need matches by relevance, newer first among equals, and how many match,
 // counted up to the count limit at least.
 func (p *plan) relevant(ctx context.Context, need int) (bsearch.DocumentMatchCollection, int, error) {
-	if p.rarest() > wholeBelow*uint64(need) {
+	if p.rarest() > max(wholeBelow*uint64(need), wholeUpTo) {
 		hits, ok, err := p.relevantByImpact(ctx, need)
 		if err != nil {
 			return nil, 0, err
@@ -218,10 +222,15 @@ func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.Document
 	}
 	for {
 		var candidates []query.Query
+		var postings uint64
 		for i, t := range p.q.Terms {
 			for k := 0; k <= levels[i]; k++ {
 				candidates = append(candidates, unscored(term(fieldImpact, impactTerm(t, k))))
+				postings += p.levelHeld[i][k]
 			}
+		}
+		if postings > p.rarest()/2 {
+			return nil, false, nil // ranking every match walks fewer documents than the levels would
 		}
 		res, err := p.search(ctx, []query.Query{unscored(query.NewDisjunctionQuery(candidates))}, need, false)
 		if err != nil {
