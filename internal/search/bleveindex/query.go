@@ -10,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"board/internal/search"
 )
@@ -50,6 +51,7 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 	if err != nil {
 		return search.Result{}, err
 	}
+	defer p.close()
 	need := q.Offset + q.Limit
 	var hits bsearch.DocumentMatchCollection
 	var count int
@@ -77,8 +79,7 @@ type plan struct {
 	filters []query.Query // the filters, as conjuncts that do not score
 	docs    uint64        // documents in the index, as bleve's idf counts them
 	held    []uint64      // documents that hold each word
-	// levelHeld[i][k] is how many documents hold word i at impact level k.
-	levelHeld [][]uint64
+	reader  index.IndexReader // what the counts are read from
 }
 
 func (ix *Index) plan(ctx context.Context, q search.Query) (*plan, error) {
@@ -99,41 +100,35 @@ func (ix *Index) plan(ctx context.Context, q search.Query) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := adv.Reader()
-	if err != nil {
+	if p.reader, err = adv.Reader(); err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	if p.docs, err = r.DocCount(); err != nil {
+	if p.docs, err = p.reader.DocCount(); err != nil {
+		p.close()
 		return nil, err
-	}
-	count := func(field, t string) (uint64, error) {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), field, false, false, false)
-		if err != nil {
-			return 0, err
-		}
-		defer tfr.Close()
-		return tfr.Count(), nil
 	}
 	for _, t := range q.Terms {
-		n, err := count(fieldText, t)
+		n, err := p.count(ctx, fieldText, t)
 		if err != nil {
+			p.close()
 			return nil, err
 		}
 		p.held = append(p.held, n)
-		if q.Newest {
-			continue
-		}
-		levels := make([]uint64, len(impactLevels))
-		for k := range levels {
-			if levels[k], err = count(fieldImpact, impactTerm(t, k)); err != nil {
-				return nil, err
-			}
-		}
-		p.levelHeld = append(p.levelHeld, levels)
 	}
 	return p, nil
 }
+
+// count returns how many documents hold a term in a field (deleted ones the index has not yet dropped included).
+func (p *plan) count(ctx context.Context, field, t string) (uint64, error) {
+	tfr, err := p.reader.TermFieldReader(ctx, []byte(t), field, false, false, false)
+	if err != nil {
+		return 0, err
+	}
+	defer tfr.Close()
+	return tfr.Count(), nil
+}
+
+func (p *plan) close() { _ = p.reader.Close() }
 
 // rarest returns how many documents hold the rarest word (deleted ones the index has not yet dropped included).
 func (p *plan) rarest() uint64 {
@@ -208,9 +203,21 @@ func (p *plan) relevant(ctx context.Context, need int) (bsearch.DocumentMatchCol
 // relevantByImpact ranks the documents where a word weighs most, level by level, and returns the first need and
 // true once their last outscores every document left out; false when no level does.
 func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.DocumentMatchCollection, bool, error) {
+	// levelHeld[i][k] is how many documents hold word i at impact level k.
+	levelHeld := make([][]uint64, len(p.q.Terms))
+	for i, t := range p.q.Terms {
+		levelHeld[i] = make([]uint64, len(impactLevels))
+		for k := range impactLevels {
+			n, err := p.count(ctx, fieldImpact, impactTerm(t, k))
+			if err != nil {
+				return nil, false, err
+			}
+			levelHeld[i][k] = n
+		}
+	}
 	// Each word starts at the highest level at which enough documents hold it for a page.
 	levels := make([]int, len(p.q.Terms))
-	for i, held := range p.levelHeld {
+	for i, held := range levelHeld {
 		var sum uint64
 		levels[i] = len(impactLevels) - 1
 		for k, n := range held {
@@ -226,7 +233,7 @@ func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.Document
 		for i, t := range p.q.Terms {
 			for k := 0; k <= levels[i]; k++ {
 				candidates = append(candidates, unscored(term(fieldImpact, impactTerm(t, k))))
-				postings += p.levelHeld[i][k]
+				postings += levelHeld[i][k]
 			}
 		}
 		if postings > p.rarest()/2 {

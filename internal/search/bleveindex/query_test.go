@@ -83,6 +83,7 @@ func TestPrunedSearchesEqualFullOnes(t *testing.T) {
 						got = full.Hits
 					}
 				}
+				p.close()
 				if err != nil {
 					t.Fatal(err)
 				}
