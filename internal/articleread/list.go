@@ -137,7 +137,8 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64, w *
 //
 // With a near cache, a page read from it alone is kept whole in the memo, and served from there until any key read
 // through the near cache changes (the memo's epoch), the first key read leaves the near cache, or the first of its
-// view counts is due for a refresh. Its articles are shared by the requests it serves: read-only.
+// view counts is due for a refresh; a page read with a count due, whose refresh it started, for dueKeep at most.
+// Its articles are shared by the requests it serves: read-only.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
 	memo, key := s.cfg.Memo, ""
 	var epoch uint64
@@ -145,7 +146,7 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 		key = fmt.Sprintf("\x00page:%d:%d:%d", boardID, page, pageSize) // no Redis key's name starts with a NUL
 		epoch = memo.Epoch()                                            // before anything is read
 		if v, _, ok := memo.Get(key, time.Now()); ok {
-			if kept := v.(keptPage); kept.epoch == epoch && s.views.Fresh(kept.views) {
+			if kept := v.(keptPage); kept.epoch == epoch && (kept.views == 0 || s.views.Fresh(kept.views)) {
 				return kept.page, nil
 			}
 		}
@@ -158,7 +159,11 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 			for _, a := range p.Articles {
 				size += len(a.Article) + 100
 			}
-			memo.Put(key, memo.Generation(key), keptPage{p, epoch, w.views}, size, w.until)
+			until := w.until
+			if w.due { // served as it is while its refresh runs, whose report ends it; if that fails, a read retries
+				until = min(until, time.Now().Add(dueKeep).UnixMilli())
+			}
+			memo.Put(key, memo.Generation(key), keptPage{p, epoch, w.views}, size, until)
 		}
 		if stale.none() || healed || err != nil {
 			return p, err
@@ -169,8 +174,12 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 	}
 }
 
+// dueKeep is how long a page with a view count due is kept: the refresh's report ends it sooner, and if the refresh
+// failed, the next read past it starts another, as every read of such a count does without the memo.
+const dueKeep = 100 * time.Millisecond
+
 // keptPage is a page kept whole in the memo: the memo's epoch before it was read, and the first logical expiry of
-// its view counts.
+// its fresh view counts (0: none).
 type keptPage struct {
 	page  Page
 	epoch uint64

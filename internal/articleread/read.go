@@ -137,7 +137,7 @@ func (s *Service) readModels(ctx context.Context, ids []int64) (models []model, 
 					if at == 0 {
 						models[i] = v.(model)
 					} else {
-						views[i] = s.cachedView(v.(string))
+						views[i] = v.(cachedView)
 					}
 					continue
 				}
@@ -163,7 +163,7 @@ func (s *Service) readModels(ctx context.Context, ids []int64) (models []model, 
 			raw, err := results[j].ToString() // "" when not cached: then loaded through the view cache
 			views[i] = s.cachedView(raw)
 			if memo != nil && (err == nil || rueidis.IsRedisNil(err)) {
-				memo.Put(r.key, r.gen, raw, len(raw), results[j].CachePXAT())
+				memo.Put(r.key, r.gen, views[i], len(raw), results[j].CachePXAT())
 				expire(results[j].CachePXAT())
 			}
 			continue
@@ -418,9 +418,9 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArti
 		if views[i].cached && m.complete() && !m.deleted {
 			out[i] = ArticleRead{Article: m.article.Value, Moderation: m.moderation(), CommentCount: m.comments.Value,
 				LikeCount: m.likes.Value, ViewCount: views[i].count}
-			w.view(views[i].expiry)
-			if !s.views.Fresh(views[i].expiry) {
-				w.cold() // kept, the page would show the count past its refresh, even if the refresh fails
+			fresh := s.views.Fresh(views[i].expiry)
+			w.view(views[i].expiry, fresh)
+			if !fresh {
 				// Served as it is while it is refreshed: a page of many articles would otherwise wait, more often
 				// than not, for one of their counts.
 				s.views.RefreshSoon(viewKey(id), func(ctx context.Context) (int64, error) {
@@ -465,10 +465,10 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArti
 }
 
 // warmth is what the reads of one answer say of keeping it whole in the memo: whether anything was read past the
-// near cache, when the first key read leaves it (Unix ms) and the first logical expiry of its view counts. A nil
-// warmth notes nothing.
+// near cache, when the first key read leaves it (Unix ms), the first logical expiry of its fresh view counts, and
+// whether one was due (its refresh started). A nil warmth notes nothing.
 type warmth struct {
-	missed       bool
+	missed, due  bool
 	until, views int64
 }
 
@@ -483,9 +483,13 @@ func (w *warmth) read(until int64) {
 	}
 }
 
-// view notes a view count served, of that logical expiry.
-func (w *warmth) view(expiry int64) {
-	if w != nil && (w.views == 0 || expiry < w.views) {
+// view notes a view count served, of that logical expiry, fresh or due.
+func (w *warmth) view(expiry int64, fresh bool) {
+	switch {
+	case w == nil:
+	case !fresh:
+		w.due = true
+	case w.views == 0 || expiry < w.views:
 		w.views = expiry
 	}
 }

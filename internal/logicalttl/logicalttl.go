@@ -107,7 +107,7 @@ type entry[V any] struct {
 type keys struct{ value, lock string }
 
 func (c *Cache[V]) keysFor(key string) keys {
-	value := c.prefix + "{" + key + "}"
+	value := c.EntryKey(key)
 	return keys{value: value, lock: value + "::lock"}
 }
 
@@ -141,7 +141,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 
 // EntryKey is the Redis key that holds key's entry, for a caller that reads it in a round trip of its own (a
 // pipeline with other keys, a client-side cache) and hands what it read to Cached.
-func (c *Cache[V]) EntryKey(key string) string { return c.keysFor(key).value }
+func (c *Cache[V]) EntryKey(key string) string { return c.prefix + "{" + key + "}" }
 
 // Cached decodes an entry as EntryKey's key holds it: its value and its logical expiry (Unix ms, by the cache's
 // clock), which Fresh judges. ok is false when it does not decode: the caller then goes through Get, which fills it.
