@@ -31,7 +31,9 @@
 // pages are answered from process memory (Config.Near, through Config.Reads): Redis reports each change to a key
 // the process has read, and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
 // a fraction of a millisecond after the write; the report travels apart from the write, so even the instance that
-// wrote may read the old value in between. Without tracking, every read goes to Redis.
+// wrote may read the old value in between. What it decoded of those keys is kept in a memo (Config.Memo) that the
+// same reports empty, and a board page read from them alone is kept whole until any report arrives
+// (docs/article-read.md). Without tracking, every read goes to Redis.
 //
 // # Board lists
 //
