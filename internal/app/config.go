@@ -293,7 +293,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", c.ArticleReadAddr, "listen address of the article-read service")
 	fs.DurationVar(&c.DeepPageTTL, "deep-page-ttl", c.DeepPageTTL, "how long article-read shares the article service's answer to a page past the newest 1000 articles of a board among the readers of that page (0: not shared)")
-	fs.Func("near-cache-mb", fmt.Sprintf("memory in MiB, per Redis node, of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; 0: off (default %d, about 100,000 articles)", c.NearCacheMB),
+	fs.Func("near-cache-mb", fmt.Sprintf("memory in MiB of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; half holds what it decoded, half the client's cache of each Redis node; 0: off (default %d, about 50,000 articles of 500 characters)", c.NearCacheMB),
 		func(v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 || n > 1<<20 {

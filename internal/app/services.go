@@ -224,11 +224,11 @@ func buildHotArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, [
 
 func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	origin := func(name, listen string) string { return r.origin(e, name, listen) }
-	reads, near, err := redisclient.ConnectReads(ctx, e.redisAddrs, e.Config.RedisPassword, e.Config.NearCacheMB<<20)
+	reads, memo, err := redisclient.ConnectReads(ctx, e.redisAddrs, e.Config.RedisPassword, e.Config.NearCacheMB<<20)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !near && e.Config.NearCacheMB > 0 {
+	if memo == nil && e.Config.NearCacheMB > 0 {
 		e.Logger.Info("article-read: this Redis has no client tracking; reads go to Redis without a near cache")
 	}
 	// Closed with the workers, after the HTTP servers that read through it.
@@ -237,7 +237,7 @@ func buildArticleRead(ctx context.Context, e *Engines, r deps) (*http.ServeMux, 
 	svc := articleread.NewService(e.Redis, views, articleread.Config{KeyPrefix: e.Config.RedisPrefix,
 		Origins: articleread.Origins{Article: origin("article", e.Config.ArticleAddr), Comment: origin("comment", e.Config.CommentAddr),
 			Like: origin("like", e.Config.LikeAddr), View: origin("view", e.Config.ViewAddr)},
-		Reads: reads, Near: near, DeepPageTTL: e.Config.DeepPageTTL, Logger: e.Logger})
+		Reads: reads, Memo: memo, DeepPageTTL: e.Config.DeepPageTTL, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), svc.KeyPattern()); err != nil {
 		return nil, nil, err
 	}

@@ -31,7 +31,9 @@
 // pages are answered from process memory (Config.Near, through Config.Reads): Redis reports each change to a key
 // the process has read, and the key is dropped from memory. A change thus reaches every instance's next read once its report has arrived,
 // a fraction of a millisecond after the write; the report travels apart from the write, so even the instance that
-// wrote may read the old value in between. Without tracking, every read goes to Redis.
+// wrote may read the old value in between. What it decoded of those keys is kept in a memo (Config.Memo) that the
+// same reports empty, and a board page read from them alone is kept whole until any report arrives
+// (docs/article-read.md). Without tracking, every read goes to Redis.
 //
 // # Board lists
 //
@@ -108,9 +110,10 @@ type ViewCounts interface {
 	Get(ctx context.Context, key string, load func(ctx context.Context) (int64, error)) (int64, error)
 	// EntryKey is the Redis key of key's cached count, which reads take in the round trip of the model.
 	EntryKey(key string) string
-	// Cached decodes what EntryKey's key holds: ok false when the count must go through Get; fresh false when it is
-	// due for a refresh, which RefreshSoon starts in the background.
-	Cached(raw string) (count int64, fresh, ok bool)
+	// Cached decodes what EntryKey's key holds: ok false when the count must go through Get; its logical expiry,
+	// which Fresh judges: a count no longer fresh is due for a refresh, which RefreshSoon starts in the background.
+	Cached(raw string) (count, expiry int64, ok bool)
+	Fresh(expiry int64) bool
 	RefreshSoon(key string, load func(ctx context.Context) (int64, error))
 }
 
@@ -119,10 +122,11 @@ type Config struct {
 	KeyPrefix string       // goes in front of every Redis key
 	Origins   Origins      // the services models and pages are rebuilt from
 	Client    *http.Client // for the origins (default: pooled, per-attempt timeouts)
-	// Reads is the client of the same Redis that models, view counts and pages are read through
-	// (redisclient.ConnectReads); Near says whether it caches them in process memory (the near cache).
+	// Reads is the client of the same Redis that models, view counts and pages are read through, and Memo what
+	// redisclient.ConnectReads returned with it: not nil when Reads caches them in process memory (the near cache),
+	// and then the models and counts decoded from them are kept in it.
 	Reads rueidis.Client
-	Near  bool
+	Memo  *redisclient.Memo
 	// DeepPageTTL is how long the article service's answer to a page past the list's reach is shared by the
 	// requests for it: such a page costs the article service a scan of its offset. 0: not shared.
 	DeepPageTTL time.Duration

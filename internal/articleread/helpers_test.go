@@ -584,7 +584,9 @@ func (loadViews) Get(ctx context.Context, _ string, load func(context.Context) (
 func (loadViews) EntryKey(key string) string { return "no-view-cache::" + key }
 
 // Cached never has a count: every read goes through Get.
-func (loadViews) Cached(string) (int64, bool, bool) { return 0, false, false }
+func (loadViews) Cached(string) (int64, int64, bool) { return 0, 0, false }
+
+func (loadViews) Fresh(int64) bool { return false }
 
 func (loadViews) RefreshSoon(string, func(context.Context) (int64, error)) {}
 
@@ -661,15 +663,16 @@ func (e *env) serviceWithClock(views ViewCounts, now func() time.Time) *Service 
 		Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
 }
 
-// readsClient connects the client reads go through, with a near cache of cacheBytes if the Redis tracks clients.
-func readsClient(t *testing.T, addrs []string, cacheBytes int) (rueidis.Client, bool) {
+// readsClient connects the client reads go through, with a near cache of cacheBytes and its memo if the Redis
+// tracks clients.
+func readsClient(t *testing.T, addrs []string, cacheBytes int) (rueidis.Client, *redisclient.Memo) {
 	t.Helper()
-	c, near, err := redisclient.ConnectReads(context.Background(), addrs, "", cacheBytes)
+	c, memo, err := redisclient.ConnectReads(context.Background(), addrs, "", cacheBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c, near
+	return c, memo
 }
 
 // apply applies events in the order given; each must succeed.

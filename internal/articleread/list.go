@@ -2,6 +2,7 @@ package articleread
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -55,11 +56,12 @@ local ids = {}
 if found == 1 and from < size then ids = redis.call('ZREVRANGE', list, from, from + tonumber(ARGV[3]) - 1) end
 return {size, m[1] or '', m[2] or '', m[3] or '', found, from, ids}`)
 
-// readBoard runs listReadScript: n ids from rank from, or after lastID when it is not 0.
-func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64) (boardState, error) {
-	if s.cfg.Near && lastID == 0 {
-		return s.readBoardNear(ctx, boardID, from, n)
+// readBoard runs listReadScript: n ids from rank from, or after lastID when it is not 0. It notes in w what it read.
+func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64, w *warmth) (boardState, error) {
+	if s.cfg.Memo != nil && lastID == 0 {
+		return s.readBoardNear(ctx, boardID, from, n, w)
 	}
+	w.cold()
 	after := ""
 	if lastID != 0 {
 		after = member(lastID)
@@ -89,7 +91,7 @@ func (s *Service) readBoard(ctx context.Context, boardID, lastID, from, n int64)
 // script's: a change to the board drops all three from the cache at once (one script writes them), so a read mixes
 // states only across that change's invalidation, and the next read sees it whole. covers asks of the ids alone
 // whether they fill the page, never of the size.
-func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (boardState, error) {
+func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64, w *warmth) (boardState, error) {
 	keys := s.boardKeys(boardID)
 	res := s.reads.DoMultiCache(ctx,
 		rueidis.CT(s.reads.B().Zcard().Key(keys[0]).Cache(), nearTTL),
@@ -107,6 +109,9 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (bo
 	members, err := res[2].AsStrSlice()
 	if err != nil {
 		return boardState{}, redisFault(err)
+	}
+	for _, r := range res {
+		w.read(r.CachePXAT())
 	}
 	str := func(i int) string { v, _ := meta[i].ToString(); return v }
 	b := boardState{size: size, synced: str(0) == "1", wholeBoard: str(1) == "", found: true, from: from}
@@ -129,9 +134,37 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64) (bo
 // pages after it go on with the others from where page 1 left them, so that pins neither hide an article from the
 // pages nor show one twice. Pages the article service answers (past the list's reach, or before the list is
 // synced) are its own, less the pinned articles: around them pins may show an article on two pages or none.
+//
+// With a near cache, a page read from it alone is kept whole in the memo, and served from there until any key read
+// through the near cache changes (the memo's epoch), the first key read leaves the near cache, or the first of its
+// view counts is due for a refresh; a page read with a count due, whose refresh it started, for dueKeep at most.
+// Its articles are shared by the requests it serves: read-only.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	memo, key := s.cfg.Memo, ""
+	var epoch uint64
+	if memo != nil {
+		key = fmt.Sprintf("\x00page:%d:%d:%d", boardID, page, pageSize) // no Redis key's name starts with a NUL
+		epoch = memo.Epoch()                                            // before anything is read
+		if v, _, ok := memo.Get(key, time.Now()); ok {
+			if kept := v.(keptPage); kept.epoch == epoch && (kept.views == 0 || s.views.Fresh(kept.views)) {
+				return kept.page, nil
+			}
+		}
+	}
 	for healed := false; ; healed = true {
-		p, stale, err := s.list(ctx, boardID, page, pageSize)
+		var w warmth
+		p, stale, err := s.list(ctx, boardID, page, pageSize, &w)
+		if err == nil && stale.none() && !healed && memo != nil && w.warm() {
+			size := 0
+			for _, a := range p.Articles {
+				size += len(a.Article) + 100
+			}
+			until := w.until
+			if w.due { // served as it is while its refresh runs, whose report ends it; if that fails, a read retries
+				until = min(until, time.Now().Add(dueKeep).UnixMilli())
+			}
+			memo.Put(key, memo.Generation(key), keptPage{p, epoch, w.views}, size, until)
+		}
 		if stale.none() || healed || err != nil {
 			return p, err
 		}
@@ -139,6 +172,18 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 			return Page{}, err
 		}
 	}
+}
+
+// dueKeep is how long a page with a view count due is kept: the refresh's report ends it sooner, and if the refresh
+// failed, the next read past it starts another, as every read of such a count does without the memo.
+const dueKeep = 100 * time.Millisecond
+
+// keptPage is a page kept whole in the memo: the memo's epoch before it was read, and the first logical expiry of
+// its fresh view counts (0: none).
+type keptPage struct {
+	page  Page
+	epoch uint64
+	views int64
 }
 
 // staleEntries are what a read found a board's keys to hold wrongly: listed or pinned articles that turned out
@@ -185,13 +230,15 @@ func (s *Service) heal(ctx context.Context, boardID int64, stale staleEntries) e
 	return nil
 }
 
-// pinnedIDs returns a board's pinned articles, newest first, read through the near cache.
-func (s *Service) pinnedIDs(ctx context.Context, boardID int64) ([]int64, error) {
+// pinnedIDs returns a board's pinned articles, newest first, read through the near cache, noting it in w.
+func (s *Service) pinnedIDs(ctx context.Context, boardID int64, w *warmth) ([]int64, error) {
 	key := s.boardKeys(boardID)[4]
-	members, err := s.reads.DoCache(ctx, s.reads.B().Zrange().Key(key).Min("0").Max("-1").Rev().Cache(), nearTTL).AsStrSlice()
+	res := s.reads.DoCache(ctx, s.reads.B().Zrange().Key(key).Min("0").Max("-1").Rev().Cache(), nearTTL)
+	members, err := res.AsStrSlice()
 	if err != nil {
 		return nil, redisFault(err)
 	}
+	w.read(res.CachePXAT())
 	ids := make([]int64, 0, len(members))
 	for _, m := range members {
 		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
@@ -202,12 +249,12 @@ func (s *Service) pinnedIDs(ctx context.Context, boardID int64) ([]int64, error)
 }
 
 // pinned returns the pinned articles ids with their counts, noting in stale those found deleted or hidden, which
-// it leaves out.
-func (s *Service) pinned(ctx context.Context, ids []int64, stale *staleEntries) ([]ArticleRead, error) {
+// it leaves out, and in w what it read.
+func (s *Service) pinned(ctx context.Context, ids []int64, stale *staleEntries, w *warmth) ([]ArticleRead, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	as, gone, err := s.withCounts(ctx, ids, nil)
+	as, gone, err := s.withCounts(ctx, ids, nil, w)
 	if err != nil {
 		return nil, err
 	}
@@ -242,16 +289,16 @@ func withPinned(pinned, page []ArticleRead, size int) []ArticleRead {
 }
 
 // list is one attempt of List; stale are what it found wrong in the board's keys, which left the page short.
-func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page, staleEntries, error) {
+func (s *Service) list(ctx context.Context, boardID, page, pageSize int64, w *warmth) (Page, staleEntries, error) {
 	var stale staleEntries
-	pinnedIDs, err := s.pinnedIDs(ctx, boardID)
+	pinnedIDs, err := s.pinnedIDs(ctx, boardID, w)
 	if err != nil {
 		return Page{}, stale, err
 	}
 	// The page's places in the order "pinned articles, then the others": the pinned ones of its places (lead), then
 	// want others from place first of the others on.
 	start, pins := (page-1)*pageSize, int64(len(pinnedIDs))
-	lead, err := s.pinned(ctx, pinnedIDs[min(start, pins):min(start+pageSize, pins)], &stale)
+	lead, err := s.pinned(ctx, pinnedIDs[min(start, pins):min(start+pageSize, pins)], &stale, w)
 	if err != nil {
 		return Page{}, stale, err
 	}
@@ -262,13 +309,13 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 	}
 	rank, skips := first, int64(0) // first's rank in the list, and how many pinned ones the list has from there
 	if first < ListSize && pins > 0 {
-		if rank, skips, err = s.rankAmongPinned(ctx, boardID, first, pinnedIDs); err != nil {
+		if rank, skips, err = s.rankAmongPinned(ctx, boardID, first, pinnedIDs, w); err != nil {
 			return Page{}, stale, err
 		}
 	}
 	board := boardState{} // past the list's reach: not read
 	if rank < ListSize && want > 0 {
-		if board, err = s.readBoard(ctx, boardID, 0, rank, want+skips); err != nil {
+		if board, err = s.readBoard(ctx, boardID, 0, rank, want+skips, w); err != nil {
 			return Page{}, stale, err
 		}
 	}
@@ -276,6 +323,7 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 	var count int64
 	switch {
 	case want == 0:
+		w.cold() // rare: a page of pinned articles alone
 		if count, err = s.boardCount(ctx, boardID); err != nil {
 			return Page{}, stale, err
 		}
@@ -287,13 +335,14 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 			}
 		}
 		var gone []int64
-		if rest, gone, err = s.withCounts(ctx, ids, nil); err != nil {
+		if rest, gone, err = s.withCounts(ctx, ids, nil, w); err != nil {
 			return Page{}, stale, err
 		}
 		stale.gone = append(stale.gone, gone...)
 		rest = visible(rest, &stale)
 		count = board.count
 	default:
+		w.cold()
 		if rank < ListSize && (!board.synced || !board.wholeBoard && board.size < ListSize) {
 			s.backfillSoon(boardID)
 		}
@@ -314,7 +363,7 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64) (Page
 
 // rankAmongPinned returns the rank in a board's list of the article at place first of the board's order less its
 // pinned articles, and how many pinned articles the list holds from that rank on, which a read from there skips.
-func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pinnedIDs []int64) (rank, skips int64, err error) {
+func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pinnedIDs []int64, w *warmth) (rank, skips int64, err error) {
 	key := s.boardKeys(boardID)[0]
 	cmds := make([]rueidis.CacheableTTL, len(pinnedIDs))
 	for i, id := range pinnedIDs {
@@ -322,6 +371,7 @@ func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pin
 	}
 	var ranks []int64
 	for _, res := range s.reads.DoMultiCache(ctx, cmds...) {
+		w.read(res.CachePXAT())
 		r, err := res.AsInt64()
 		if rueidis.IsRedisNil(err) {
 			continue // not listed: older than the list, or hidden or deleted since
@@ -345,7 +395,7 @@ func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pin
 
 // boardCount returns the board's count as its list's meta holds it, else as the article service counts it.
 func (s *Service) boardCount(ctx context.Context, boardID int64) (int64, error) {
-	board, err := s.readBoard(ctx, boardID, 0, 0, 1)
+	board, err := s.readBoard(ctx, boardID, 0, 0, 1, nil)
 	if err != nil || board.countKnown {
 		return board.count, err
 	}
@@ -378,9 +428,9 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 		as, stale, err := s.scroll(ctx, boardID, pageSize, lastID)
 		if err == nil && lastID == 0 {
 			var ids []int64
-			if ids, err = s.pinnedIDs(ctx, boardID); err == nil {
+			if ids, err = s.pinnedIDs(ctx, boardID, nil); err == nil {
 				var pinned []ArticleRead
-				if pinned, err = s.pinned(ctx, ids[:min(len(ids), int(pageSize)-1)], &stale); err == nil {
+				if pinned, err = s.pinned(ctx, ids[:min(len(ids), int(pageSize)-1)], &stale, nil); err == nil {
 					as = withPinned(pinned, as, int(pageSize))
 				}
 			}
@@ -397,7 +447,7 @@ func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 // scroll is one attempt of Scroll, without the pinned articles; stale are what it found wrong in the board's list,
 // which left the answer short.
 func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, staleEntries, error) {
-	board, err := s.readBoard(ctx, boardID, lastID, 0, pageSize)
+	board, err := s.readBoard(ctx, boardID, lastID, 0, pageSize, nil)
 	if err != nil {
 		return nil, staleEntries{}, err
 	}
@@ -410,7 +460,7 @@ func (s *Service) scroll(ctx context.Context, boardID, pageSize, lastID int64) (
 		as, err := s.originScroll(ctx, boardID, pageSize, lastID)
 		return as, staleEntries{}, err
 	}
-	as, gone, err := s.withCounts(ctx, board.ids, nil)
+	as, gone, err := s.withCounts(ctx, board.ids, nil, nil)
 	stale := staleEntries{gone: gone}
 	return visible(as, &stale), stale, err
 }
@@ -424,7 +474,7 @@ func (s *Service) originPage(ctx context.Context, boardID, page, pageSize int64)
 	if err != nil {
 		return Page{}, err
 	}
-	articles, _, err := s.withCounts(ctx, articleIDs(p.Articles), known)
+	articles, _, err := s.withCounts(ctx, articleIDs(p.Articles), known, nil)
 	return Page{Articles: articles, Count: p.ArticleCount}, err
 }
 
@@ -437,7 +487,7 @@ func (s *Service) originScroll(ctx context.Context, boardID, pageSize, lastID in
 	if err != nil {
 		return nil, err
 	}
-	articles, _, err := s.withCounts(ctx, articleIDs(as), known)
+	articles, _, err := s.withCounts(ctx, articleIDs(as), known, nil)
 	return articles, err
 }
 

@@ -418,9 +418,9 @@ func TestModerationThroughTheNearCache(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		ctx := context.Background()
-		reads, near := readsClient(t, b.Addrs, 1<<20)
+		reads, memo := readsClient(t, b.Addrs, 1<<20)
 		e := newEnv(t, b)
-		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Reads: reads, Near: near,
+		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Reads: reads, Memo: memo,
 			Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
 		live := syncedBoard(t, e, 17, 8)
 		mark := e.truth.eventCount()

@@ -25,12 +25,12 @@ const nearWait = 10 * time.Second
 func TestNearCache(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
-		reads, near := readsClient(t, b.Addrs, 1<<20)
-		if near != (b.Mini == nil) {
+		reads, memo := readsClient(t, b.Addrs, 1<<20)
+		if near := memo != nil; near != (b.Mini == nil) {
 			t.Fatalf("near cache %v, want it on a real Redis only", near)
 		}
 		e := newEnv(t, b)
-		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Reads: reads, Near: near,
+		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Reads: reads, Memo: memo,
 			Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
 		const board = 4
 		var ids []int64
@@ -86,4 +86,61 @@ func (e *env) waitNear(t *testing.T, reader *Service, board int64, ids []int64) 
 		}
 		return true, ""
 	})
+}
+
+// TestNearCacheKeptPage reads a board's page, which the reader keeps whole in its memo, while another instance
+// applies changes to its articles. Once a change has reached the reader (its read of the article shows it), its
+// very next read of the page shows it too: the kept page is as fresh as the keys it was read from. The view counts
+// stay fresh for the whole test, so nothing else ends the kept page. Needs a Redis that tracks clients.
+func TestNearCacheKeptPage(t *testing.T) {
+	t.Parallel()
+	b := redisclienttest.Real(t)
+	if b.Mini != nil {
+		t.Skip("miniredis does not track clients; set " + redisclienttest.AddrEnv)
+	}
+	reads, memo := readsClient(t, b.Addrs, 1<<20)
+	e := newEnv(t, b)
+	views := logicalttl.New[int64](b.Client, b.Prefix+"article-read::", logicalttl.Config{Now: e.clock.Now,
+		LogicalTTL: time.Hour, PhysicalTTL: 2 * time.Hour})
+	reader := NewService(b.Client, views, Config{KeyPrefix: b.Prefix, Now: e.clock.Now, Reads: reads, Memo: memo,
+		Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
+	const board = 5
+	var ids []int64
+	for range 6 {
+		ids = append(ids, e.uncachedArticle(board))
+	}
+	applied := e.applyNew(t, 0)
+	e.waitNear(t, reader, board, ids)
+	ctx := context.Background()
+	for _, change := range []struct {
+		name string
+		id   int64
+		do   func(id int64)
+	}{
+		{"update", ids[5], e.truth.update}, // the newest: on page 1
+		{"like", ids[4], func(id int64) { e.truth.like(id, 1) }},
+		{"comment", ids[3], func(id int64) { e.truth.comment(id, 1) }},
+		{"delete", ids[2], e.truth.delete},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			if _, err := reader.List(ctx, board, 1, 5); err != nil { // kept again, if a change ended it
+				t.Fatal(err)
+			}
+			change.do(change.id)
+			applied = e.applyNew(t, applied)
+			polltest.Until(t, nearWait, func() (bool, string) {
+				got, err := reader.Get(ctx, change.id)
+				want, live := e.truth.want(change.id)
+				if live {
+					return err == nil && cmp.Equal(want, got), fmt.Sprintf("Get(%d) = %+v, %v; want %+v", change.id, got, err, want)
+				}
+				return errors.Is(err, errArticleNotFound), fmt.Sprintf("Get(%d) of a deleted article = %+v, %v", change.id, got, err)
+			})
+			got, err := reader.List(ctx, board, 1, 5)
+			as, count := e.truth.page(board, 1, 5)
+			if want := (Page{Articles: e.truth.wantReads(as), Count: count}); err != nil || !cmp.Equal(want, got) {
+				t.Errorf("page 1 once the change reached the reader = %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
 }

@@ -103,45 +103,100 @@ func parseModel(field func(i int) (string, bool)) (model, error) {
 	return m, nil
 }
 
-// cachedView is an article's view count as the view cache holds it: none (not cached), or a count that is fresh or
-// due for a refresh.
+// cachedView is an article's view count as the view cache holds it: none (not cached), or a count with its logical
+// expiry, past which it is due for a refresh (ViewCounts.Fresh).
 type cachedView struct {
-	count         int64
-	fresh, cached bool
+	count, expiry int64
+	cached        bool
 }
 
 // readModels reads the models of ids and their cached view counts in one round trip (one per node of a cluster);
-// through the near cache, what it holds costs none.
-func (s *Service) readModels(ctx context.Context, ids []int64) ([]model, []cachedView, error) {
-	cmds := make([]rueidis.CacheableTTL, 0, 2*len(ids))
-	for _, id := range ids {
-		cmds = append(cmds,
-			rueidis.CT(s.reads.B().Hmget().Key(s.modelKey(id)).Field(modelFields...).Cache(), nearTTL),
-			rueidis.CT(s.reads.B().Get().Key(s.views.EntryKey(viewKey(id))).Cache(), nearTTL))
+// through the near cache, what it holds costs none, and what the memo holds already decoded costs a lookup. until
+// is when the first of what it read leaves the near cache (Unix ms; 0 without a near cache).
+func (s *Service) readModels(ctx context.Context, ids []int64) (models []model, views []cachedView, until int64, err error) {
+	models, views = make([]model, len(ids)), make([]cachedView, len(ids))
+	// The keys the memo lacks, read in one round trip: a model's at 2i, a view count's at 2i+1.
+	type read struct {
+		at  int
+		key string
+		gen uint64
+	}
+	var reads []read
+	var cmds []rueidis.CacheableTTL
+	now, memo := time.Now(), s.cfg.Memo
+	expire := func(at int64) {
+		if until == 0 || at < until {
+			until = at
+		}
+	}
+	for i, id := range ids {
+		for at, key := range [2]string{s.modelKey(id), s.views.EntryKey(viewKey(id))} {
+			if memo != nil {
+				if v, expireAt, ok := memo.Get(key, now); ok {
+					expire(expireAt)
+					if at == 0 {
+						models[i] = v.(model)
+					} else {
+						views[i] = v.(cachedView)
+					}
+					continue
+				}
+			}
+			r := read{at: 2*i + at, key: key}
+			cmd := s.reads.B().Get().Key(key).Cache()
+			if at == 0 {
+				cmd = s.reads.B().Hmget().Key(key).Field(modelFields...).Cache()
+			}
+			if memo != nil {
+				r.gen = memo.Generation(key)
+			}
+			reads, cmds = append(reads, r), append(cmds, rueidis.CT(cmd, nearTTL))
+		}
+	}
+	if len(cmds) == 0 {
+		return models, views, until, nil
 	}
 	results := s.reads.DoMultiCache(ctx, cmds...) // without a near cache, rueidis sends them as DoMulti
-	models := make([]model, len(ids))
-	views := make([]cachedView, len(ids))
-	for i, id := range ids {
-		vals, err := results[2*i].ToArray()
-		if err != nil {
-			return nil, nil, redisFault(err)
+	for j, r := range reads {
+		i := r.at / 2
+		if r.at%2 == 1 {
+			raw, err := results[j].ToString() // "" when not cached: then loaded through the view cache
+			views[i] = s.cachedView(raw)
+			if memo != nil && (err == nil || rueidis.IsRedisNil(err)) {
+				memo.Put(r.key, r.gen, views[i], len(raw), results[j].CachePXAT())
+				expire(results[j].CachePXAT())
+			}
+			continue
 		}
-		m, err := parseModel(func(j int) (string, bool) { v, err := vals[j].ToString(); return v, err == nil })
+		vals, err := results[j].ToArray()
 		if err != nil {
-			return nil, nil, fmt.Errorf("model of article %d: %w", id, err)
+			return nil, nil, 0, redisFault(err)
+		}
+		size := 0
+		m, err := parseModel(func(j int) (string, bool) { v, err := vals[j].ToString(); size += len(v); return v, err == nil })
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("model of article %d: %w", ids[i], err)
 		}
 		models[i] = m
-		if raw, err := results[2*i+1].ToString(); err == nil {
-			views[i].count, views[i].fresh, views[i].cached = s.views.Cached(raw)
+		if memo != nil {
+			memo.Put(r.key, r.gen, m, size, results[j].CachePXAT())
+			expire(results[j].CachePXAT())
 		}
 	}
-	return models, views, nil
+	return models, views, until, nil
+}
+
+// cachedView decodes a view count as the view cache holds it in Redis ("": not held).
+func (s *Service) cachedView(raw string) (v cachedView) {
+	if raw != "" {
+		v.count, v.expiry, v.cached = s.views.Cached(raw)
+	}
+	return v
 }
 
 // Get returns an article with its counts.
 func (s *Service) Get(ctx context.Context, id int64) (ArticleRead, error) {
-	list, _, err := s.withCounts(ctx, []int64{id}, nil)
+	list, _, err := s.withCounts(ctx, []int64{id}, nil, nil)
 	if err != nil {
 		return ArticleRead{}, err
 	}
@@ -196,7 +251,7 @@ func (s *Service) rebuildOnce(ctx context.Context, id int64, known *knownArticle
 	} else if m, ok := s.awaitRebuild(ctx, id, lock); ok {
 		return m, nil
 	}
-	models, _, err := s.readModels(ctx, []int64{id})
+	models, _, _, err := s.readModels(ctx, []int64{id})
 	if err != nil {
 		return model{}, err
 	}
@@ -226,7 +281,7 @@ func (s *Service) awaitRebuild(ctx context.Context, id int64, lock string) (mode
 			return model{}, false
 		case <-time.After(rebuildWaitPoll):
 		}
-		models, _, err := s.readModels(ctx, []int64{id})
+		models, _, _, err := s.readModels(ctx, []int64{id})
 		if err == nil && models[0].complete() {
 			return models[0], true
 		}
@@ -339,11 +394,15 @@ func (s *Service) writeRebuilt(ctx context.Context, id int64, groups []any) erro
 
 // withCounts turns articles into ArticleReads: their models and cached view counts, read in one pipeline; what is
 // missing (a model to rebuild, a view count to load or refresh) is fetched concurrently. An article that turns out
-// deleted (since the list was read, or listed by a late event) is left out of the answer and returned in gone.
-func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArticle) (list []ArticleRead, gone []int64, err error) {
-	models, views, err := s.readModels(ctx, ids)
+// deleted (since the list was read, or listed by a late event) is left out of the answer and returned in gone. It
+// notes in w (when not nil) whether the near cache answered everything.
+func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArticle, w *warmth) (list []ArticleRead, gone []int64, err error) {
+	models, views, until, err := s.readModels(ctx, ids)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(ids) > 0 {
+		w.read(until)
 	}
 	out := make([]ArticleRead, len(ids))
 	errs := make([]error, len(ids))
@@ -359,7 +418,9 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArti
 		if views[i].cached && m.complete() && !m.deleted {
 			out[i] = ArticleRead{Article: m.article.Value, Moderation: m.moderation(), CommentCount: m.comments.Value,
 				LikeCount: m.likes.Value, ViewCount: views[i].count}
-			if !views[i].fresh {
+			fresh := s.views.Fresh(views[i].expiry)
+			w.view(views[i].expiry, fresh)
+			if !fresh {
 				// Served as it is while it is refreshed: a page of many articles would otherwise wait, more often
 				// than not, for one of their counts.
 				s.views.RefreshSoon(viewKey(id), func(ctx context.Context) (int64, error) {
@@ -368,6 +429,7 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArti
 			}
 			continue
 		}
+		w.cold()
 		wg.Go(func() {
 			if !m.complete() {
 				var k *knownArticle
@@ -401,3 +463,43 @@ func (s *Service) withCounts(ctx context.Context, ids []int64, known []knownArti
 	}
 	return list, gone, nil
 }
+
+// warmth is what the reads of one answer say of keeping it whole in the memo: whether anything was read past the
+// near cache, when the first key read leaves it (Unix ms), the first logical expiry of its fresh view counts, and
+// whether one was due (its refresh started). A nil warmth notes nothing.
+type warmth struct {
+	missed, due  bool
+	until, views int64
+}
+
+// read notes keys read from the near cache until the instant until (0: not from a near cache).
+func (w *warmth) read(until int64) {
+	switch {
+	case w == nil:
+	case until <= 0:
+		w.missed = true
+	case w.until == 0 || until < w.until:
+		w.until = until
+	}
+}
+
+// view notes a view count served, of that logical expiry, fresh or due.
+func (w *warmth) view(expiry int64, fresh bool) {
+	switch {
+	case w == nil:
+	case !fresh:
+		w.due = true
+	case w.views == 0 || expiry < w.views:
+		w.views = expiry
+	}
+}
+
+// cold notes something read past the near cache, or due for a refresh.
+func (w *warmth) cold() {
+	if w != nil {
+		w.missed = true
+	}
+}
+
+// warm reports whether the answer may be kept.
+func (w *warmth) warm() bool { return !w.missed && w.until > 0 }

@@ -107,7 +107,7 @@ type entry[V any] struct {
 type keys struct{ value, lock string }
 
 func (c *Cache[V]) keysFor(key string) keys {
-	value := c.prefix + "{" + key + "}"
+	value := c.EntryKey(key)
 	return keys{value: value, lock: value + "::lock"}
 }
 
@@ -141,18 +141,23 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 
 // EntryKey is the Redis key that holds key's entry, for a caller that reads it in a round trip of its own (a
 // pipeline with other keys, a client-side cache) and hands what it read to Cached.
-func (c *Cache[V]) EntryKey(key string) string { return c.keysFor(key).value }
+func (c *Cache[V]) EntryKey(key string) string { return c.prefix + "{" + key + "}" }
 
-// Cached decodes an entry as EntryKey's key holds it. ok is false when it does not decode: the caller then goes
-// through Get, which fills it. fresh is false when it is logically expired: the caller may serve it while
-// RefreshSoon refreshes it, as Get serves it to all but the one caller that refreshes.
-func (c *Cache[V]) Cached(raw string) (v V, fresh, ok bool) {
+// Cached decodes an entry as EntryKey's key holds it: its value and its logical expiry (Unix ms, by the cache's
+// clock), which Fresh judges. ok is false when it does not decode: the caller then goes through Get, which fills it.
+// A caller may serve a logically expired value while RefreshSoon refreshes it, as Get serves it to all but the one
+// caller that refreshes.
+func (c *Cache[V]) Cached(raw string) (v V, expiry int64, ok bool) {
 	var e entry[V]
 	if decode(raw, &e) != nil {
-		return v, false, false
+		return v, 0, false
 	}
-	return e.Value, c.fresh(e), true
+	return e.Value, e.Expiry, true
 }
+
+// Fresh reports whether a value of the logical expiry Cached returned is fresh now: a caller that kept what it
+// decoded asks again each time it serves it.
+func (c *Cache[V]) Fresh(expiry int64) bool { return c.fresh(entry[V]{Expiry: expiry}) }
 
 // RefreshSoon refreshes key's entry in the background, as a Get that finds it logically expired does, for a caller
 // that serves the stale value meanwhile rather than wait for a round trip. One runs per key in a process at a time.

@@ -509,8 +509,8 @@ func TestCached(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, fresh, ok := c.Cached(raw)
-			return v, fresh && ok
+			v, expiry, ok := c.Cached(raw)
+			return v, ok && c.Fresh(expiry)
 		}
 		if v, ok := fresh("7"); ok {
 			t.Errorf("a missing entry = %d, true", v)
