@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -51,7 +53,9 @@ measured in the same run:
             loopback port, closed loop from --clients clients for --duration; the floor is the same clients on
             /healthz of the same server, and beside it the same queries through Indexer.Search without HTTP.
 Then runs wrk (when on the PATH) against the same queries and prints its summary.
-The index is kept in a new directory under --dir, removed at the end unless --keep.`, stderr)
+The index is kept in a new directory under --dir, removed at the end unless --keep. --index runs the queries again on
+an index so kept, without generating or indexing the articles: the corpus flags are that run's, read from the
+directory, and the queries are generated from them as then.`, stderr)
 	articles := flags.Int("articles", 1_000_000, "articles generated and indexed")
 	boards := flags.Int("boards", 100, "boards the articles are spread over")
 	writers := flags.Int("writers", 100_000, "writers the articles are spread over")
@@ -65,6 +69,7 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	warmup := flags.Duration("warmup", 2*time.Second, "untimed run of each query case before its timed one")
 	dir := flags.String("dir", "", "directory under which the index's directory is made (default the system's temporary directory)")
 	keep := flags.Bool("keep", false, "keep the index's directory at the end")
+	reuse := flags.String("index", "", "directory of an index kept by an earlier run (--keep): run the queries on it, skipping generation and indexing")
 	wrk := flags.String("wrk", "wrk", "wrk binary run against the queries after the table; empty: only print how")
 	if err := app.Parse(flags, args, getenv); err != nil {
 		return err
@@ -76,14 +81,22 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
 	defer e.Close()
 
-	indexDir, err := os.MkdirTemp(*dir, "board-bench-search-")
-	if err != nil {
-		return err
-	}
-	if *keep {
-		defer fmt.Fprintf(stdout, "\nthe index is kept in %s\n", indexDir)
+	params := corpusParams{Seed: *seed, Articles: *articles, Boards: *boards, Writers: *writers, KoreanShare: *koreanShare}
+	indexDir := *reuse
+	var err error
+	if indexDir != "" {
+		if params, err = keptCorpus(indexDir, params, flags); err != nil {
+			return err
+		}
 	} else {
-		defer os.RemoveAll(indexDir)
+		if indexDir, err = os.MkdirTemp(*dir, "board-bench-search-"); err != nil {
+			return err
+		}
+		if *keep {
+			defer fmt.Fprintf(stdout, "\nthe index is kept in %s (run its queries again with --index %[1]s)\n", indexDir)
+		} else {
+			defer os.RemoveAll(indexDir)
+		}
 	}
 	ix, err := bleveindex.New(indexDir).Open(ctx, "bench")
 	if err != nil {
@@ -91,17 +104,24 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	}
 	defer ix.Close()
 
-	c := newCorpus(*seed, *articles, *boards, *writers, *koreanShare)
-	fmt.Fprintf(stdout, "%d articles (%.0f%% Korean) on %d boards by %d writers; %d CPUs; index in %s\n\n",
-		*articles, *koreanShare*100, *boards, *writers, runtime.GOMAXPROCS(0), indexDir)
-	if err := c.benchIndexing(ctx, ix, *batchSize, *puts, stdout, stderr); err != nil {
-		return err
+	c := newCorpus(params.Seed, params.Articles, params.Boards, params.Writers, params.KoreanShare)
+	fmt.Fprintf(stdout, "%d articles (%.0f%% Korean) on %d boards by %d writers, seed %d; %d CPUs; index in %s\n\n",
+		c.articles, c.koreanShare*100, c.boards, c.writers, c.seed, runtime.GOMAXPROCS(0), indexDir)
+	if *reuse == "" {
+		if err := c.benchIndexing(ctx, ix, *batchSize, *puts, stdout, stderr); err != nil {
+			return err
+		}
+		if err := keepCorpus(indexDir, params); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "indexing: skipped (--index); the index is an earlier run's\n")
 	}
 	if size, err := dirSize(indexDir); err == nil {
-		fmt.Fprintf(stdout, "  index on disk: %.0f MB (%.0f bytes per article)\n", float64(size)/1e6, float64(size)/float64(*articles))
+		fmt.Fprintf(stdout, "  index on disk: %.0f MB (%.0f bytes per article)\n", float64(size)/1e6, float64(size)/float64(c.articles))
 	}
 
-	qs := c.queries(*seed, *queries)
+	qs := c.queries(c.seed, *queries)
 	if err := describeQueries(ctx, ix, qs, stdout); err != nil {
 		return err
 	}
@@ -120,6 +140,50 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 		return err
 	}
 	return runWrk(ctx, *wrk, base, relevance, *clients, *duration, indexDir, stdout)
+}
+
+// corpusParams are the flags that make the corpus, kept beside a kept index (corpusFile) so that --index generates
+// the same queries, and new articles after the index's own.
+type corpusParams struct {
+	Seed        uint64  `json:"seed"`
+	Articles    int     `json:"articles"`
+	Boards      int     `json:"boards"`
+	Writers     int     `json:"writers"`
+	KoreanShare float64 `json:"koreanShare"`
+}
+
+// corpusFile names, in the index's directory, the corpus's parameters.
+const corpusFile = "corpus.json"
+
+func keepCorpus(dir string, p corpusParams) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, corpusFile), b, 0o644)
+}
+
+// keptCorpus returns the parameters of the corpus indexed in dir. A corpus flag set on this run (given, which holds
+// this run's flags) must agree with them: the figures would otherwise describe another corpus than the one asked.
+func keptCorpus(dir string, given corpusParams, flags *flag.FlagSet) (corpusParams, error) {
+	b, err := os.ReadFile(filepath.Join(dir, corpusFile))
+	if err != nil {
+		return corpusParams{}, fmt.Errorf("--index %s: not an index kept by board bench search --keep: %w", dir, err)
+	}
+	var kept corpusParams
+	if err := json.Unmarshal(b, &kept); err != nil {
+		return corpusParams{}, fmt.Errorf("--index %s: %s: %w", dir, corpusFile, err)
+	}
+	differs := map[string]bool{"seed": given.Seed != kept.Seed, "articles": given.Articles != kept.Articles,
+		"boards": given.Boards != kept.Boards, "writers": given.Writers != kept.Writers,
+		"korean-share": given.KoreanShare != kept.KoreanShare}
+	var mismatch error
+	flags.Visit(func(f *flag.Flag) {
+		if differs[f.Name] && mismatch == nil {
+			mismatch = fmt.Errorf("--%s %s: the index in %s was made with %s", f.Name, f.Value, dir, b)
+		}
+	})
+	return kept, mismatch
 }
 
 // benchIndexing generates the articles, times analyzing them (the floor) and putting them into ix, and prints both.
