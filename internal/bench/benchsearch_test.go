@@ -33,13 +33,14 @@ func TestBenchSearchRuns(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{"floor: analyzed", "indexed (Put)", "floor /healthz", "http relevance",
-		"http newest", "direct relevance", "direct newest", "wrk -t"} {
+		"http newest", "direct relevance", "direct newest", "http zipf, cached", "requests searched the index",
+		"create to found (target p99 <= 1s)", "never found within", "VmRSS", "VmHWM", "wrk -t"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "first failure") {
-		t.Errorf("a query failed:\n%s", out)
+	if strings.Contains(out, "first failure") || !strings.Contains(out, "after the creates: 0;") {
+		t.Errorf("a query failed, or a new article was never found:\n%s", out)
 	}
 	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
 		t.Errorf("the index's directory is left in --dir: %v %v", left, err)
