@@ -462,8 +462,10 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 	r := &searchFreshnessRun{searchURL: cachedBase, client: run.client, board: int64(run.c.boards) + 1,
 		word: fmt.Sprintf("sf%08x", rand.Uint32()), pending: map[int64]searchPending{}}
 	queue := make(chan search.Doc, rate*int(run.duration.Seconds()+1))
-	var puts, put atomic.Int64
+	// The flusher's own, read once flushed is closed.
 	var putErr error
+	var putTimes []time.Duration
+	var putDocs int
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
@@ -482,11 +484,12 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 					break drain
 				}
 			}
+			start := time.Now()
 			if err := run.ix.Put(ctx, batch); err != nil && putErr == nil {
 				putErr = err
 			}
-			puts.Add(1)
-			put.Add(int64(len(batch)))
+			putTimes = append(putTimes, time.Since(start))
+			putDocs += len(batch)
 		}
 	}()
 	pollCtx, stopPolling := context.WithCancel(ctx)
@@ -525,13 +528,14 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 		return fmt.Errorf("put: %w", putErr)
 	}
 	fmt.Fprintf(stdout, "\nwhile %d new articles a second are put (%d scheduled, %d skipped; %d batches, %.1f articles each):\n",
-		rate, scheduled, skipped, puts.Load(), float64(put.Load())/float64(max(puts.Load(), 1)))
+		rate, scheduled, skipped, len(putTimes), float64(putDocs)/float64(max(len(putTimes), 1)))
 	fmt.Fprintf(stdout, "%-17s %9s %9s %10s %10s %10s\n", "case", "requests", "failures", "req/s", "p50", "p99")
 	printLoadRow(stdout, "http relevance", queries, float64(queries.requests)/queries.elapsed.Seconds())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fmt.Fprintf(stdout, "%-32s %9s %10s %10s %10s %10s\n", "", "count", "p50", "p90", "p99", "max")
 	printQuantiles(stdout, "floor: one poll", r.polls)
+	printQuantiles(stdout, "one batch's Put", putTimes)
 	printQuantiles(stdout, "create to found (target p99 <= 1s)", r.latencies)
 	fmt.Fprintf(stdout, "never found within %s after the creates: %d; by their own word: %d found\n", waited.Round(time.Millisecond),
 		len(r.pending), r.foundByWord)

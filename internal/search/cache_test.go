@@ -102,7 +102,7 @@ func TestCacheStaysWithinItsBound(t *testing.T) {
 	svc := NewService(ix, Options{CacheTTL: time.Hour, CacheBytes: bound})
 	h := svc.cur.Load()
 	var given uint64
-	for i := range 500 {
+	for i := range 100 {
 		r := request(fmt.Sprintf("word%d", i))
 		p, err := svc.Search(context.Background(), r)
 		if err != nil {
@@ -194,4 +194,19 @@ func TestSearchIsCutAtItsDeadline(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The cache belongs to its index: once a rebuilt index is swapped in, no answer of the old one is given.
+func TestSwapStartsAnEmptyCache(t *testing.T) {
+	t.Parallel()
+	old, rebuilt := &countingIndex{}, &countingIndex{}
+	svc := NewService(old, Options{CacheTTL: time.Hour, CacheBytes: 1 << 20})
+	mustSearch(t, svc, request("apple"))
+	mustSearch(t, svc, request("apple"))
+	svc.Swap(rebuilt)
+	mustSearch(t, svc, request("apple"))
+	if o, r := old.searches.Load(), rebuilt.searches.Load(); o != 1 || r != 1 {
+		t.Errorf("searches of the old index %d, of the rebuilt one %d; want 1 and 1", o, r)
+	}
+	stopCache(svc)
 }
