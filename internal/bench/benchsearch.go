@@ -461,35 +461,45 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 	// same index (--index) replaces them.
 	r := &searchFreshnessRun{searchURL: cachedBase, client: run.client, board: int64(run.c.boards) + 1,
 		word: fmt.Sprintf("sf%08x", rand.Uint32()), pending: map[int64]searchPending{}}
-	queue := make(chan search.Doc, rate*int(run.duration.Seconds()+1))
+	type queued struct {
+		doc search.Doc
+		at  time.Time
+	}
+	queue := make(chan queued, rate*int(run.duration.Seconds()+1))
 	// The flusher's own, read once flushed is closed.
 	var putErr error
-	var putTimes []time.Duration
-	var putDocs int
+	var putTimes, inIndex []time.Duration // each batch's Put; each article's queueing to its Put's return
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
 		// As the updater: each batch is what arrived while the last was written, at most a poll's 100 records.
-		for d := range queue {
-			batch := []search.Doc{d}
+		for q := range queue {
+			batch := []queued{q}
 		drain:
 			for len(batch) < 100 {
 				select {
-				case d, ok := <-queue:
+				case q, ok := <-queue:
 					if !ok {
 						break drain
 					}
-					batch = append(batch, d)
+					batch = append(batch, q)
 				default:
 					break drain
 				}
 			}
+			docs := make([]search.Doc, len(batch))
+			for i, q := range batch {
+				docs[i] = q.doc
+			}
 			start := time.Now()
-			if err := run.ix.Put(ctx, batch); err != nil && putErr == nil {
+			if err := run.ix.Put(ctx, docs); err != nil && putErr == nil {
 				putErr = err
 			}
-			putTimes = append(putTimes, time.Since(start))
-			putDocs += len(batch)
+			done := time.Now()
+			putTimes = append(putTimes, done.Sub(start))
+			for _, q := range batch {
+				inIndex = append(inIndex, done.Sub(q.at))
+			}
 		}
 	}()
 	pollCtx, stopPolling := context.WithCancel(ctx)
@@ -513,10 +523,11 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 		d.BoardID = r.board
 		d.Title = fmt.Sprintf("search freshness %s %s", r.word, r.articleWord(seq))
 		d.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
+		now := time.Now()
 		r.mu.Lock()
-		r.pending[d.ArticleID] = searchPending{word: r.articleWord(seq), createdAt: d.CreatedAt, acked: time.Now()}
+		r.pending[d.ArticleID] = searchPending{word: r.articleWord(seq), createdAt: d.CreatedAt, acked: now}
 		r.mu.Unlock()
-		queue <- d
+		queue <- queued{doc: d, at: now}
 	})
 	close(queue)
 	<-loaded
@@ -528,7 +539,7 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 		return fmt.Errorf("put: %w", putErr)
 	}
 	fmt.Fprintf(stdout, "\nwhile %d new articles a second are put (%d scheduled, %d skipped; %d batches, %.1f articles each):\n",
-		rate, scheduled, skipped, len(putTimes), float64(putDocs)/float64(max(len(putTimes), 1)))
+		rate, scheduled, skipped, len(putTimes), float64(len(inIndex))/float64(max(len(putTimes), 1)))
 	fmt.Fprintf(stdout, "%-17s %9s %9s %10s %10s %10s\n", "case", "requests", "failures", "req/s", "p50", "p99")
 	printLoadRow(stdout, "http relevance", queries, float64(queries.requests)/queries.elapsed.Seconds())
 	r.mu.Lock()
@@ -536,6 +547,7 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 	fmt.Fprintf(stdout, "%-32s %9s %10s %10s %10s %10s\n", "", "count", "p50", "p90", "p99", "max")
 	printQuantiles(stdout, "floor: one poll", r.polls)
 	printQuantiles(stdout, "one batch's Put", putTimes)
+	printQuantiles(stdout, "floor: queued to in the index", inIndex)
 	printQuantiles(stdout, "create to found (target p99 <= 1s)", r.latencies)
 	fmt.Fprintf(stdout, "never found within %s after the creates: %d; by their own word: %d found\n", waited.Round(time.Millisecond),
 		len(r.pending), r.foundByWord)

@@ -34,7 +34,7 @@ func TestBenchSearchRuns(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{"floor: analyzed", "indexed (Put)", "floor /healthz", "http relevance",
 		"http newest", "direct relevance", "direct newest", "http zipf, cached", "requests searched the index",
-		"create to found (target p99 <= 1s)", "never found within", "VmRSS", "VmHWM", "wrk -t"} {
+		"one batch's Put", "floor: queued to in the index", "create to found (target p99 <= 1s)", "never found within", "VmRSS", "VmHWM", "wrk -t"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
