@@ -27,6 +27,7 @@ import (
 	"board/internal/notification"
 	"board/internal/outbox"
 	"board/internal/ratelimit"
+	"board/internal/search"
 	"board/internal/sqldb"
 	"board/internal/user"
 	"board/internal/web"
@@ -92,8 +93,11 @@ type Config struct {
 	ModerationAddr  string
 	ReportThreshold int // distinct open reports that hide an article or a comment pending review
 
-	SearchAddr   string
-	SearchEngine string // where the search index lives: "bleve" (on disk under DataDir) or "sql" (the SQL engine's full-text search)
+	SearchAddr     string
+	SearchEngine   string        // where the search index lives: "bleve" (on disk under DataDir) or "sql" (the SQL engine's full-text search)
+	SearchTimeout  time.Duration // deadline of one search's work in the index; past it the answer is 503 SEARCH_TIMEOUT
+	SearchCacheTTL time.Duration // how long an answer is given again to the same query; 0: no cache
+	SearchCacheMB  int           // memory of the cached answers, in MiB
 
 	NotificationAddr  string
 	MaxStreams        int // open notification streams per instance
@@ -171,6 +175,9 @@ func Default() Config {
 		ReportThreshold:      5,
 		SearchAddr:           ":9008",
 		SearchEngine:         "bleve",
+		SearchTimeout:        search.DefaultTimeout,
+		SearchCacheTTL:       search.DefaultCacheTTL,
+		SearchCacheMB:        search.DefaultCacheBytes >> 20,
 		NotificationAddr:     ":9009",
 		MaxStreams:           notification.DefaultMaxStreams,
 		MaxStreamsPerUser:    notification.DefaultMaxStreamsPerUser,
@@ -361,6 +368,17 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
 	fs.StringVar(&c.SearchAddr, "search-addr", c.SearchAddr, "listen address of the search service")
 	c.SearchEngineFlag(fs)
+	fs.DurationVar(&c.SearchTimeout, "search-timeout", c.SearchTimeout, "deadline of one search's work in the index, within --request-timeout: a search that would run longer is cut there and answered 503 SEARCH_TIMEOUT")
+	fs.DurationVar(&c.SearchCacheTTL, "search-cache-ttl", c.SearchCacheTTL, "how long the search service gives an answer again to the same query, from when its search began: a new article is found within this plus the index's own lag (0: no cache)")
+	fs.Func("search-cache-mb", fmt.Sprintf("memory in MiB of the search service's cached answers (default %d)", c.SearchCacheMB),
+		func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<20 {
+				return fmt.Errorf("want MiB from 1 to %d, not %q", 1<<20, v)
+			}
+			c.SearchCacheMB = n
+			return nil
+		})
 	fs.StringVar(&c.NotificationAddr, "notification-addr", c.NotificationAddr, "listen address of the notification service")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "open notification streams this instance holds at most (each costs about a goroutine and a socket)")
 	fs.IntVar(&c.MaxStreamsPerUser, "max-streams-per-user", c.MaxStreamsPerUser, "open notification streams one user may hold on this instance")

@@ -148,7 +148,8 @@ func buildSearch(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []htt
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := search.NewService(ix)
+	svc := search.NewService(ix, search.Options{Timeout: e.Config.SearchTimeout, CacheTTL: e.Config.SearchCacheTTL,
+		CacheBytes: int64(e.Config.SearchCacheMB) << 20})
 	f := &searchFollower{e: e, r: r, engine: engine, svc: svc}
 	following, err := f.follow(ctx, name, ix)
 	if err != nil {

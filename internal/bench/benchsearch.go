@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -46,12 +49,21 @@ measured in the same run:
             of a few thousand), generated in memory first (untimed), then put in batches of --batch, --puts at a
             time; the floor is the same documents analyzed (search.Analyze, the analysis every engine pays) on
             every core;
-  queries   one- and two-word queries from the same vocabularies (frequent and rare words, Korean and English),
-            sorted by relevance and by newest, page size 20, through the HTTP API of the search service served on a
-            loopback port, closed loop from --clients clients for --duration; the floor is the same clients on
-            /healthz of the same server, and beside it the same queries through Indexer.Search without HTTP.
+  queries   --queries distinct one- and two-word queries from the same vocabularies (frequent and rare words,
+            Korean and English), sorted by relevance and by newest, page size 20, through the HTTP API of the search
+            service served in this process on a loopback port (search deadline --timeout), closed loop from
+            --clients clients for --duration: round robin with the service's cache of answers off, then a Zipf mix
+            of the same queries with it on (--cache-ttl, --cache-mb). The floor is the same clients on /healthz of
+            the same server; beside them, the distinct queries through Indexer.Search without HTTP;
+  freshness the distinct queries by relevance again (cache on) while --create-rate new articles a second are put
+            through Indexer.Put, one batch at a time as the service's updater does, and one poller searches for
+            them, newest first (as board bench search-freshness does against a running board): create-to-found
+            is from an article's queueing for its batch to the first answer that holds it;
+  memory    the resident memory of this process (VmRSS, VmHWM), which serves the index.
 Then runs wrk (when on the PATH) against the same queries and prints its summary.
-The index is kept in a new directory under --dir, removed at the end unless --keep.`, stderr)
+The index is kept in a new directory under --dir, removed at the end unless --keep. --index runs the queries again on
+an index so kept, without generating or indexing the articles: the corpus flags are that run's, read from the
+directory, and the queries are generated from them as then.`, stderr)
 	articles := flags.Int("articles", 1_000_000, "articles generated and indexed")
 	boards := flags.Int("boards", 100, "boards the articles are spread over")
 	writers := flags.Int("writers", 100_000, "writers the articles are spread over")
@@ -65,25 +77,39 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	warmup := flags.Duration("warmup", 2*time.Second, "untimed run of each query case before its timed one")
 	dir := flags.String("dir", "", "directory under which the index's directory is made (default the system's temporary directory)")
 	keep := flags.Bool("keep", false, "keep the index's directory at the end")
+	reuse := flags.String("index", "", "directory of an index kept by an earlier run (--keep): run the queries on it, skipping generation and indexing")
 	wrk := flags.String("wrk", "wrk", "wrk binary run against the queries after the table; empty: only print how")
+	timeout := flags.Duration("timeout", search.DefaultTimeout, "the search service's deadline of one search (as board serve's --search-timeout)")
+	cacheTTL := flags.Duration("cache-ttl", search.DefaultCacheTTL, "TTL of the search service's cache in the cases that have it on (as --search-cache-ttl)")
+	cacheMB := flags.Int("cache-mb", search.DefaultCacheBytes>>20, "memory of the search service's cache in MiB (as --search-cache-mb)")
+	createRate := flags.Int("create-rate", 200, "new articles a second put while the freshness case's queries run; 0: no freshness case")
 	if err := app.Parse(flags, args, getenv); err != nil {
 		return err
 	}
 	if *articles < 1 || *boards < 1 || *writers < 1 || *koreanShare < 0 || *koreanShare > 1 || *batchSize < 1 ||
-		*puts < 1 || *queries < 1 || *clients < 1 || *duration <= 0 || *warmup < 0 {
-		return errors.New("need --articles, --boards, --writers, --batch, --puts, --queries, --clients >= 1, 0 <= --korean-share <= 1, --duration > 0, --warmup >= 0")
+		*puts < 1 || *queries < 1 || *clients < 1 || *duration <= 0 || *warmup < 0 || *timeout <= 0 || *cacheTTL <= 0 ||
+		*cacheMB < 1 || *createRate < 0 {
+		return errors.New("need --articles, --boards, --writers, --batch, --puts, --queries, --clients, --cache-mb >= 1, 0 <= --korean-share <= 1, --duration, --timeout, --cache-ttl > 0, --warmup, --create-rate >= 0")
 	}
 	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
 	defer e.Close()
 
-	indexDir, err := os.MkdirTemp(*dir, "board-bench-search-")
-	if err != nil {
-		return err
-	}
-	if *keep {
-		defer fmt.Fprintf(stdout, "\nthe index is kept in %s\n", indexDir)
+	params := corpusParams{Seed: *seed, Articles: *articles, Boards: *boards, Writers: *writers, KoreanShare: *koreanShare}
+	indexDir := *reuse
+	var err error
+	if indexDir != "" {
+		if params, err = keptCorpus(indexDir, params, flags); err != nil {
+			return err
+		}
 	} else {
-		defer os.RemoveAll(indexDir)
+		if indexDir, err = os.MkdirTemp(*dir, "board-bench-search-"); err != nil {
+			return err
+		}
+		if *keep {
+			defer fmt.Fprintf(stdout, "\nthe index is kept in %s (run its queries again with --index %[1]s)\n", indexDir)
+		} else {
+			defer os.RemoveAll(indexDir)
+		}
 	}
 	ix, err := bleveindex.New(indexDir).Open(ctx, "bench")
 	if err != nil {
@@ -91,35 +117,104 @@ The index is kept in a new directory under --dir, removed at the end unless --ke
 	}
 	defer ix.Close()
 
-	c := newCorpus(*seed, *articles, *boards, *writers, *koreanShare)
-	fmt.Fprintf(stdout, "%d articles (%.0f%% Korean) on %d boards by %d writers; %d CPUs; index in %s\n\n",
-		*articles, *koreanShare*100, *boards, *writers, runtime.GOMAXPROCS(0), indexDir)
-	if err := c.benchIndexing(ctx, ix, *batchSize, *puts, stdout, stderr); err != nil {
-		return err
+	c := newCorpus(params.Seed, params.Articles, params.Boards, params.Writers, params.KoreanShare)
+	fmt.Fprintf(stdout, "%d articles (%.0f%% Korean) on %d boards by %d writers, seed %d; %d CPUs; index in %s\n\n",
+		c.articles, c.koreanShare*100, c.boards, c.writers, c.seed, runtime.GOMAXPROCS(0), indexDir)
+	if *reuse == "" {
+		if err := c.benchIndexing(ctx, ix, *batchSize, *puts, stdout, stderr); err != nil {
+			return err
+		}
+		if err := keepCorpus(indexDir, params); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "indexing: skipped (--index); the index is an earlier run's\n")
 	}
 	if size, err := dirSize(indexDir); err == nil {
-		fmt.Fprintf(stdout, "  index on disk: %.0f MB (%.0f bytes per article)\n", float64(size)/1e6, float64(size)/float64(*articles))
+		fmt.Fprintf(stdout, "  index on disk: %.0f MB (%.0f bytes per article)\n", float64(size)/1e6, float64(size)/float64(c.articles))
 	}
 
-	qs := c.queries(*seed, *queries)
+	qs := c.queries(c.seed, *queries)
 	if err := describeQueries(ctx, ix, qs, stdout); err != nil {
 		return err
 	}
-	svc := search.NewService(ix)
-	base, stop, err := serveLoopback("search", search.Routes(svc, e.Logger), nil, e)
+	// The memory of the generated articles goes back to the system: what stays resident is what serving takes.
+	debug.FreeOSMemory()
+	off := search.Options{Timeout: *timeout}
+	on := search.Options{Timeout: *timeout, CacheTTL: *cacheTTL, CacheBytes: int64(*cacheMB) << 20}
+	run := searchRun{ix: ix, c: c, qs: qs, clients: *clients, warmup: *warmup, duration: *duration,
+		client: &http.Client{Timeout: readRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: *clients + 1}}}
+	base, stop, err := serveLoopback("search", search.Routes(search.NewService(ix, off), e.Logger), nil, e)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	counted := &countedIndex{Indexer: ix}
+	cachedBase, stopCached, err := serveLoopback("search", search.Routes(search.NewService(counted, on), e.Logger), nil, e)
+	if err != nil {
+		return err
+	}
+	defer stopCached()
 	relevance, newest := make([]string, len(qs)), make([]string, len(qs))
 	for i, q := range qs {
 		relevance[i] = searchPath(q, "relevance")
 		newest[i] = searchPath(q, "newest")
 	}
-	if err := runSearchCases(ctx, ix, base, qs, relevance, newest, *clients, *warmup, *duration, stdout); err != nil {
+	fmt.Fprintf(stdout, "\nsearch deadline %s; cache of answers %s TTL, %d MiB where on\n", *timeout, *cacheTTL, *cacheMB)
+	if err := run.cases(ctx, base, cachedBase, counted, relevance, newest, stdout); err != nil {
 		return err
 	}
+	if *createRate > 0 {
+		if err := run.freshness(ctx, cachedBase, relevance, *createRate, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	printMemory(stdout, *reuse != "")
 	return runWrk(ctx, *wrk, base, relevance, *clients, *duration, indexDir, stdout)
+}
+
+// corpusParams are the flags that make the corpus, kept beside a kept index (corpusFile) so that --index generates
+// the same queries, and new articles after the index's own.
+type corpusParams struct {
+	Seed        uint64  `json:"seed"`
+	Articles    int     `json:"articles"`
+	Boards      int     `json:"boards"`
+	Writers     int     `json:"writers"`
+	KoreanShare float64 `json:"koreanShare"`
+}
+
+// corpusFile names, in the index's directory, the corpus's parameters.
+const corpusFile = "corpus.json"
+
+func keepCorpus(dir string, p corpusParams) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, corpusFile), b, 0o644)
+}
+
+// keptCorpus returns the parameters of the corpus indexed in dir. A corpus flag set on this run (given, which holds
+// this run's flags) must agree with them: the figures would otherwise describe another corpus than the one asked.
+func keptCorpus(dir string, given corpusParams, flags *flag.FlagSet) (corpusParams, error) {
+	b, err := os.ReadFile(filepath.Join(dir, corpusFile))
+	if err != nil {
+		return corpusParams{}, fmt.Errorf("--index %s: not an index kept by board bench search --keep: %w", dir, err)
+	}
+	var kept corpusParams
+	if err := json.Unmarshal(b, &kept); err != nil {
+		return corpusParams{}, fmt.Errorf("--index %s: %s: %w", dir, corpusFile, err)
+	}
+	differs := map[string]bool{"seed": given.Seed != kept.Seed, "articles": given.Articles != kept.Articles,
+		"boards": given.Boards != kept.Boards, "writers": given.Writers != kept.Writers,
+		"korean-share": given.KoreanShare != kept.KoreanShare}
+	var mismatch error
+	flags.Visit(func(f *flag.Flag) {
+		if differs[f.Name] && mismatch == nil {
+			mismatch = fmt.Errorf("--%s %s: the index in %s was made with %s", f.Name, f.Value, dir, b)
+		}
+	})
+	return kept, mismatch
 }
 
 // benchIndexing generates the articles, times analyzing them (the floor) and putting them into ix, and prints both.
@@ -243,69 +338,230 @@ func describeQueries(ctx context.Context, ix search.Indexer, qs []searchQuery, s
 	return nil
 }
 
-// runSearchCases prints the table of the query cases.
-func runSearchCases(ctx context.Context, ix search.Indexer, base string, qs []searchQuery, relevance, newest []string,
-	clients int, warmup, duration time.Duration, stdout io.Writer) error {
-	client := &http.Client{Timeout: readRequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	l := loader{client: client, connections: clients}
-	prefixed := func(paths []string) []string {
-		urls := make([]string, len(paths))
-		for i, p := range paths {
-			urls[i] = base + p
-		}
-		return urls
+// searchRun is what the query cases share.
+type searchRun struct {
+	ix               search.Indexer
+	c                *corpus
+	qs               []searchQuery
+	clients          int
+	warmup, duration time.Duration
+	client           *http.Client
+}
+
+// countedIndex counts the searches that reach the index.
+type countedIndex struct {
+	search.Indexer
+	searches atomic.Int64
+}
+
+func (c *countedIndex) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	c.searches.Add(1)
+	return c.Indexer.Search(ctx, q)
+}
+
+// zipfMix returns n of paths drawn Zipf-like (s = 1.1), the first the most asked, as a query log has them.
+func zipfMix(seed uint64, paths []string, n int) []string {
+	r := rand.New(rand.NewPCG(seed, 2))
+	z := rand.NewZipf(r, 1.1, 1, uint64(len(paths)-1))
+	mix := make([]string, n)
+	for i := range mix {
+		mix[i] = paths[z.Uint64()]
 	}
+	return mix
+}
+
+func prefixed(base string, paths []string) []string {
+	urls := make([]string, len(paths))
+	for i, p := range paths {
+		urls[i] = base + p
+	}
+	return urls
+}
+
+// cases prints the table of the query cases: base serves without a cache, cachedBase with one, over counted.
+func (run searchRun) cases(ctx context.Context, base, cachedBase string, counted *countedIndex, relevance, newest []string,
+	stdout io.Writer) error {
+	l := loader{client: run.client, connections: run.clients}
 	direct := func(newest bool) func(time.Duration) loadResult {
-		terms := make([][]string, len(qs))
-		for i, q := range qs {
+		terms := make([][]string, len(run.qs))
+		for i, q := range run.qs {
 			terms[i] = search.Terms(q.text)
 		}
 		return func(d time.Duration) loadResult {
-			return closedLoop(ctx, clients, d, func(i int) error {
+			return closedLoop(ctx, run.clients, d, func(i int) error {
 				// The count limit of page 1 (boardpage.CountLimit), as the service asks.
-				_, err := ix.Search(ctx, search.Query{Terms: terms[i%len(terms)], Newest: newest, Limit: searchPageSize,
+				_, err := run.ix.Search(ctx, search.Query{Terms: terms[i%len(terms)], Newest: newest, Limit: searchPageSize,
 					CountLimit: int(boardpage.CountLimit(1, searchPageSize))})
 				return err
 			})
 		}
 	}
+	mix := zipfMix(run.c.seed, relevance, 100_000)
+	var searched, requested int64
 	cases := []struct {
 		name string
 		run  func(time.Duration) loadResult
 	}{
 		{"floor /healthz", func(d time.Duration) loadResult { return l.run(ctx, []string{base + "/healthz"}, d) }},
-		{"http relevance", func(d time.Duration) loadResult { return l.run(ctx, prefixed(relevance), d) }},
-		{"http newest", func(d time.Duration) loadResult { return l.run(ctx, prefixed(newest), d) }},
+		{"http relevance", func(d time.Duration) loadResult { return l.run(ctx, prefixed(base, relevance), d) }},
+		{"http newest", func(d time.Duration) loadResult { return l.run(ctx, prefixed(base, newest), d) }},
 		{"direct relevance", direct(false)},
 		{"direct newest", direct(true)},
+		{"http zipf, cached", func(d time.Duration) loadResult {
+			before := counted.searches.Load()
+			r := l.run(ctx, prefixed(cachedBase, mix), d)
+			searched, requested = counted.searches.Load()-before, r.requests
+			return r
+		}},
 	}
-	fmt.Fprintf(stdout, "\nqueries at %d clients, closed loop; per case %s untimed, then %s timed (target: http p99 <= 50ms)\n",
-		clients, warmup, duration)
+	fmt.Fprintf(stdout, "\nqueries at %d clients, closed loop; per case %s untimed, then %s timed (target: http p99 <= 50ms, >= 1000 req/s)\n",
+		run.clients, run.warmup, run.duration)
+	fmt.Fprintf(stdout, "  http and direct: the %d distinct queries round robin, no cache; zipf: %d draws of them, cache on\n",
+		len(run.qs), len(mix))
 	fmt.Fprintf(stdout, "%-17s %9s %9s %10s %10s %10s %9s\n", "case", "requests", "failures", "req/s", "p50", "p99", "vs floor")
 	var floorRate float64
 	for _, c := range cases {
-		if warmup > 0 {
-			c.run(warmup)
+		if run.warmup > 0 {
+			c.run(run.warmup)
 		}
-		r := c.run(duration)
+		r := c.run(run.duration)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rate := float64(r.requests) / r.elapsed.Seconds()
 		if floorRate == 0 {
-			floorRate = rate
+			floorRate = float64(r.requests) / r.elapsed.Seconds()
 		}
-		p50, p99 := "-", "-"
-		if len(r.latencies) > 0 {
-			sorted := slices.Sorted(slices.Values(r.latencies))
-			p50, p99 = roundDuration(percentile(sorted, 0.5)), roundDuration(percentile(sorted, 0.99))
-		}
-		fmt.Fprintf(stdout, "%-17s %9d %9d %10.0f %10s %10s %9.2f\n", c.name, r.requests, r.failures, rate, p50, p99, rate/floorRate)
-		if r.failures > 0 {
-			fmt.Fprintf(stdout, "  first failure: %s\n", r.firstFailure)
-		}
+		printLoadRow(stdout, c.name, r, floorRate)
+	}
+	if requested > 0 {
+		fmt.Fprintf(stdout, "  zipf, cached: %d of %d requests searched the index (%.1f%%); %d distinct queries in the mix\n",
+			searched, requested, 100*float64(searched)/float64(requested), len(slices.Compact(slices.Sorted(slices.Values(mix)))))
 	}
 	return nil
+}
+
+// printLoadRow prints a row of the query table.
+func printLoadRow(w io.Writer, name string, r loadResult, floorRate float64) {
+	rate := float64(r.requests) / r.elapsed.Seconds()
+	p50, p99 := "-", "-"
+	if len(r.latencies) > 0 {
+		sorted := slices.Sorted(slices.Values(r.latencies))
+		p50, p99 = roundDuration(percentile(sorted, 0.5)), roundDuration(percentile(sorted, 0.99))
+	}
+	fmt.Fprintf(w, "%-17s %9d %9d %10.0f %10s %10s %9.2f\n", name, r.requests, r.failures, rate, p50, p99, rate/floorRate)
+	if r.failures > 0 {
+		fmt.Fprintf(w, "  first failure: %s\n", r.firstFailure)
+	}
+}
+
+// freshness runs the distinct queries by relevance on cachedBase while rate new articles a second are put into the
+// index, one batch at a time, and a poller finds them; it prints both.
+func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance []string, rate int, stdout, stderr io.Writer) error {
+	// The run's articles are on a board of their own, after the corpus's, with ids after its own: a later run on the
+	// same index (--index) replaces them.
+	r := &searchFreshnessRun{searchURL: cachedBase, client: run.client, board: int64(run.c.boards) + 1,
+		word: fmt.Sprintf("sf%08x", rand.Uint32()), pending: map[int64]searchPending{}}
+	type queued struct {
+		doc search.Doc
+		at  time.Time
+	}
+	queue := make(chan queued, rate*int(run.duration.Seconds()+1))
+	// The flusher's own, read once flushed is closed.
+	var putErr error
+	var putTimes, inIndex []time.Duration // each batch's Put; each article's queueing to its Put's return
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		// As the updater: each batch is what arrived while the last was written, at most a poll's 100 records.
+		for q := range queue {
+			batch := []queued{q}
+		drain:
+			for len(batch) < 100 {
+				select {
+				case q, ok := <-queue:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, q)
+				default:
+					break drain
+				}
+			}
+			docs := make([]search.Doc, len(batch))
+			for i, q := range batch {
+				docs[i] = q.doc
+			}
+			start := time.Now()
+			if err := run.ix.Put(ctx, docs); err != nil && putErr == nil {
+				putErr = err
+			}
+			done := time.Now()
+			putTimes = append(putTimes, done.Sub(start))
+			for _, q := range batch {
+				inIndex = append(inIndex, done.Sub(q.at))
+			}
+		}
+	}()
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		r.poll(pollCtx)
+	}()
+	defer func() { stopPolling(); <-polled }()
+	var queries loadResult
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		l := loader{client: run.client, connections: run.clients}
+		queries = l.run(ctx, prefixed(cachedBase, relevance), run.duration)
+	}()
+	scheduled, skipped := openLoop(ctx, "creates", rate, run.duration, 64, stderr, func(_ context.Context, seq int64) {
+		i := int(seq) % run.c.articles
+		d := run.c.article(i)
+		d.ArticleID = int64(run.c.articles) + 1 + seq
+		d.BoardID = r.board
+		d.Title = fmt.Sprintf("search freshness %s %s", r.word, r.articleWord(seq))
+		d.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
+		now := time.Now()
+		r.mu.Lock()
+		r.pending[d.ArticleID] = searchPending{word: r.articleWord(seq), createdAt: d.CreatedAt, acked: now}
+		r.mu.Unlock()
+		queue <- queued{doc: d, at: now}
+	})
+	close(queue)
+	<-loaded
+	<-flushed
+	waited := r.waitForPending(ctx, 10*time.Second)
+	stopPolling()
+	<-polled
+	if putErr != nil {
+		return fmt.Errorf("put: %w", putErr)
+	}
+	fmt.Fprintf(stdout, "\nwhile %d new articles a second are put (%d scheduled, %d skipped; %d batches, %.1f articles each):\n",
+		rate, scheduled, skipped, len(putTimes), float64(len(inIndex))/float64(max(len(putTimes), 1)))
+	fmt.Fprintf(stdout, "%-17s %9s %9s %10s %10s %10s\n", "case", "requests", "failures", "req/s", "p50", "p99")
+	printLoadRow(stdout, "http relevance", queries, float64(queries.requests)/queries.elapsed.Seconds())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(stdout, "%-32s %9s %10s %10s %10s %10s\n", "", "count", "p50", "p90", "p99", "max")
+	printQuantiles(stdout, "floor: one poll", r.polls)
+	printQuantiles(stdout, "one batch's Put", putTimes)
+	printQuantiles(stdout, "floor: queued to in the index", inIndex)
+	printQuantiles(stdout, "create to found (target p99 <= 1s)", r.latencies)
+	fmt.Fprintf(stdout, "never found within %s after the creates: %d; by their own word: %d found\n", waited.Round(time.Millisecond),
+		len(r.pending), r.foundByWord)
+	return ctx.Err()
+}
+
+// printMemory prints this process's resident memory beside the target. reused says that no corpus was generated in
+// this run: the peak is then the serving's too.
+func printMemory(w io.Writer, reused bool) {
+	fmt.Fprintf(w, "\nresident memory of this process, which serves the index: VmRSS %d MiB, peak VmHWM %d MiB (target <= 1024 MiB)\n",
+		residentKiB("VmRSS")>>10, residentKiB("VmHWM")>>10)
+	if !reused {
+		fmt.Fprintf(w, "  the peak includes the articles generated and held while indexing; --index measures serving alone\n")
+	}
 }
 
 // closedLoop calls fn from clients goroutines, each calling again when its last call returned, for d.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,16 +33,59 @@ func TestBenchSearchRuns(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{"floor: analyzed", "indexed (Put)", "floor /healthz", "http relevance",
-		"http newest", "direct relevance", "direct newest", "wrk -t"} {
+		"http newest", "direct relevance", "direct newest", "http zipf, cached", "requests searched the index",
+		"one batch's Put", "floor: queued to in the index", "create to found (target p99 <= 1s)", "never found within", "VmRSS", "VmHWM", "wrk -t"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "first failure") {
-		t.Errorf("a query failed:\n%s", out)
+	if strings.Contains(out, "first failure") || !strings.Contains(out, "after the creates: 0;") {
+		t.Errorf("a query failed, or a new article was never found:\n%s", out)
 	}
 	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
 		t.Errorf("the index's directory is left in --dir: %v %v", left, err)
+	}
+}
+
+// An index kept with --keep runs its queries again with --index, without indexing, on the corpus it was made of; a
+// corpus flag that disagrees with it is refused.
+func TestBenchSearchIndexReused(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := Command(context.Background(), append([]string{"search", "--queries", "20", "--clients", "2",
+			"--duration", "100ms", "--warmup", "0", "--wrk", ""}, args...), func(string) string { return "" }, &stdout, &stderr)
+		return stdout.String() + stderr.String(), err
+	}
+	out, err := run("--articles", "300", "--batch", "100", "--seed", "5", "--dir", dir, "--keep")
+	if err != nil {
+		t.Fatalf("bench search --keep: %v\n%s", err, out)
+	}
+	kept, err := os.ReadDir(dir)
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("--keep left %v, %v in --dir; want one directory", kept, err)
+	}
+	index := filepath.Join(dir, kept[0].Name())
+	out, err = run("--index", index)
+	if err != nil {
+		t.Fatalf("bench search --index: %v\n%s", err, out)
+	}
+	for _, want := range []string{"300 articles", "seed 5", "indexing: skipped", "http relevance"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "indexed (Put)") || strings.Contains(out, "first failure") {
+		t.Errorf("--index indexed again, or a query failed:\n%s", out)
+	}
+	if _, err := os.Stat(index); err != nil {
+		t.Errorf("--index removed the index: %v", err)
+	}
+	if out, err := run("--index", index, "--seed", "6"); err == nil || !strings.Contains(err.Error(), "--seed 6") {
+		t.Errorf("--index with another --seed: %v\n%s", err, out)
+	}
+	if out, err := run("--index", t.TempDir()); err == nil {
+		t.Errorf("--index of a directory no run kept: no error\n%s", out)
 	}
 }
 

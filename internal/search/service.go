@@ -2,11 +2,18 @@ package search
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/maypok86/otter/v2"
+	"golang.org/x/sync/singleflight"
 
 	"board/internal/boardpage"
 	"board/internal/fault"
@@ -43,39 +50,101 @@ type Hit struct {
 	CreatedAt time.Time
 }
 
-// Page is a page of results and the count of matches, capped like the board count.
+// Page is a page of results and the count of matches, capped like the board count. A cached page is given to every
+// request that asks for it: its readers must not change it.
 type Page struct {
 	Hits  []Hit
 	Count int64
 }
 
-// Service answers searches from the current index, which a rebuild may replace while it answers (Swap).
-type Service struct {
-	cur atomic.Pointer[handle]
+// Defaults of the Options board serve gives the service. An answer cached for half a second keeps a new document's
+// create-to-found under the 1 s target with the index's own lag (a consumer poll and a batch); 2 s is about where a
+// reader gives up on a search; 64 MiB holds some 5,000 pages of 20 Korean results (about 12 KB each).
+const (
+	DefaultTimeout    = 2 * time.Second
+	DefaultCacheTTL   = 500 * time.Millisecond
+	DefaultCacheBytes = 64 << 20
+)
+
+// Options tune a Service. The zero value has no cache and no deadline but the request's.
+type Options struct {
+	// Timeout bounds each search's work in the index: a search that would run longer is cut there and answered 503
+	// SEARCH_TIMEOUT. 0: only the request's own deadline bounds it.
+	Timeout time.Duration
+	// CacheTTL is how long an answer is given again to the same query, counted from when its search began: a
+	// document put in the index is found by every search that begins CacheTTL after it at the latest. 0: no cache.
+	CacheTTL time.Duration
+	// CacheBytes bounds the memory of the cached answers (an estimate of their size).
+	CacheBytes int64
 }
 
-// handle is an index the service answers from, and the requests that use it.
+// Service answers searches from the current index, which a rebuild may replace while it answers (Swap). Concurrent
+// searches of the same query (its terms, filters, order and page) are answered by one search of the index, and
+// with a cache its answer is given again for CacheTTL.
+type Service struct {
+	cur  atomic.Pointer[handle]
+	opts Options
+}
+
+// handle is an index the service answers from, the requests that use it, and its answers.
 type handle struct {
 	ix Indexer
 	// mu is held for reading by each request that uses ix; Swap takes it to wait them out.
 	mu      sync.RWMutex
 	retired bool
+	// cache holds answers by query (cacheKey); nil when off. It belongs to its index: a swap starts empty.
+	cache  *otter.Cache[string, cached]
+	flight singleflight.Group
+}
+
+// cached is an answer and when its search began, which is how old it is.
+type cached struct {
+	page  Page
+	began time.Time
+}
+
+// hitBytes is what a cached hit costs besides its strings' bytes: its fixed fields and string headers.
+const hitBytes = 128
+
+// weight estimates the memory an answer holds in the cache under key.
+func (c cached) weight(key string) uint32 {
+	n := len(key) + 64 // the entry and its key's header
+	for _, h := range c.page.Hits {
+		n += hitBytes + len(h.Title) + len(h.Fragment)
+	}
+	return uint32(min(n, math.MaxUint32))
 }
 
 // NewService returns a Service that answers from ix.
-func NewService(ix Indexer) *Service {
-	s := &Service{}
-	s.cur.Store(&handle{ix: ix})
+func NewService(ix Indexer, opts Options) *Service {
+	s := &Service{opts: opts}
+	s.cur.Store(s.newHandle(ix))
 	return s
+}
+
+func (s *Service) newHandle(ix Indexer) *handle {
+	h := &handle{ix: ix}
+	if s.opts.CacheTTL > 0 && s.opts.CacheBytes > 0 {
+		h.cache = otter.Must(&otter.Options[string, cached]{
+			MaximumWeight:    uint64(s.opts.CacheBytes),
+			Weigher:          func(key string, c cached) uint32 { return c.weight(key) },
+			ExpiryCalculator: otter.ExpiryWriting[string, cached](s.opts.CacheTTL),
+		})
+	}
+	return h
 }
 
 // Swap makes the service answer from ix, and returns once no request uses the index it answered from: the caller may
 // then close it.
 func (s *Service) Swap(ix Indexer) {
-	old := s.cur.Swap(&handle{ix: ix})
+	old := s.cur.Swap(s.newHandle(ix))
 	old.mu.Lock()
 	old.retired = true
 	old.mu.Unlock()
+	if old.cache != nil {
+		old.cache.InvalidateAll()
+		old.cache.StopAllGoroutines()
+	}
 }
 
 // acquire returns the current index, held for reading until release.
@@ -89,6 +158,9 @@ func (s *Service) acquire() *handle {
 		h.mu.RUnlock() // swapped out meanwhile: the current one is new
 	}
 }
+
+// errTimedOut is a search cut at its deadline.
+var errTimedOut = errors.New("search: cut at its deadline")
 
 // Search answers r.
 func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
@@ -104,17 +176,81 @@ func (s *Service) Search(ctx context.Context, r Request) (Page, error) {
 	if len(terms) == 0 { // nothing but stop words or punctuation: nothing to look for
 		return Page{Hits: []Hit{}}, nil
 	}
+	key := cacheKey(terms, r)
 	h := s.acquire()
 	defer h.mu.RUnlock()
-	ix := h.ix
+	if h.cache != nil {
+		if c, ok := h.cache.GetIfPresent(key); ok && time.Since(c.began) < s.opts.CacheTTL {
+			return c.page, nil
+		}
+	}
+	// The search is shared by the requests that wait for it: a client that goes away does not cut it short for
+	// the others, and the deadline of the first bounds it (every request has the same deadline).
+	v, err, _ := h.flight.Do(key, func() (any, error) {
+		began := time.Now()
+		work, cancel := s.workContext(ctx)
+		defer cancel()
+		page, err := answer(work, h.ix, terms, r, offset)
+		if err != nil {
+			if work.Err() != nil {
+				return nil, errTimedOut
+			}
+			return nil, err
+		}
+		if h.cache != nil {
+			h.cache.Set(key, cached{page: page, began: began})
+		}
+		return page, nil
+	})
+	switch {
+	case err == nil:
+		return v.(Page), nil
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return Page{}, ctx.Err() // the client went away
+	case errors.Is(err, errTimedOut):
+		return Page{}, fault.Unavailablef(err, "SEARCH_TIMEOUT", "the search did not finish in time; narrow it (fewer common words, a board) or try again")
+	default:
+		return Page{}, fault.Unavailablef(err, "SEARCH_UNAVAILABLE", "the search index cannot answer now")
+	}
+}
+
+// workContext is the context of a search's work: not canceled with ctx, whose request is one of those that wait
+// for it, but ending at ctx's deadline or the service's Timeout, whichever comes first.
+func (s *Service) workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if s.opts.Timeout > 0 {
+		if own := time.Now().Add(s.opts.Timeout); !ok || own.Before(deadline) {
+			deadline, ok = own, true
+		}
+	}
+	work := context.WithoutCancel(ctx)
+	if !ok {
+		return context.WithCancel(work)
+	}
+	return context.WithDeadline(work, deadline)
+}
+
+// cacheKey is what makes two requests the same query: their analyzed terms in any order, filters, order and page.
+func cacheKey(terms []string, r Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d/%s/%t/%d/%d", r.BoardID, r.WriterID, r.Type, r.Newest, r.Page, r.PageSize)
+	for _, t := range slices.Sorted(slices.Values(terms)) {
+		b.WriteByte(0) // no term holds it: the analyzer splits words at control characters
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// answer searches ix for r, whose analyzed terms are terms.
+func answer(ctx context.Context, ix Indexer, terms []string, r Request, offset int64) (Page, error) {
 	res, err := ix.Search(ctx, Query{Terms: terms, BoardID: r.BoardID, WriterID: r.WriterID, Type: r.Type,
 		Newest: r.Newest, Offset: int(offset), Limit: int(r.PageSize), CountLimit: int(boardpage.CountLimit(r.Page, r.PageSize))})
 	if err != nil {
-		return Page{}, unavailable(ctx, err)
+		return Page{}, err
 	}
 	articles, err := commentArticles(ctx, ix, res.Docs)
 	if err != nil {
-		return Page{}, unavailable(ctx, err)
+		return Page{}, err
 	}
 	out := Page{Hits: make([]Hit, 0, len(res.Docs)), Count: int64(res.Count)}
 	for _, d := range res.Docs {
@@ -157,12 +293,4 @@ func commentArticles(ctx context.Context, ix Indexer, docs []Doc) (map[int64]Doc
 		articles[a.ArticleID] = a
 	}
 	return articles, nil
-}
-
-// unavailable makes an index error the 503 it is to a client: the index is this service's only dependency.
-func unavailable(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return fault.Unavailablef(err, "SEARCH_UNAVAILABLE", "the search index cannot answer now")
 }
