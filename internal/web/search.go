@@ -154,9 +154,10 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request) error {
 	}
 	data.Searched = true
 	reply, err := s.api.search(r.Context(), q, page, resultsPerPage)
-	if se, ok := errors.AsType[*serviceError](err); ok && se.status == http.StatusBadRequest {
+	if se, ok := errors.AsType[*serviceError](err); ok && (se.status == http.StatusBadRequest || se.code == "SEARCH_TIMEOUT") {
+		// A refused query, or one too broad to answer in time: the form again, with the service's advice.
 		data.Problem = se.message
-		return s.render(w, r, http.StatusBadRequest, searchView(data))
+		return s.render(w, r, se.status, searchView(data))
 	}
 	if err != nil {
 		return err

@@ -262,6 +262,21 @@ func TestSearchRefused(t *testing.T) {
 	mustNotContain(t, "a refused search", w.Body.String(), `id="result-count"`)
 }
 
+// TestSearchTooBroad: a search cut at the service's deadline is the form again, with the service's advice to narrow
+// it, and a 503.
+func TestSearchTooBroad(t *testing.T) {
+	t.Parallel()
+	_, origin := newFakeSearch(t, func(w http.ResponseWriter, _ url.Values) {
+		writeError(w, http.StatusServiceUnavailable, "SEARCH_TIMEOUT", "The search did not finish in time; narrow it.")
+	})
+	w := get(t, searchHandler(t, origin), "/search?q=board", "")
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503\n%s", w.Code, w.Body)
+	}
+	mustContain(t, "a search cut at its deadline", w.Body.String(),
+		`<p id="search-error" class="error" role="alert">The search did not finish in time; narrow it.</p>`, `<input id="q" type="search" name="q" value="board"`)
+}
+
 // TestSearchUnavailable: a search service that is down, hung or says so is the friendly 503 page, never a hang.
 func TestSearchUnavailable(t *testing.T) {
 	t.Parallel()
