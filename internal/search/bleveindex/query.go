@@ -1,14 +1,16 @@
 package bleveindex
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
-	"github.com/blevesearch/bleve/v2"
 	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/collector"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
@@ -75,10 +77,10 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 type plan struct {
 	ix      *Index
 	q       search.Query
-	must    []query.Query // the words, scored
-	filters []query.Query // the filters, as conjuncts that do not score
-	docs    uint64        // documents in the index, as bleve's idf counts them
-	held    []uint64      // documents that hold each word
+	must    []query.Query     // the words, scored
+	filters []query.Query     // the filters, as conjuncts that do not score
+	docs    uint64            // documents in the index, as bleve's idf counts them
+	held    []uint64          // documents that hold each word
 	reader  index.IndexReader // what the counts are read from
 }
 
@@ -142,11 +144,8 @@ func (p *plan) rarest() uint64 {
 // at least.
 func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchCollection, int, error) {
 	if p.rarest() <= wholeBelow*uint64(max(need, p.q.CountLimit)) {
-		res, err := p.search(ctx, nil, need, true)
-		if err != nil {
-			return nil, 0, err
-		}
-		return res.Hits, int(res.Total), nil
+		hits, total, err := p.search(ctx, nil, need, byNewest)
+		return hits, int(total), err
 	}
 	var hits bsearch.DocumentMatchCollection
 	count := 0
@@ -156,12 +155,12 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 		for level < min(step, dayLevels-1) && (cursor+1)%(1<<(2*(level+1))) == 0 {
 			level++
 		}
-		res, err := p.search(ctx, []query.Query{unscored(term(fieldDay, span(level, cursor)))}, max(0, need-len(hits)), true)
+		found, total, err := p.search(ctx, []query.Query{unscored(term(fieldDay, span(level, cursor)))}, max(0, need-len(hits)), byNewest)
 		if err != nil {
 			return nil, 0, err
 		}
-		hits = append(hits, res.Hits...)
-		count += int(res.Total)
+		hits = append(hits, found...)
+		count += int(total)
 		if len(hits) >= need && count >= p.q.CountLimit {
 			return hits, count, nil
 		}
@@ -170,11 +169,8 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 	// Whatever was created before 1970, at once.
 	older := query.NewTermRangeInclusiveQuery(createdTerm(math.MinInt64), createdTerm((cursor+1)*msPerDay), &inclusive, &exclusive)
 	older.SetField(fieldCreated)
-	res, err := p.search(ctx, []query.Query{unscored(older)}, max(0, need-len(hits)), true)
-	if err != nil {
-		return nil, 0, err
-	}
-	return append(hits, res.Hits...), count + int(res.Total), nil
+	found, total, err := p.search(ctx, []query.Query{unscored(older)}, max(0, need-len(hits)), byNewest)
+	return append(hits, found...), count + int(total), err
 }
 
 var inclusive, exclusive = true, false
@@ -193,11 +189,8 @@ func (p *plan) relevant(ctx context.Context, need int) (bsearch.DocumentMatchCol
 			return hits, count, err
 		}
 	}
-	res, err := p.search(ctx, nil, need, false)
-	if err != nil {
-		return nil, 0, err
-	}
-	return res.Hits, int(res.Total), nil
+	hits, total, err := p.ranked(ctx, nil, need)
+	return hits, int(total), err
 }
 
 // relevantByImpact ranks the documents where a word weighs most, level by level, and returns the first need and
@@ -239,12 +232,12 @@ func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.Document
 		if postings > p.rarest()/2 {
 			return nil, false, nil // ranking every match walks fewer documents than the levels would
 		}
-		res, err := p.search(ctx, []query.Query{unscored(query.NewDisjunctionQuery(candidates))}, need, false)
+		hits, _, err := p.ranked(ctx, []query.Query{unscored(query.NewDisjunctionQuery(candidates))}, need)
 		if err != nil {
 			return nil, false, err
 		}
-		if len(res.Hits) >= need && res.Hits[need-1].Score > p.bound(levels)*boundMargin {
-			return res.Hits, true, nil
+		if len(hits) >= need && hits[need-1].Score > p.bound(levels)*boundMargin {
+			return hits, true, nil
 		}
 		lowest := true
 		for i := range levels {
@@ -272,27 +265,71 @@ func (p *plan) bound(levels []int) float64 {
 	return sum / math.Sqrt(squares)
 }
 
-// search runs one bleve search of the words and the filters, narrowed by narrow, for the first size matches newest
-// first or by relevance (newer first among equals); it counts every match.
-func (p *plan) search(ctx context.Context, narrow []query.Query, size int, newest bool) (*bleve.SearchResult, error) {
+// The orders of a search.
+var (
+	byCreated = &bsearch.SortField{Field: fieldCreated, Desc: true, Type: bsearch.SortFieldAsString}
+	byNewest  = bsearch.SortOrder{byCreated}
+	// byRelevance is relevance, newer first among equals: what a page by relevance is.
+	byRelevance = bsearch.SortOrder{&bsearch.SortScore{Desc: true}, byCreated}
+	// byScore is relevance alone, which bleve ranks without reading a document's creation time (ranked).
+	byScore = bsearch.SortOrder{&bsearch.SortScore{Desc: true}}
+)
+
+// ranked returns the first need matches by relevance, newer first among equals, narrowed by narrow, and how many
+// match. A sort by score and time reads every match's time; ranked asks bleve for twice the page by score alone,
+// which reads none, and orders the equals by time itself. When the page's last score is still held by the last
+// match fetched, its equals may go on past it: then bleve sorts by both.
+func (p *plan) ranked(ctx context.Context, narrow []query.Query, need int) (bsearch.DocumentMatchCollection, uint64, error) {
+	fetch := 2 * need
+	hits, total, err := p.search(ctx, narrow, fetch, byScore)
+	if err != nil || need == 0 {
+		return nil, total, err
+	}
+	if len(hits) == fetch && hits[fetch-1].Score == hits[need-1].Score {
+		return p.search(ctx, narrow, need, byRelevance)
+	}
+	created := make(map[*bsearch.DocumentMatch]string, len(hits))
+	dvr, err := p.reader.DocValueReader([]string{fieldCreated})
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, h := range hits {
+		if err := dvr.VisitDocValues(h.IndexInternalID, func(_ string, term []byte) { created[h] = string(term) }); err != nil {
+			return nil, 0, err
+		}
+	}
+	// Stable: matches equal in both stay in the order bleve gives equals, as its own sort by both would.
+	slices.SortStableFunc(hits, func(a, b *bsearch.DocumentMatch) int {
+		if a.Score != b.Score {
+			return cmp.Compare(b.Score, a.Score)
+		}
+		return strings.Compare(created[b], created[a])
+	})
+	return hits[:min(need, len(hits))], total, nil
+}
+
+// search runs one search of the words and the filters, narrowed by narrow, on the plan's reader, for the first size
+// matches in order; it counts every match.
+func (p *plan) search(ctx context.Context, narrow []query.Query, size int, order bsearch.SortOrder) (bsearch.DocumentMatchCollection, uint64, error) {
 	conjuncts := append(append(slices.Clone(p.must), p.filters...), narrow...)
 	var q query.Query = query.NewConjunctionQuery(conjuncts)
 	if len(conjuncts) == 1 {
 		q = conjuncts[0]
 	}
-	req := bleve.NewSearchRequestOptions(q, size, 0, false)
-	byCreated := &bsearch.SortField{Field: fieldCreated, Desc: true, Type: bsearch.SortFieldAsString}
-	if newest {
-		req.SortByCustom(bsearch.SortOrder{byCreated})
-		req.Score = "none"
-	} else {
-		req.SortByCustom(bsearch.SortOrder{&bsearch.SortScore{Desc: true}, byCreated})
+	options := bsearch.SearcherOptions{}
+	if !order.RequiresScore() {
+		options.Score = "none"
 	}
-	res, err := p.ix.idx.SearchInContext(ctx, req)
+	searcher, err := q.Searcher(ctx, p.reader, p.ix.idx.Mapping(), options)
 	if err != nil {
-		return nil, fmt.Errorf("bleve index: search: %w", err)
+		return nil, 0, fmt.Errorf("bleve index: search: %w", err)
 	}
-	return res, nil
+	defer searcher.Close()
+	coll := collector.NewTopNCollector(size, 0, order)
+	if err := coll.Collect(ctx, searcher, p.reader); err != nil {
+		return nil, 0, fmt.Errorf("bleve index: search: %w", err)
+	}
+	return coll.Results(), coll.Total(), nil
 }
 
 // unscored makes q a conjunct that narrows a search without changing its scores: boost 0 adds nothing to a score,

@@ -63,7 +63,11 @@ func TestPrunedSearchesEqualFullOnes(t *testing.T) {
 					t.Fatal(err)
 				}
 				need := q.Offset + q.Limit
-				full, err := p.search(ctx, nil, need, newest)
+				order := byRelevance
+				if newest {
+					order = byNewest
+				}
+				fullHits, fullTotal, err := p.search(ctx, nil, need, order)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -76,28 +80,27 @@ func TestPrunedSearchesEqualFullOnes(t *testing.T) {
 					}
 				} else {
 					var ok bool
-					got, ok, err = p.relevantByImpact(ctx, need)
-					if ok {
+					if got, ok, err = p.relevantByImpact(ctx, need); ok {
 						pruned++
-					} else {
-						got = full.Hits
+					} else if err == nil {
+						got, _, err = p.ranked(ctx, nil, need)
 					}
 				}
 				p.close()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want, have := ids(full.Hits), ids(got[:min(need, len(got))]); !slices.Equal(want, have) {
+				if want, have := ids(fullHits), ids(got[:min(need, len(got))]); !slices.Equal(want, have) {
 					t.Errorf("%+v: pruned page differs from the full one:\n full %v\n have %v", q, want, have)
 				}
-				if count >= 0 && min(count, q.CountLimit) != min(int(full.Total), q.CountLimit) {
-					t.Errorf("%+v: count %d, want %d", q, min(count, q.CountLimit), min(int(full.Total), q.CountLimit))
+				if count >= 0 && min(count, q.CountLimit) != min(int(fullTotal), q.CountLimit) {
+					t.Errorf("%+v: count %d, want %d", q, min(count, q.CountLimit), min(int(fullTotal), q.CountLimit))
 				}
 				res, err := ix.Search(ctx, q)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := ids(full.Hits)[min(q.Offset, len(full.Hits)):]; !slices.Equal(docIDs(res.Docs), want) {
+				if want := ids(fullHits)[min(q.Offset, len(fullHits)):]; !slices.Equal(docIDs(res.Docs), want) {
 					t.Errorf("%+v: Search's page differs from the full one", q)
 				}
 			}
@@ -134,4 +137,43 @@ func openTestIndex(t *testing.T) *Index {
 	}
 	t.Cleanup(func() { ix.Close() })
 	return ix.(*Index)
+}
+
+// Matches of equal relevance come newest first, however many there are around the page's end: fewer than ranked
+// fetches (it orders them itself) or more (bleve orders them by score and time).
+func TestEqualScoresNewestFirst(t *testing.T) {
+	ctx := context.Background()
+	ix := openTestIndex(t)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []search.Doc
+	for n := range 60 {
+		content := "pumpkin"
+		if n%3 == 0 {
+			content = "pumpkin soup" // a longer text: a lower score
+		}
+		docs = append(docs, search.Doc{Type: search.TypeArticle, ArticleID: int64(n + 1), BoardID: 1, WriterID: 1,
+			Content: content, CreatedAt: start.Add(time.Duration(n) * time.Hour), Version: 1})
+	}
+	// Oldest first, a batch each: bleve's own order of equals (the index's) is then the oldest first.
+	for _, d := range docs {
+		if err := ix.Put(ctx, []search.Doc{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, limit := range []int{5, 20, 40} {
+		res, err := ix.Search(ctx, search.Query{Terms: search.Terms("pumpkin"), Limit: limit, CountLimit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The shorter text scores higher; among equals, the newest first.
+		want := slices.SortedFunc(slices.Values(docs), func(a, b search.Doc) int {
+			if len(a.Content) != len(b.Content) {
+				return len(a.Content) - len(b.Content)
+			}
+			return b.CreatedAt.Compare(a.CreatedAt)
+		})
+		if got := docIDs(res.Docs); !slices.Equal(got, docIDs(want[:limit])) {
+			t.Errorf("limit %d: %v, want %v", limit, got, docIDs(want[:limit]))
+		}
+	}
 }
