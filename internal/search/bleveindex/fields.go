@@ -20,12 +20,14 @@ type analyzed analysis.TokenStream
 
 func (a analyzed) Analyze([]byte) analysis.TokenStream { return analysis.TokenStream(a) }
 
-// impactLevels are the impact thresholds, highest first: θ_k = 2^(-k/2). A word whose impact in a document is at
-// least θ_k and below θ_(k-1) is indexed in the impact field as "word k".
+// impactLevels are the impact thresholds, highest first: θ_k = 2^(-k/4). A word whose impact in a document is at
+// least θ_k and below θ_(k-1) is indexed in the impact field as "word k". Each word of a document is one term
+// whatever the levels, so fine levels cost the index nothing, and let a search take the documents of a frequent word
+// in small steps.
 var impactLevels = func() []float64 {
-	levels := make([]float64, 8) // down to 0.088: a word once in a document of 128 words, twice in one of 256
+	levels := make([]float64, 15) // down to 0.088: a word once in a document of 128 words, twice in one of 256
 	for k := range levels {
-		levels[k] = math.Pow(2, -float64(k)/2)
+		levels[k] = math.Pow(2, -float64(k)/4)
 	}
 	return levels
 }()

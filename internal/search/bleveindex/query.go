@@ -194,28 +194,30 @@ func (p *plan) relevant(ctx context.Context, need int) (bsearch.DocumentMatchCol
 }
 
 // relevantByImpact ranks the documents where a word weighs most, level by level, and returns the first need and
-// true once their last outscores every document left out; false when no level does.
+// true once their last outscores every document left out; false when no level does, or when the levels would walk
+// more documents than ranking every match.
 func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.DocumentMatchCollection, bool, error) {
-	// levelHeld[i][k] is how many documents hold word i at impact level k.
-	levelHeld := make([][]uint64, len(p.q.Terms))
-	for i, t := range p.q.Terms {
-		levelHeld[i] = make([]uint64, len(impactLevels))
-		for k := range impactLevels {
-			n, err := p.count(ctx, fieldImpact, impactTerm(t, k))
-			if err != nil {
-				return nil, false, err
-			}
-			levelHeld[i][k] = n
+	// levels[i] is the lowest impact level of word i among the candidates (-1: none yet); held[i] how many documents
+	// hold word i at those levels.
+	levels := make([]int, len(p.q.Terms))
+	held := make([]uint64, len(p.q.Terms))
+	lower := func(i int) (bool, error) {
+		if levels[i] == len(impactLevels)-1 {
+			return false, nil
 		}
+		n, err := p.count(ctx, fieldImpact, impactTerm(p.q.Terms[i], levels[i]+1))
+		levels[i]++
+		held[i] += n
+		return true, err
 	}
 	// Each word starts at the highest level at which enough documents hold it for a page.
-	levels := make([]int, len(p.q.Terms))
-	for i, held := range levelHeld {
-		var sum uint64
-		levels[i] = len(impactLevels) - 1
-		for k, n := range held {
-			if sum += n; sum >= uint64(need) {
-				levels[i] = k
+	for i := range levels {
+		levels[i] = -1
+		for held[i] < uint64(need) {
+			if more, err := lower(i); err != nil || !more {
+				if err != nil {
+					return nil, false, err
+				}
 				break
 			}
 		}
@@ -226,8 +228,8 @@ func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.Document
 		for i, t := range p.q.Terms {
 			for k := 0; k <= levels[i]; k++ {
 				candidates = append(candidates, unscored(term(fieldImpact, impactTerm(t, k))))
-				postings += levelHeld[i][k]
 			}
+			postings += held[i]
 		}
 		if postings > p.rarest()/2 {
 			return nil, false, nil // ranking every match walks fewer documents than the levels would
@@ -239,15 +241,31 @@ func (p *plan) relevantByImpact(ctx context.Context, need int) (bsearch.Document
 		if len(hits) >= need && hits[need-1].Score > p.bound(levels)*boundMargin {
 			return hits, true, nil
 		}
-		lowest := true
+		// Lower the word whose next level adds the fewest documents, past levels that hold none.
+		best, bestHeld := -1, uint64(0)
 		for i := range levels {
-			if levels[i] < len(impactLevels)-1 {
-				levels[i]++
-				lowest = false
+			if levels[i] == len(impactLevels)-1 {
+				continue
+			}
+			n, err := p.count(ctx, fieldImpact, impactTerm(p.q.Terms[i], levels[i]+1))
+			if err != nil {
+				return nil, false, err
+			}
+			if best < 0 || n < bestHeld {
+				best, bestHeld = i, n
 			}
 		}
-		if lowest {
+		if best < 0 {
 			return nil, false, nil
+		}
+		before := held[best]
+		for held[best] == before {
+			if more, err := lower(best); err != nil || !more {
+				if err != nil {
+					return nil, false, err
+				}
+				break
+			}
 		}
 	}
 }
