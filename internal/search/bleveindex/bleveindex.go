@@ -282,12 +282,38 @@ func (ix *Index) buildAll(docs []search.Doc) ([]*document.Document, error) {
 
 // Get reads the stored documents of keys.
 func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc, error) {
+	r, err := ix.reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return read(ctx, r, keys)
+}
+
+// reader returns a snapshot of the index, which the caller closes.
+func (ix *Index) reader() (index.IndexReader, error) {
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := r.(*scorch.IndexSnapshot); ok && s == nil { // what a closed index gives
+		return nil, bleve.ErrorIndexClosed
+	}
+	return r, nil
+}
+
+// read reads the stored documents of keys from one snapshot of the index.
+func read(ctx context.Context, r index.IndexReader, keys []string) (map[string]search.Doc, error) {
 	out := make(map[string]search.Doc, len(keys))
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		d, err := ix.idx.Document(k)
+		d, err := r.Document(k)
 		if err != nil {
 			return nil, fmt.Errorf("bleve index: get %s: %w", k, err)
 		}

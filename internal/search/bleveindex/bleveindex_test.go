@@ -89,3 +89,22 @@ func TestSearchWindows(t *testing.T) {
 	}
 	check(ix)
 }
+
+// A closed index answers with an error, not a panic: its searches and reads open a snapshot it no longer has.
+func TestClosedIndexErrs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ix, err := New(t.TempDir()).Open(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Search(ctx, search.Query{Terms: []string{"x"}, Limit: 10, CountLimit: 11}); err == nil {
+		t.Error("search of a closed index: no error")
+	}
+	if _, err := ix.Get(ctx, []string{"a1"}); err == nil {
+		t.Error("get from a closed index: no error")
+	}
+}

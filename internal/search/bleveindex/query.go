@@ -66,7 +66,7 @@ func (ix *Index) Search(ctx context.Context, q search.Query) (search.Result, err
 		return search.Result{}, err
 	}
 	hits = hits[min(q.Offset, len(hits)):min(need, len(hits))]
-	docs, err := ix.load(ctx, hits)
+	docs, err := p.load(ctx, hits)
 	if err != nil {
 		return search.Result{}, err
 	}
@@ -98,11 +98,8 @@ func (ix *Index) plan(ctx context.Context, q search.Query) (*plan, error) {
 	if q.Type != "" {
 		p.filters = append(p.filters, unscored(term(fieldType, string(q.Type))))
 	}
-	adv, err := ix.idx.Advanced()
-	if err != nil {
-		return nil, err
-	}
-	if p.reader, err = adv.Reader(); err != nil {
+	var err error
+	if p.reader, err = ix.reader(); err != nil {
 		return nil, err
 	}
 	if p.docs, err = p.reader.DocCount(); err != nil {
@@ -358,13 +355,13 @@ func unscored(q query.Query) query.Query {
 	return q
 }
 
-// load reads the stored documents of hits, in their order.
-func (ix *Index) load(ctx context.Context, hits bsearch.DocumentMatchCollection) ([]search.Doc, error) {
+// load reads the stored documents of hits, in their order, from the snapshot they were found in.
+func (p *plan) load(ctx context.Context, hits bsearch.DocumentMatchCollection) ([]search.Doc, error) {
 	keys := make([]string, len(hits))
 	for i, h := range hits {
 		keys[i] = h.ID
 	}
-	found, err := ix.Get(ctx, keys)
+	found, err := read(ctx, p.reader, keys)
 	if err != nil {
 		return nil, err
 	}
