@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -301,56 +300,10 @@ func (ix *Index) Get(ctx context.Context, keys []string) (map[string]search.Doc,
 	return out, nil
 }
 
-// Put indexes docs and returns once they are persisted. A large Put is cut into a batch per core, built at the same
-// time: bleve builds a batch's segment on one core, and that is most of indexing's work once the documents are
-// analyzed (which bleve spreads over the cores already). A key put twice is put as its last document, as one bleve
-// batch would.
+// Put indexes docs in one batch and returns once it is persisted.
 func (ix *Index) Put(ctx context.Context, docs []search.Doc) error {
-	newest := ix.newest.Load()
-	for _, d := range docs {
-		newest = max(newest, d.CreatedAt.UnixMilli())
-	}
-	parts := min(runtime.GOMAXPROCS(0), len(docs)/minPart)
-	if parts <= 1 {
-		return ix.put(ctx, docs, newest)
-	}
-	docs = lastOfEachKey(docs)
-	var wg sync.WaitGroup
-	errs := make([]error, parts)
-	for i := range parts {
-		part := docs[i*len(docs)/parts : (i+1)*len(docs)/parts]
-		wg.Go(func() { errs[i] = ix.put(ctx, part, newest) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// minPart is the fewest documents Put builds in a batch of their own: a batch is a segment, which the merger merges
-// again later, and smaller ones do not save enough to pay for it.
-const minPart = 500
-
-// lastOfEachKey returns docs without the ones whose key a later one has.
-func lastOfEachKey(docs []search.Doc) []search.Doc {
-	last := make(map[string]int, len(docs))
-	for i, d := range docs {
-		last[d.Key()] = i
-	}
-	if len(last) == len(docs) {
-		return docs
-	}
-	out := make([]search.Doc, 0, len(last))
-	for i, d := range docs {
-		if last[d.Key()] == i {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// put indexes docs in one batch and returns once it is persisted; newest is the creation time of the newest
-// document of the Put, which every batch of the Put keeps (in any order they are applied, the index keeps it).
-func (ix *Index) put(ctx context.Context, docs []search.Doc, newest int64) error {
 	b := ix.idx.NewBatch()
+	newest := ix.newest.Load()
 	for _, d := range docs {
 		doc, err := ix.build(d)
 		if err != nil {
@@ -359,8 +312,10 @@ func (ix *Index) put(ctx context.Context, docs []search.Doc, newest int64) error
 		if err := b.IndexAdvanced(doc); err != nil {
 			return err
 		}
+		newest = max(newest, d.CreatedAt.UnixMilli())
 	}
-	if newest > ix.newest.Load() {
+	raised := newest > ix.newest.Load()
+	if raised {
 		b.SetInternal(newestKey, binary.BigEndian.AppendUint64(nil, uint64(newest)))
 	}
 	if err := ctx.Err(); err != nil {

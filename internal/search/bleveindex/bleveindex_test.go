@@ -2,7 +2,6 @@ package bleveindex
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,69 +88,4 @@ func TestSearchWindows(t *testing.T) {
 		t.Errorf("after a reopen, the newest document is at %d, want %d", got, docs[2999].CreatedAt.UnixMilli())
 	}
 	check(ix)
-}
-
-// A Put large enough to be cut into a batch per core holds every document when it returns, also after a reopen, and
-// a key put twice in it is put as its last document.
-func TestLargePut(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dir := t.TempDir()
-	ix, err := New(dir).Open(ctx, "l")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	article := func(id int64, version int64, content string) search.Doc {
-		return search.Doc{Type: search.TypeArticle, ArticleID: id, BoardID: 1, WriterID: 1, Title: "t", Content: content,
-			CreatedAt: start.Add(time.Duration(id) * time.Minute), Version: version}
-	}
-	var docs []search.Doc
-	var keys []string
-	for i := range int64(4 * minPart) {
-		docs = append(docs, article(i+1, 1, "words"))
-		keys = append(keys, docs[i].Key())
-	}
-	// Article 1 again at the end, article 4*minPart again at the start: each in another batch than its first.
-	docs = append(docs, article(1, 2, "last"))
-	docs = append([]search.Doc{article(4*minPart, 0, "first")}, docs...)
-	if err := ix.Put(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
-	check := func(ix search.Indexer) {
-		t.Helper()
-		got, err := ix.Get(ctx, keys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(keys) {
-			t.Errorf("%d of %d documents found", len(got), len(keys))
-		}
-		if d := got[keys[0]]; d.Version != 2 || d.Content != "last" {
-			t.Errorf("a key put twice, last: %+v", d)
-		}
-		if d := got[keys[len(keys)-1]]; d.Version != 1 || d.Content != "words" {
-			t.Errorf("a key put twice, first: %+v", d)
-		}
-	}
-	check(ix)
-	if err := ix.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if ix, err = New(dir).Open(ctx, "l"); err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	check(ix)
-}
-
-func TestLastOfEachKey(t *testing.T) {
-	a1 := search.Doc{Type: search.TypeArticle, ArticleID: 1, Version: 1}
-	b := search.Doc{Type: search.TypeArticle, ArticleID: 2, Version: 1}
-	a2 := search.Doc{Type: search.TypeArticle, ArticleID: 1, Version: 2}
-	c := search.Doc{Type: search.TypeComment, ArticleID: 1, CommentID: 1, Version: 1}
-	got := lastOfEachKey([]search.Doc{a1, b, a2, c})
-	if want := []search.Doc{b, a2, c}; !slices.Equal(got, want) {
-		t.Errorf("lastOfEachKey = %+v, want %+v", got, want)
-	}
 }
