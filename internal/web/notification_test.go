@@ -159,6 +159,47 @@ func TestBell(t *testing.T) {
 	}
 }
 
+// TestBellAskedOnce: a reader's count is asked once in bellFresh and shown on the pages they open meanwhile; after
+// it, after their own "mark read", and on the inbox, it is asked again; another reader's is their own.
+func TestBellAskedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := notificationPages(t, f, nil)
+	alice, bob := f.token(t, 10, auth.RoleUser), f.token(t, 11, auth.RoleUser)
+	asked := func() (n int) {
+		for _, s := range f.requests("notification") {
+			if s.Path == "/v1/notifications/unread-count" {
+				n++
+			}
+		}
+		return n
+	}
+	for _, step := range []struct {
+		name, path, token string
+		asked             int
+	}{
+		{"first page", "/boards/1", alice, 1},
+		{"next page", "/articles/1", alice, 1},
+		{"another reader", "/articles/1", bob, 2},
+		{"the inbox", "/notifications", alice, 3},
+		{"a page after it", "/", alice, 3},
+		{"after marking read", "/", alice, 4},
+		{"after bellFresh", "/hot", alice, 5},
+	} {
+		switch step.name {
+		case "after marking read":
+			post(t, h, "/notifications/501/read", nil, alice)
+		case "after bellFresh":
+			f.clock.advance(bellFresh)
+		}
+		w := get(t, h, step.path, step.token)
+		mustContain(t, step.name, w.Body.String(), `<span id="bell-count" class="bell-count">3</span>`)
+		if n := asked(); n != step.asked {
+			t.Errorf("%s: the count was asked %d times in all, want %d", step.name, n, step.asked)
+		}
+	}
+}
+
 // TestInbox: the inbox says who did what, links each to the comment or the article, sets the unread apart with a
 // button each, and pages to older ones by the service's cursor.
 func TestInbox(t *testing.T) {
