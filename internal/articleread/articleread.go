@@ -64,7 +64,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"golang.org/x/sync/singleflight"
@@ -261,46 +260,83 @@ func (a articleJSON) parts() (head string, text string, tail string, ok bool) {
 const excerptRunes = 200
 
 // appendExcerpt appends, as a JSON string, the start of the text that quoted (a JSON string) holds: its whitespace
-// made single spaces, cut at a word boundary before excerptRunes with an ellipsis when longer.
+// made single spaces, cut at a word boundary before excerptRunes with an ellipsis when longer. It walks quoted's
+// escaped form and copies it as it goes, never decoding the text whole: pages ask for it every time.
 func appendExcerpt(dst []byte, quoted string) []byte {
-	var buf [512]byte
-	text, err := jsontext.AppendUnquote(buf[:0], quoted)
-	if err != nil {
-		text = nil // never stored: the article service's JSON
-	}
-	// out is the text with its whitespace made single spaces, up to the bound; keep is where it ends one rune
-	// before the bound, to leave room for the ellipsis.
-	out := make([]byte, 0, 256)
-	runes, keep, space, cut := 0, 0, false, false
-	for _, r := range string(text) {
+	dst = append(dst, '"')
+	start := len(dst)
+	// keep is where dst ends one rune before the bound, to leave room for the ellipsis.
+	runes, keep, space, cut := 0, start, false, false
+	for i := 1; i < len(quoted)-1; {
+		r, n := rune(quoted[i]), 1
+		raw := quoted[i : i+1]
+		switch {
+		case r == '\\':
+			r, n = unescape(quoted[i:])
+			raw = quoted[i : i+n]
+		case r >= utf8.RuneSelf:
+			r, n = utf8.DecodeRuneInString(quoted[i:])
+			raw = quoted[i : i+n]
+		}
+		i += n
 		if unicode.IsSpace(r) {
-			space = len(out) > 0
+			space = len(dst) > start
 			continue
 		}
 		if space {
-			out, runes, space = append(out, ' '), runes+1, false
+			dst, runes, space = append(dst, ' '), runes+1, false
 			if runes < excerptRunes {
-				keep = len(out)
+				keep = len(dst)
 			}
 		}
 		if runes >= excerptRunes {
 			cut = true
 			break
 		}
-		out, runes = utf8.AppendRune(out, r), runes+1
+		dst, runes = append(dst, raw...), runes+1
 		if runes < excerptRunes {
-			keep = len(out)
+			keep = len(dst)
 		}
 	}
 	if cut {
-		out = out[:keep]
-		if i := bytes.LastIndexByte(out, ' '); i > len(out)/2 {
-			out = out[:i]
+		dst = dst[:keep]
+		if i := bytes.LastIndexByte(dst[start:], ' '); i > (len(dst)-start)/2 {
+			dst = dst[:start+i]
 		}
-		out = append(bytes.TrimRight(out, " ,.;:"), "…"...)
+		dst = append(bytes.TrimRight(dst, " ,.;:"), "…"...)
 	}
-	raw, _ := json.Marshal(string(out)) // a string: cannot fail
-	return append(dst, raw...)
+	return append(dst, '"')
+}
+
+// unescape reads the escape sequence that s starts with: the rune it stands for and its length. json.Marshal, which
+// wrote every stored form, escapes only single runes (control characters, <, >, &, U+2028, U+2029) and never
+// writes a bad escape; one would read as the backslash alone.
+func unescape(s string) (rune, int) {
+	if len(s) < 2 {
+		return '\\', 1
+	}
+	switch s[1] {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		if len(s) < 6 {
+			return '\\', 1
+		}
+		r, err := strconv.ParseUint(s[2:6], 16, 16)
+		if err != nil {
+			return '\\', 1
+		}
+		return rune(r), 6
+	}
+	return rune(s[1]), 2 // \", \\, \/
 }
 
 // masked reports whether the article is the placeholder the article service answers anonymous readers while it is

@@ -296,7 +296,8 @@ func TestExcerpt(t *testing.T) {
 		{"the bound, then a word", strings.Repeat("a", excerptRunes) + " b", strings.Repeat("a", excerptRunes-1) + "…"},
 		{"at a word", long, strings.TrimSuffix(strings.Repeat(word+" ", 19), " ") + "…"},
 		{"punctuation before the cut", strings.Repeat("abcdefg, ", 30), strings.TrimSuffix(strings.Repeat("abcdefg, ", 22), ", ") + "…"},
-		{"escapes", "<b>\"x\"</b> & \u2028y", "<b>\"x\"</b> & y"},
+		{"escapes", "<b>\"x\"</b> & \u2028y\b\f\\z\x01 😀\u00a0é", "<b>\"x\"</b> & y\b \\z\x01 😀 é"},
+		{"escapes count as one rune", strings.Repeat("<&", excerptRunes), strings.Repeat("<&", excerptRunes/2-1) + "<…"},
 	} {
 		got := appendExcerpt(nil, mustQuote(t, tc.text))
 		if want := mustQuote(t, tc.want); string(got) != want {
