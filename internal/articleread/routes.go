@@ -72,7 +72,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listView reads a list's ?view=: "full" (the default) answers each article as SPEC §3.6 does, "summary" without
-// its content, contentHtml and contentText but with an excerpt, for pages that list titles: a tenth of the bytes
+// its content, contentHtml and contentText but with an excerpt, for pages that list titles: a quarter of the bytes
 // to write and to decode.
 func listView(r *http.Request) (func(a ArticleRead, dst []byte) []byte, error) {
 	switch r.URL.Query().Get("view") {

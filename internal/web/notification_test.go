@@ -456,3 +456,23 @@ func TestInboxItemOf(t *testing.T) {
 		}
 	}
 }
+
+// TestBellsBound: past maxBells readers, counts older than bellFresh are dropped to make room, and a new count is
+// not kept while every kept one is fresh.
+func TestBellsBound(t *testing.T) {
+	t.Parallel()
+	b := bells{counts: map[int64]*unreadCount{}}
+	now := time.Unix(1_800_000_000, 0)
+	for id := range int64(maxBells) {
+		b.keep(id, &unreadCount{asked: now}, now)
+	}
+	b.keep(maxBells, &unreadCount{asked: now}, now)
+	if len(b.counts) != maxBells || b.counts[maxBells] != nil {
+		t.Errorf("full of fresh counts: %d kept, the new one kept %v; want %d, false", len(b.counts), b.counts[maxBells] != nil, maxBells)
+	}
+	later := now.Add(bellFresh)
+	b.keep(maxBells, &unreadCount{asked: later}, later)
+	if len(b.counts) != 1 || b.counts[maxBells] == nil {
+		t.Errorf("full of old counts: %d kept, the new one kept %v; want only it", len(b.counts), b.counts[maxBells] != nil)
+	}
+}
