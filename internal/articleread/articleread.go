@@ -50,6 +50,7 @@
 package articleread
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -180,11 +183,33 @@ const (
 // appendJSON appends a's wire form: the article's object with its moderation state and the three counts added to
 // it, as encoding/json writes it, without decoding the article unless it is hidden.
 func (a ArticleRead) appendJSON(dst []byte) []byte {
-	article, m := a.Article, a.Moderation
-	if m.Hidden != event.Visible {
-		article = masked(article, m.Hidden)
+	article := a.shown()
+	return a.appendState(append(dst, article[:len(article)-1]...))
+}
+
+// appendSummaryJSON appends a's summary wire form, what a list answers with ?view=summary: appendJSON's without
+// content, contentHtml and contentText, with an excerpt of contentText after the title.
+func (a ArticleRead) appendSummaryJSON(dst []byte) []byte {
+	head, text, tail, ok := a.shown().parts()
+	if !ok {
+		return a.appendJSON(dst) // never stored (isArticleJSON)
 	}
-	dst = append(dst, article[:len(article)-1]...)
+	dst = append(append(dst, head...), `,"excerpt":`...)
+	dst = appendExcerpt(dst, text)
+	return a.appendState(append(dst, tail[:len(tail)-1]...))
+}
+
+// shown is the article as readers are shown it: a hidden one's placeholder.
+func (a ArticleRead) shown() articleJSON {
+	if a.Moderation.Hidden != event.Visible {
+		return masked(a.Article, a.Moderation.Hidden)
+	}
+	return a.Article
+}
+
+// appendState appends a's moderation state and counts and closes its object.
+func (a ArticleRead) appendState(dst []byte) []byte {
+	m := a.Moderation
 	if m.Hidden == event.Visible && !m.Locked && !m.Pinned {
 		dst = append(dst, `,"hidden":"","removedReason":"","locked":false,"pinned":false`...)
 	} else {
@@ -215,6 +240,103 @@ func masked(a articleJSON, hidden event.Hidden) articleJSON {
 		return a
 	}
 	return out
+}
+
+// parts splits the wire form around its content (json.Marshal writes Article's fields in their order): head is the
+// object up to the content field, text contentText's quoted string, tail the object from boardId on. A `,"` stands
+// only between fields, since a quote inside a string is escaped.
+func (a articleJSON) parts() (head string, text string, tail string, ok bool) {
+	s := string(a)
+	content := strings.Index(s, `,"content":"`)
+	textAt := strings.Index(s, `,"contentText":"`)
+	board := strings.Index(s, `,"boardId":`)
+	if content < 0 || textAt < content || board < textAt {
+		return "", "", "", false
+	}
+	return s[:content], s[textAt+len(`,"contentText":`) : board], s[board:], true
+}
+
+// excerptRunes bounds a summary's excerpt: a line or two under the title.
+const excerptRunes = 200
+
+// appendExcerpt appends, as a JSON string, the start of the text that quoted (a JSON string) holds: its whitespace
+// made single spaces, cut at a word boundary before excerptRunes with an ellipsis when longer. It walks quoted's
+// escaped form and copies it as it goes, never decoding the text whole: pages ask for it every time.
+func appendExcerpt(dst []byte, quoted string) []byte {
+	dst = append(dst, '"')
+	start := len(dst)
+	// keep is where dst ends one rune before the bound, to leave room for the ellipsis.
+	runes, keep, space, cut := 0, start, false, false
+	for i := 1; i < len(quoted)-1; {
+		r, n := rune(quoted[i]), 1
+		raw := quoted[i : i+1]
+		switch {
+		case r == '\\':
+			r, n = unescape(quoted[i:])
+			raw = quoted[i : i+n]
+		case r >= utf8.RuneSelf:
+			r, n = utf8.DecodeRuneInString(quoted[i:])
+			raw = quoted[i : i+n]
+		}
+		i += n
+		if unicode.IsSpace(r) {
+			space = len(dst) > start
+			continue
+		}
+		if space {
+			dst, runes, space = append(dst, ' '), runes+1, false
+			if runes < excerptRunes {
+				keep = len(dst)
+			}
+		}
+		if runes >= excerptRunes {
+			cut = true
+			break
+		}
+		dst, runes = append(dst, raw...), runes+1
+		if runes < excerptRunes {
+			keep = len(dst)
+		}
+	}
+	if cut {
+		dst = dst[:keep]
+		if i := bytes.LastIndexByte(dst[start:], ' '); i > (len(dst)-start)/2 {
+			dst = dst[:start+i]
+		}
+		dst = append(bytes.TrimRight(dst, " ,.;:"), "…"...)
+	}
+	return append(dst, '"')
+}
+
+// unescape reads the escape sequence that s starts with: the rune it stands for and its length. json.Marshal, which
+// wrote every stored form, escapes only single runes (control characters, <, >, &, U+2028, U+2029) and never
+// writes a bad escape; one would read as the backslash alone.
+func unescape(s string) (rune, int) {
+	if len(s) < 2 {
+		return '\\', 1
+	}
+	switch s[1] {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		if len(s) < 6 {
+			return '\\', 1
+		}
+		r, err := strconv.ParseUint(s[2:6], 16, 16)
+		if err != nil {
+			return '\\', 1
+		}
+		return rune(r), 6
+	}
+	return rune(s[1]), 2 // \", \\, \/
 }
 
 // masked reports whether the article is the placeholder the article service answers anonymous readers while it is
@@ -265,7 +387,8 @@ func encodeArticle(a Article) (articleJSON, error) {
 // isArticleJSON tells an article stored in wire form from one stored by an earlier version (another format, or
 // from before contentHtml), which reads then fetch again from the origin.
 func isArticleJSON(raw string) bool {
-	return strings.HasPrefix(raw, `{"articleId":`) && strings.HasSuffix(raw, "}") && strings.Contains(raw, `,"contentHtml":`)
+	_, _, _, ok := articleJSON(raw).parts()
+	return ok && strings.HasPrefix(raw, `{"articleId":`) && strings.HasSuffix(raw, "}") && strings.Contains(raw, `,"contentHtml":`)
 }
 
 // modelScript applies field groups to an article's model, each only if newer, or puts a tombstone, and keeps the

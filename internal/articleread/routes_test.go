@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -152,8 +154,8 @@ func TestRoutesRejectLikeArticleService(t *testing.T) {
 }
 
 // TestSplicedAnswers checks that an answer spliced from the stored wire form reads byte for byte as encoding/json
-// writes the same article, moderation state and counts, escapes included; a hidden article's title and content
-// are its placeholder and nothing.
+// writes the same article, moderation state and counts, escapes included, and its summary the same less its
+// content with its excerpt; a hidden article's title and content are its placeholder and nothing.
 func TestSplicedAnswers(t *testing.T) {
 	a := Article{ArticleID: 7, Title: `<b>"quoted" & 'x'</b>`, Content: "line\nbreak\u2028é\x01",
 		ContentHTML: "<p>line\nbreak\u2028é</p>\n", ContentText: "line\nbreak\u2028é", BoardID: 2, WriterID: 3,
@@ -190,8 +192,120 @@ func TestSplicedAnswers(t *testing.T) {
 		if got := read.appendJSON(nil); string(got) != string(want) {
 			t.Errorf("spliced %s\nwant    %s", got, want)
 		}
+		want, err = json.Marshal(struct {
+			ArticleID  apijson.ID   `json:"articleId"`
+			Title      string       `json:"title"`
+			Excerpt    string       `json:"excerpt"`
+			BoardID    apijson.ID   `json:"boardId"`
+			WriterID   apijson.ID   `json:"writerId"`
+			CreatedAt  apijson.Time `json:"createdAt"`
+			ModifiedAt apijson.Time `json:"modifiedAt"`
+			Moderation
+			ArticleCommentCount int64 `json:"articleCommentCount"`
+			ArticleLikeCount    int64 `json:"articleLikeCount"`
+			ArticleViewCount    int64 `json:"articleViewCount"`
+		}{shown.ArticleID, shown.Title, strings.Join(strings.Fields(shown.ContentText), " "), shown.BoardID, shown.WriterID,
+			shown.CreatedAt, shown.ModifiedAt, tc.mod, 4, 5, 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read.appendSummaryJSON(nil); string(got) != string(want) {
+			t.Errorf("summary %s\nwant    %s", got, want)
+		}
 	}
 	if got := stored.id(); got != 7 {
 		t.Errorf("id() of %s = %d, want 7", stored, got)
+	}
+}
+
+// TestSummaryAnswers: ?view=summary answers each article of a page and of a scroll as the full answer has it, less
+// content, contentHtml and contentText, plus the excerpt of contentText; "full" is the default; another view is a 400.
+func TestSummaryAnswers(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		e := newEnv(t, b)
+		for range 5 {
+			e.uncachedArticle(3)
+		}
+		e.applyNew(t, 0)
+		api := httpiotest.Handler("article-read", Routes(e.svc, httpiotest.Logger))
+		for _, target := range []string{"/v1/articles?boardId=3&pageSize=4", "/v1/articles/infinite-scroll?boardId=3&pageSize=4"} {
+			articles := func(view string) []map[string]any {
+				r := httpiotest.Call(api, http.MethodGet, target+view, "")
+				httpiotest.WantStatus(t, r, http.StatusOK)
+				var as []map[string]any
+				if strings.HasPrefix(r.Body, "[") {
+					if err := json.Unmarshal([]byte(r.Body), &as); err != nil {
+						t.Fatal(err)
+					}
+					return as
+				}
+				var page struct{ Articles []map[string]any }
+				if err := json.Unmarshal([]byte(r.Body), &page); err != nil {
+					t.Fatal(err)
+				}
+				return page.Articles
+			}
+			full, defaults, summary := articles("&view=full"), articles(""), articles("&view=summary")
+			if diff := cmp.Diff(defaults, full); diff != "" {
+				t.Errorf("%s: view=full differs from the default (-default +full):\n%s", target, diff)
+			}
+			if len(full) != 4 {
+				t.Fatalf("%s: %d articles, want 4", target, len(full))
+			}
+			for _, a := range full {
+				text := a["contentText"].(string)
+				delete(a, "content")
+				delete(a, "contentHtml")
+				delete(a, "contentText")
+				a["excerpt"] = string(appendExcerpt(nil, mustQuote(t, text)))
+			}
+			for _, a := range summary {
+				raw, _ := json.Marshal(a["excerpt"])
+				a["excerpt"] = string(raw)
+			}
+			if diff := cmp.Diff(full, summary); diff != "" {
+				t.Errorf("%s: summary (-want +got):\n%s", target, diff)
+			}
+			r := httpiotest.Call(api, http.MethodGet, target+"&view=short", "")
+			httpiotest.WantError(t, r, http.StatusBadRequest, "INVALID_VIEW")
+		}
+	})
+}
+
+func mustQuote(t *testing.T, s string) string {
+	t.Helper()
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestExcerpt: an excerpt is the text with its whitespace made single spaces, whole up to excerptRunes, else cut
+// at a word before the bound with an ellipsis (at the bound when a word is longer than half of it).
+func TestExcerpt(t *testing.T) {
+	word := strings.Repeat("가", 9) // nine runes of three bytes
+	long := strings.Repeat(word+" ", 30)
+	for _, tc := range []struct{ name, text, want string }{
+		{"empty", "", ""},
+		{"short", "  Hello,\n\n  world\t! ", "Hello, world !"},
+		{"exactly the bound", strings.Repeat("a", excerptRunes), strings.Repeat("a", excerptRunes)},
+		{"the bound and trailing space", strings.Repeat("a", excerptRunes) + " \n", strings.Repeat("a", excerptRunes)},
+		{"one past, no space", strings.Repeat("a", excerptRunes+1), strings.Repeat("a", excerptRunes-1) + "…"},
+		{"the bound, then a word", strings.Repeat("a", excerptRunes) + " b", strings.Repeat("a", excerptRunes-1) + "…"},
+		{"at a word", long, strings.TrimSuffix(strings.Repeat(word+" ", 19), " ") + "…"},
+		{"punctuation before the cut", strings.Repeat("abcdefg, ", 30), strings.TrimSuffix(strings.Repeat("abcdefg, ", 22), ", ") + "…"},
+		{"escapes", "<b>\"x\"</b> & \u2028y\b\f\\z\x01 😀\u00a0é", "<b>\"x\"</b> & y\b \\z\x01 😀 é"},
+		{"escapes count as one rune", strings.Repeat("<&", excerptRunes), strings.Repeat("<&", excerptRunes/2-1) + "<…"},
+	} {
+		got := appendExcerpt(nil, mustQuote(t, tc.text))
+		if want := mustQuote(t, tc.want); string(got) != want {
+			t.Errorf("%s: appendExcerpt = %s, want %s", tc.name, got, want)
+		}
+		var s string
+		if err := json.Unmarshal(got, &s); err != nil || utf8.RuneCountInString(s) > excerptRunes {
+			t.Errorf("%s: %s is not a JSON string of at most %d runes (%v)", tc.name, got, excerptRunes, err)
+		}
 	}
 }

@@ -17,7 +17,7 @@ func id(n int64) string { return strconv.FormatInt(n, 10) }
 
 func (b *backend) articlePage(ctx context.Context, boardID, page, size int64) (articleListPage, error) {
 	var p articleListPage
-	q := url.Values{"boardId": {id(boardID)}, "page": {id(page)}, "pageSize": {id(size)}}
+	q := url.Values{"boardId": {id(boardID)}, "page": {id(page)}, "pageSize": {id(size)}, "view": {"summary"}}
 	err := b.do(ctx, call{service: "article-read", method: http.MethodGet, url: b.origins.ArticleRead + "/v1/articles?" + q.Encode()}, &p)
 	return p, err
 }
@@ -25,7 +25,7 @@ func (b *backend) articlePage(ctx context.Context, boardID, page, size int64) (a
 // articleScroll returns the size articles after the one with id after (0: from the newest).
 func (b *backend) articleScroll(ctx context.Context, boardID, size, after int64) ([]articleRead, error) {
 	var as []articleRead
-	q := url.Values{"boardId": {id(boardID)}, "pageSize": {id(size)}}
+	q := url.Values{"boardId": {id(boardID)}, "pageSize": {id(size)}, "view": {"summary"}}
 	if after > 0 {
 		q.Set("lastArticleId", id(after))
 	}

@@ -312,6 +312,18 @@ func wireID(n int64) string { return strconv.FormatInt(n, 10) }
 
 // articleJSON is a as a service answers it; a hidden article is a placeholder unless whole is set (its writer or a
 // moderator asked the article service).
+// listedJSON is a as article-read lists it: whole, or with view=summary, without its content but an excerpt.
+func listedJSON(r *http.Request, a *fakeArticle) map[string]any {
+	m := articleJSON(a, true)
+	if r.URL.Query().Get("view") == "summary" {
+		m["excerpt"] = m["contentText"]
+		delete(m, "content")
+		delete(m, "contentHtml")
+		delete(m, "contentText")
+	}
+	return m
+}
+
 func articleJSON(a *fakeArticle, counts bool, whole ...bool) map[string]any {
 	title, content := a.Title, a.Content
 	if a.Hidden != "" && (len(whole) == 0 || !whole[0]) {
@@ -427,7 +439,7 @@ func (f *fakes) articleReadMux() http.Handler {
 		as := f.boardArticles(board)
 		list := []map[string]any{}
 		for i := (page - 1) * size; i < page*size && i < int64(len(as)); i++ {
-			list = append(list, articleJSON(as[i], true))
+			list = append(list, listedJSON(r, as[i]))
 		}
 		capped := min(int64(len(as)), ((page-1)/10+1)*size*10+1)
 		writeJSON(w, http.StatusOK, map[string]any{"articles": list, "articleCount": capped})
@@ -442,7 +454,7 @@ func (f *fakes) articleReadMux() http.Handler {
 		list := []map[string]any{}
 		for _, a := range f.boardArticles(board) {
 			if (after == 0 || a.ID < after) && int64(len(list)) < size {
-				list = append(list, articleJSON(a, true))
+				list = append(list, listedJSON(r, a))
 			}
 		}
 		writeJSON(w, http.StatusOK, list)

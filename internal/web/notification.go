@@ -88,40 +88,89 @@ func (b *backend) setPreferences(ctx context.Context, v *viewer, p preferences) 
 // The bell's count is asked as a page starts, beside the page's own calls, and waited for at most bellTimeout: a
 // slow notification service costs a page no more, and after it failed none is asked for bellRest. The page then
 // shows the bell without a count, which the stream fills in.
+//
+// A reader's count is asked at most once in bellFresh: the pages a reader opens meanwhile (going through a board,
+// opening articles in tabs) are shown the same count, or wait for the same ask, rather than each cost the
+// notification service a call. A count that changed in between shows at the next ask, and at once with script,
+// whose stream sets the bell as the page opens; the reader's own "mark read" and the inbox ask again.
 const (
 	bellTimeout = 500 * time.Millisecond
 	bellRest    = 5 * time.Second
+	bellFresh   = 2 * time.Second
+	// maxBells bounds the readers whose count is kept: when full, counts older than bellFresh are dropped, and if
+	// none is, a new count is not kept.
+	maxBells = 10_000
 )
 
 // unreadCount is the bell's count, being asked.
 type unreadCount struct {
-	done chan struct{}
-	n    int64
-	err  error
+	done  chan struct{}
+	asked time.Time
+	n     int64
+	err   error
 }
 
-// askUnread starts asking the reader's unread count for the page r makes; nil for a request that shows no bell (a
-// form, a fragment) or when there is no notification service to ask.
-func (s *Service) askUnread(r *http.Request, token string) *unreadCount {
+// bells are the readers' counts asked in the last bellFresh, by user id.
+type bells struct {
+	mu     sync.Mutex
+	counts map[int64]*unreadCount
+}
+
+// askUnread starts asking the reader's unread count for the page r makes, or returns the count asked for them in
+// the last bellFresh; nil for a request that shows no bell (a form, a fragment) or when there is no notification
+// service to ask.
+func (s *Service) askUnread(r *http.Request, userID int64, token string) *unreadCount {
 	if s.cfg.Origins.Notification == "" || (r.Method != http.MethodGet && r.Method != http.MethodHead) ||
 		r.Header.Get("X-Fragment") != "" || time.Now().UnixNano() < s.bellResting.Load() {
 		return nil
 	}
-	u := &unreadCount{done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(r.Context(), bellTimeout)
+	now := s.cfg.Now()
+	s.bells.mu.Lock()
+	defer s.bells.mu.Unlock()
+	if u := s.bells.counts[userID]; u != nil && now.Sub(u.asked) < bellFresh && r.URL.Path != "/notifications" {
+		return u
+	}
+	u := &unreadCount{done: make(chan struct{}), asked: now}
+	s.bells.keep(userID, u, now)
+	// Not the request's context: the pages waiting for the count are not only this one's.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), bellTimeout)
 	go func() {
 		defer close(u.done)
 		defer cancel()
 		u.n, u.err = s.api.unreadCount(ctx, token)
 		if u.err != nil {
+			s.bells.forget(userID, u)
 			s.cfg.Logger.WarnContext(ctx, "unread count unavailable; the bell is shown without it", "err", u.err)
-			// A reader who went away is no sign of a failing service.
-			if st := statusOf(u.err); (st == 0 && r.Context().Err() == nil) || st >= 500 {
+			if st := statusOf(u.err); st == 0 || st >= 500 {
 				s.bellResting.Store(time.Now().Add(bellRest).UnixNano())
 			}
 		}
 	}()
 	return u
+}
+
+// keep keeps u as userID's count, asked at now; b.mu is held.
+func (b *bells) keep(userID int64, u *unreadCount, now time.Time) {
+	if len(b.counts) >= maxBells {
+		for id, old := range b.counts {
+			if now.Sub(old.asked) >= bellFresh {
+				delete(b.counts, id)
+			}
+		}
+		if len(b.counts) >= maxBells {
+			return
+		}
+	}
+	b.counts[userID] = u
+}
+
+// forget drops userID's count, if it is u (nil: whichever it is), so that their next page asks again.
+func (b *bells) forget(userID int64, u *unreadCount) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u == nil || b.counts[userID] == u {
+		delete(b.counts, userID)
+	}
 }
 
 // get waits for the count; false when there is none.
@@ -325,6 +374,7 @@ func (s *Service) markRead(w http.ResponseWriter, r *http.Request) error {
 	if err := s.api.markRead(r.Context(), v, nid); err != nil {
 		return err
 	}
+	s.bells.forget(v.ID, nil)
 	back := "/notifications"
 	if b := r.PostFormValue("back"); b != "" {
 		back = localPath(b)
@@ -344,6 +394,7 @@ func (s *Service) markAllRead(w http.ResponseWriter, r *http.Request) error {
 	if err := s.api.markAllRead(r.Context(), v); err != nil {
 		return err
 	}
+	s.bells.forget(v.ID, nil)
 	http.Redirect(w, r, "/notifications?notice=allread", http.StatusSeeOther)
 	return nil
 }

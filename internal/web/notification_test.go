@@ -159,6 +159,47 @@ func TestBell(t *testing.T) {
 	}
 }
 
+// TestBellAskedOnce: a reader's count is asked once in bellFresh and shown on the pages they open meanwhile; after
+// it, after their own "mark read", and on the inbox, it is asked again; another reader's is their own.
+func TestBellAskedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := notificationPages(t, f, nil)
+	alice, bob := f.token(t, 10, auth.RoleUser), f.token(t, 11, auth.RoleUser)
+	asked := func() (n int) {
+		for _, s := range f.requests("notification") {
+			if s.Path == "/v1/notifications/unread-count" {
+				n++
+			}
+		}
+		return n
+	}
+	for _, step := range []struct {
+		name, path, token string
+		asked             int
+	}{
+		{"first page", "/boards/1", alice, 1},
+		{"next page", "/articles/1", alice, 1},
+		{"another reader", "/articles/1", bob, 2},
+		{"the inbox", "/notifications", alice, 3},
+		{"a page after it", "/", alice, 3},
+		{"after marking read", "/", alice, 4},
+		{"after bellFresh", "/hot", alice, 5},
+	} {
+		switch step.name {
+		case "after marking read":
+			post(t, h, "/notifications/501/read", nil, alice)
+		case "after bellFresh":
+			f.clock.advance(bellFresh)
+		}
+		w := get(t, h, step.path, step.token)
+		mustContain(t, step.name, w.Body.String(), `<span id="bell-count" class="bell-count">3</span>`)
+		if n := asked(); n != step.asked {
+			t.Errorf("%s: the count was asked %d times in all, want %d", step.name, n, step.asked)
+		}
+	}
+}
+
 // TestInbox: the inbox says who did what, links each to the comment or the article, sets the unread apart with a
 // button each, and pages to older ones by the service's cursor.
 func TestInbox(t *testing.T) {
@@ -413,5 +454,25 @@ func TestInboxItemOf(t *testing.T) {
 		if it.Who != c.who || it.Says != c.says || it.Names != c.names {
 			t.Errorf("%+v: %q %q (%q), want %q %q (%q)", c.n, it.Who, it.Says, it.Names, c.who, c.says, c.names)
 		}
+	}
+}
+
+// TestBellsBound: past maxBells readers, counts older than bellFresh are dropped to make room, and a new count is
+// not kept while every kept one is fresh.
+func TestBellsBound(t *testing.T) {
+	t.Parallel()
+	b := bells{counts: map[int64]*unreadCount{}}
+	now := time.Unix(1_800_000_000, 0)
+	for id := range int64(maxBells) {
+		b.keep(id, &unreadCount{asked: now}, now)
+	}
+	b.keep(maxBells, &unreadCount{asked: now}, now)
+	if len(b.counts) != maxBells || b.counts[maxBells] != nil {
+		t.Errorf("full of fresh counts: %d kept, the new one kept %v; want %d, false", len(b.counts), b.counts[maxBells] != nil, maxBells)
+	}
+	later := now.Add(bellFresh)
+	b.keep(maxBells, &unreadCount{asked: later}, later)
+	if len(b.counts) != 1 || b.counts[maxBells] == nil {
+		t.Errorf("full of old counts: %d kept, the new one kept %v; want only it", len(b.counts), b.counts[maxBells] != nil)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error
 		s.clearSession(w, r)
 		return nil, nil
 	}
-	v := &viewer{ID: p.UserID, Role: p.Role, token: c.Value, unread: s.askUnread(r, c.Value)}
+	v := &viewer{ID: p.UserID, Role: p.Role, token: c.Value, unread: s.askUnread(r, p.UserID, c.Value)}
 	v.Name = s.names.get(r.Context(), p.UserID)
 	return v, nil
 }

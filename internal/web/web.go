@@ -96,6 +96,7 @@ type Service struct {
 	views         *recentViews
 	// bellResting is until when (Unix nanoseconds) no unread count is asked, after one failed.
 	bellResting atomic.Int64
+	bells       bells
 }
 
 // maxViewsInFlight bounds the views being counted at once (see countView).
@@ -127,7 +128,7 @@ func New(cfg Config) *Service {
 	}
 	api := &backend{origins: cfg.Origins, client: cfg.Client}
 	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), cache: newPageCache(cfg.Now), boards: map[int64]Board{},
-		viewsInFlight: make(chan struct{}, maxViewsInFlight), views: newRecentViews(cfg.Now)}
+		viewsInFlight: make(chan struct{}, maxViewsInFlight), views: newRecentViews(cfg.Now), bells: bells{counts: map[int64]*unreadCount{}}}
 	for _, b := range cfg.Boards {
 		s.boards[b.ID] = b
 	}

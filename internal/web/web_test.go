@@ -270,6 +270,30 @@ func TestServiceDown(t *testing.T) {
 	})
 }
 
+// TestListsAskForSummaries: a board's pages list titles, so they ask article-read for its summaries, without the
+// articles' content, and still show every article.
+func TestListsAskForSummaries(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := f.handler(t)
+	alice := f.token(t, 10, auth.RoleUser)
+	for _, target := range []string{"/boards/1", "/boards/1/scroll"} {
+		w := get(t, h, target, alice)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "First post") {
+			t.Errorf("%s: status %d, want 200 with the first post:\n%s", target, w.Code, w.Body)
+		}
+	}
+	reads := f.requests("article-read")
+	if len(reads) != 2 {
+		t.Fatalf("article-read received %v, want a page and a scroll", reads)
+	}
+	for _, r := range reads {
+		if q, _ := url.ParseQuery(r.Query); q.Get("view") != "summary" {
+			t.Errorf("%s: not view=summary", r)
+		}
+	}
+}
+
 // TestCallsPerPage reads the backend calls of a page from its Server-Timing header.
 func TestCallsPerPage(t *testing.T) {
 	t.Parallel()
