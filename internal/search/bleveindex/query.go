@@ -81,7 +81,7 @@ type plan struct {
 	filters []query.Query     // the filters, as conjuncts that do not score
 	docs    uint64            // documents in the index, as bleve's idf counts them
 	held    []uint64          // documents that hold each word
-	reader  index.IndexReader // what the counts are read from
+	reader  index.IndexReader // the snapshot the query runs on: its counts, searches and documents
 }
 
 func (ix *Index) plan(ctx context.Context, q search.Query) (*plan, error) {
