@@ -21,8 +21,9 @@ import (
 // every search of it score or sort half the index.
 //
 //   - Newest first, a query whose rarest word is frequent walks the day field from the newest day back, a span at a
-//     time, each span as wide as its alignment allows and up to four times the last (1 day, 4, 16, ... 4,096), and
-//     stops at the first span that completes the page and the capped count. Spans do not overlap and every document
+//     time (1 day, 4, 16, ... 4,096, aligned), each the widest whose documents should hold about what is still
+//     wanted at the share of matches seen so far, and stops at the first span that completes the page and the
+//     capped count. Spans do not overlap and every document
 //     of a span is newer than every document of the spans after it, so the page is exactly the whole index's.
 //   - By relevance, a query whose rarest word is frequent first ranks only the documents where one of its words
 //     weighs most (the impact field, fields.go), widening level by level. Every other document matches each word
@@ -146,11 +147,25 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 	}
 	var hits bsearch.DocumentMatchCollection
 	count := 0
+	// The share of documents that match, first guessed from the rarest word, then as the spans walked show it (a
+	// match more than seen, so that a span without any still widens the next).
+	share := float64(p.rarest()) / float64(max(p.docs, 1))
+	var walked uint64
 	cursor := day(p.ix.newest.Load())
-	for step := 0; cursor >= 0; step++ {
-		level := 0
-		for level < min(step, dayLevels-1) && (cursor+1)%(1<<(2*(level+1))) == 0 {
-			level++
+	for cursor >= 0 {
+		wanted := float64(max(need-len(hits), p.q.CountLimit-count))
+		level, docs := 0, uint64(0)
+		for l := dayLevels - 1; l >= 0; l-- {
+			if (cursor+1)%(1<<(2*l)) != 0 {
+				continue // a span must end at the cursor
+			}
+			n, err := p.count(ctx, fieldDay, span(l, cursor))
+			if err != nil {
+				return nil, 0, err
+			}
+			if level, docs = l, n; float64(n)*share <= 2*wanted {
+				break // the widest span that should not hold much more than is wanted
+			}
 		}
 		found, total, err := p.search(ctx, []query.Query{unscored(term(fieldDay, span(level, cursor)))}, max(0, need-len(hits)), byNewest)
 		if err != nil {
@@ -160,6 +175,9 @@ func (p *plan) newest(ctx context.Context, need int) (bsearch.DocumentMatchColle
 		count += int(total)
 		if len(hits) >= need && count >= p.q.CountLimit {
 			return hits, count, nil
+		}
+		if walked += docs; walked > 0 {
+			share = min(share, float64(count+1)/float64(walked))
 		}
 		cursor -= 1 << (2 * level)
 	}
