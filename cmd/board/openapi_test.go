@@ -130,7 +130,13 @@ func (v *apiValidator) check(req *http.Request, reqBody []byte, bodyKnown bool, 
 	}
 	route, problems := validateExchange(h, req, reqBody, bodyKnown, resp, respBody)
 	if len(problems) > 0 {
-		if fresh := v.refetch(base, h); fresh != nil {
+		fresh, confirmed := v.refetch(base, h)
+		if !confirmed {
+			// The host is gone, or serves no document now: the document kept for its port may be another server's,
+			// which an earlier test ran there. Its exchange cannot be judged.
+			return
+		}
+		if fresh != nil {
 			h = fresh
 			route, problems = validateExchange(h, req, reqBody, bodyKnown, resp, respBody)
 		}
@@ -173,20 +179,24 @@ func (v *apiValidator) host(base string) *apiHost {
 	return h.snapshot()
 }
 
-// refetch fetches base's document again and returns it when it differs from old's.
-func (v *apiValidator) refetch(base string, old *apiHost) *apiHost {
+// refetch fetches base's document again. It returns the copy when it differs from old's, and whether the host
+// answered with a document at all (false: old's cannot be confirmed).
+func (v *apiValidator) refetch(base string, old *apiHost) (*apiHost, bool) {
 	v.mu.Lock()
 	h := v.hosts[base]
 	v.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.raw != nil && !bytes.Equal(h.raw, old.raw) { // another exchange fetched it already
-		return h.snapshot()
+		return h.snapshot(), true
 	}
-	if !v.fetch(base, h) || bytes.Equal(h.raw, old.raw) {
-		return nil
+	if !v.fetch(base, h) {
+		return nil, false
 	}
-	return h.snapshot()
+	if bytes.Equal(h.raw, old.raw) {
+		return nil, true
+	}
+	return h.snapshot(), true
 }
 
 func (h *apiHost) snapshot() *apiHost { return &apiHost{raw: h.raw, doc: h.doc, router: h.router} }
