@@ -300,15 +300,8 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		})
 	fs.StringVar(&c.ArticleReadAddr, "article-read-addr", c.ArticleReadAddr, "listen address of the article-read service")
 	fs.DurationVar(&c.DeepPageTTL, "deep-page-ttl", c.DeepPageTTL, "how long article-read shares the article service's answer to a page past the newest 1000 articles of a board among the readers of that page (0: not shared)")
-	fs.Func("near-cache-mb", fmt.Sprintf("memory in MiB of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; half holds what it decoded, half the client's cache of each Redis node; 0: off (default %d, about 50,000 articles of 500 characters)", c.NearCacheMB),
-		func(v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 1<<20 {
-				return fmt.Errorf("want MiB from 0 to %d, not %q", 1<<20, v)
-			}
-			c.NearCacheMB = n
-			return nil
-		})
+	mibFlag(fs, "near-cache-mb", fmt.Sprintf("memory in MiB of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; half holds what it decoded, half the client's cache of each Redis node; 0: off (default %d, about 50,000 articles of 500 characters)", c.NearCacheMB),
+		0, &c.NearCacheMB)
 	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, and the web pages sign in at",
 		"article":      "article-read rebuilds its model from, comment, like, view, moderation and notification look articles up at, and the web pages write to",
 		"comment":      "article-read rebuilds its model from, moderation looks comments up at, and the web pages read threads from and write to",
@@ -370,15 +363,8 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	c.SearchEngineFlag(fs)
 	fs.DurationVar(&c.SearchTimeout, "search-timeout", c.SearchTimeout, "deadline of one search's work in the index, within --request-timeout: a search that would run longer is cut there and answered 503 SEARCH_TIMEOUT")
 	fs.DurationVar(&c.SearchCacheTTL, "search-cache-ttl", c.SearchCacheTTL, "how long the search service gives an answer again to the same query, from when its search began: a new article is found within this plus the index's own lag (0: no cache)")
-	fs.Func("search-cache-mb", fmt.Sprintf("memory in MiB of the search service's cached answers (default %d)", c.SearchCacheMB),
-		func(v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1<<20 {
-				return fmt.Errorf("want MiB from 1 to %d, not %q", 1<<20, v)
-			}
-			c.SearchCacheMB = n
-			return nil
-		})
+	mibFlag(fs, "search-cache-mb", fmt.Sprintf("memory in MiB of the search service's cached answers (default %d)", c.SearchCacheMB),
+		1, &c.SearchCacheMB)
 	fs.StringVar(&c.NotificationAddr, "notification-addr", c.NotificationAddr, "listen address of the notification service")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "open notification streams this instance holds at most (each costs about a goroutine and a socket)")
 	fs.IntVar(&c.MaxStreamsPerUser, "max-streams-per-user", c.MaxStreamsPerUser, "open notification streams one user may hold on this instance")
@@ -552,4 +538,16 @@ func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// mibFlag defines a flag of a memory size in MiB, from least to 1 TiB, into p.
+func mibFlag(fs *flag.FlagSet, name, usage string, least int, p *int) {
+	fs.Func(name, usage, func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < least || n > 1<<20 {
+			return fmt.Errorf("want MiB from %d to %d, not %q", least, 1<<20, v)
+		}
+		*p = n
+		return nil
+	})
 }
