@@ -298,7 +298,8 @@ func (p *plan) bound(levels []int) float64 {
 	return sum / math.Sqrt(squares)
 }
 
-// The orders of a search.
+// The orders of a search. Each search sorts with a copy of its own: a sort field holds the values of the document
+// it is looking at.
 var (
 	byCreated = &bsearch.SortField{Field: fieldCreated, Desc: true, Type: bsearch.SortFieldAsString}
 	byNewest  = bsearch.SortOrder{byCreated}
@@ -313,6 +314,10 @@ var (
 // which reads none, and orders the equals by time itself. When the page's last score is still held by the last
 // match fetched, its equals may go on past it: then bleve sorts by both.
 func (p *plan) ranked(ctx context.Context, narrow []query.Query, need int) (bsearch.DocumentMatchCollection, uint64, error) {
+	if !p.ix.prunes {
+		// An index made before keeps created as a number, 16 terms a document: bleve's sort finds the one to compare.
+		return p.search(ctx, narrow, need, byRelevance)
+	}
 	fetch := 2 * need
 	hits, total, err := p.search(ctx, narrow, fetch, byScore)
 	if err != nil || need == 0 {
@@ -358,7 +363,7 @@ func (p *plan) search(ctx context.Context, narrow []query.Query, size int, order
 		return nil, 0, fmt.Errorf("bleve index: search: %w", err)
 	}
 	defer searcher.Close()
-	coll := collector.NewTopNCollector(size, 0, order)
+	coll := collector.NewTopNCollector(size, 0, order.Copy())
 	if err := coll.Collect(ctx, searcher, p.reader); err != nil {
 		return nil, 0, fmt.Errorf("bleve index: search: %w", err)
 	}

@@ -6,10 +6,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/blevesearch/bleve/v2/document"
 	bsearch "github.com/blevesearch/bleve/v2/search"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"board/internal/search"
 )
@@ -175,5 +178,119 @@ func TestEqualScoresNewestFirst(t *testing.T) {
 		if got := docIDs(res.Docs); !slices.Equal(got, docIDs(want[:limit])) {
 			t.Errorf("limit %d: %v, want %v", limit, got, docIDs(want[:limit]))
 		}
+	}
+}
+
+// Searches at once, on one index, each give the page they give alone: a sort field holds the values of the document
+// it looks at, and no two searches may share one.
+func TestConcurrentSearchesAgree(t *testing.T) {
+	ctx := context.Background()
+	ix := openTestIndex(t)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []search.Doc
+	for n := range 500 {
+		docs = append(docs, search.Doc{Type: search.TypeArticle, ArticleID: int64(n + 1), BoardID: 1, WriterID: 1,
+			Content: strings.Repeat("melon ", 1+n%7) + "tart", CreatedAt: start.Add(time.Duration(n*37%500) * time.Hour), Version: 1})
+	}
+	if err := ix.Put(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	queries := []search.Query{
+		{Terms: []string{"melon"}, Limit: 20, CountLimit: 201},
+		{Terms: []string{"melon"}, Newest: true, Limit: 20, CountLimit: 201},
+		{Terms: []string{"melon", "tart"}, Offset: 20, Limit: 20, CountLimit: 201},
+	}
+	want := make([][]string, len(queries))
+	for i, q := range queries {
+		res, err := ix.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = docIDs(res.Docs)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 30 {
+				i := (g + k) % len(queries)
+				res, err := ix.Search(ctx, queries[i])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := docIDs(res.Docs); !slices.Equal(got, want[i]) {
+					t.Errorf("%+v at once with others: %v, alone: %v", queries[i], got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// An index made before the day and impact fields (created a number, documents stored as JSON, no format) is
+// searched whole, in the right orders, until a rebuild replaces it.
+func TestIndexOfTheFormerFormat(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opened, err := New(dir).Open(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := opened.(*Index)
+	if err := ix.idx.DeleteInternal(formatKey); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := ix.idx.NewBatch()
+	for n := range 30 {
+		created := start.Add(time.Duration(n*7%30) * time.Hour).UnixMilli()
+		content := "plum"
+		if n%3 == 0 {
+			content = "plum tart" // a longer text: a lower score
+		}
+		d := document.NewDocument(search.ArticleKey(int64(n + 1)))
+		d.AddField(document.NewTextFieldCustom(fieldType, nil, []byte(search.TypeArticle), index.IndexField, nil))
+		d.AddField(document.NewTextFieldCustom(fieldBoard, nil, []byte("1"), index.IndexField, nil))
+		d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(content), index.IndexField, ix.analyzer))
+		d.AddField(document.NewNumericFieldWithIndexingOptions(fieldCreated, nil, float64(created), index.IndexField|index.DocValues))
+		src := fmt.Sprintf(`{"t":"article","a":%d,"b":1,"w":1,"co":%q,"cr":%d,"v":1}`, n+1, content, created)
+		d.AddField(document.NewTextFieldCustom(fieldSource, nil, []byte(src), index.StoreField, nil))
+		if err := b.IndexAdvanced(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.idx.Batch(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if opened, err = New(dir).Open(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	if opened.(*Index).prunes {
+		t.Fatal("an index without a format prunes")
+	}
+	newest, err := opened.Search(ctx, search.Query{Terms: []string{"plum"}, Newest: true, Limit: 30, CountLimit: 31})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSortedFunc(newest.Docs, func(a, b search.Doc) int { return b.CreatedAt.Compare(a.CreatedAt) }) || len(newest.Docs) != 30 {
+		t.Errorf("newest first: %d documents, not newest first: %v", len(newest.Docs), docIDs(newest.Docs))
+	}
+	best, err := opened.Search(ctx, search.Query{Terms: []string{"plum"}, Limit: 30, CountLimit: 31})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shorter text ranks first; among equals, the newest first.
+	if !slices.IsSortedFunc(best.Docs, func(a, b search.Doc) int {
+		if len(a.Content) != len(b.Content) {
+			return len(a.Content) - len(b.Content)
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	}) || len(best.Docs) != 30 {
+		t.Errorf("by relevance: %v", docIDs(best.Docs))
 	}
 }
