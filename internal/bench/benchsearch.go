@@ -502,13 +502,8 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 			}
 		}
 	}()
-	pollCtx, stopPolling := context.WithCancel(ctx)
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		r.poll(pollCtx)
-	}()
-	defer func() { stopPolling(); <-polled }()
+	stopPolling := r.pollUntilDone(ctx)
+	defer stopPolling() // stopping twice does nothing more
 	var queries loadResult
 	loaded := make(chan struct{})
 	go func() {
@@ -534,7 +529,6 @@ func (run searchRun) freshness(ctx context.Context, cachedBase string, relevance
 	<-flushed
 	waited := r.waitForPending(ctx, 10*time.Second)
 	stopPolling()
-	<-polled
 	if putErr != nil {
 		return fmt.Errorf("put: %w", putErr)
 	}

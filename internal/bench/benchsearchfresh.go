@@ -70,19 +70,13 @@ is full of newer ones is searched for by its own word. Prints the latencies, the
 	fmt.Fprintf(stdout, "board %d: creates at %d/s for %s from at most %d workers; run word %q; search at %s\n",
 		r.board, *rate, *duration, *workers, r.word, *searchURL)
 
-	pollCtx, stopPolling := context.WithCancel(ctx)
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		r.poll(pollCtx)
-	}()
-	defer func() { stopPolling(); <-polled }()
+	stopPolling := r.pollUntilDone(ctx)
+	defer stopPolling() // stopping twice does nothing more
 	sendStart := time.Now()
 	scheduled, skipped := openLoop(ctx, "creates", *rate, *duration, *workers, stderr, r.create)
 	sendElapsed := time.Since(sendStart)
 	waited := r.waitForPending(ctx, *wait)
 	stopPolling()
-	<-polled
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -292,4 +286,15 @@ func (r *searchFreshnessRun) waitForPending(ctx context.Context, wait time.Durat
 		defer r.mu.Unlock()
 		return len(r.pending) == 0
 	})
+}
+
+// pollUntilDone polls in the background until the returned function is called, which waits for the last round.
+func (r *searchFreshnessRun) pollUntilDone(ctx context.Context) (stop func()) {
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		r.poll(pollCtx)
+	}()
+	return func() { stopPolling(); <-polled }
 }
