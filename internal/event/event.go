@@ -1,4 +1,4 @@
-// Package event is the contract between services: the envelope every event travels in, the eight event types, their
+// Package event is the contract between services: the envelope every event travels in, the event types, their
 // payloads and the topics they go to (SPEC §4).
 //
 // Ordering. Delivery is at least once and per-key order is not guaranteed (docs/messaging.md says why), so every
@@ -36,6 +36,9 @@ const (
 	ArticleLiked   Type = "ARTICLE_LIKED"
 	ArticleUnliked Type = "ARTICLE_UNLIKED"
 	ArticleViewed  Type = "ARTICLE_VIEWED"
+	// Comment likes (SPEC §3.13), on the like topic keyed by the comment's article.
+	CommentLiked   Type = "COMMENT_LIKED"
+	CommentUnliked Type = "COMMENT_UNLIKED"
 
 	// Moderation (SPEC §3.9). A target's moderation state travels whole in every event, with a version, so that
 	// consumers apply only what is newer.
@@ -46,6 +49,11 @@ const (
 	// UserRoleChanged comes from the user service: a role granted or taken back.
 	UserRoleChanged Type = "USER_ROLE_CHANGED"
 
+	// Blocks (SPEC §3.13): one user stops seeing another and being notified by them. Like bans, read whole by
+	// every instance that needs them.
+	UserBlocked   Type = "USER_BLOCKED"
+	UserUnblocked Type = "USER_UNBLOCKED"
+
 	// Media (SPEC §3.12): an image uploaded, and one deleted by its owner, a moderator or the collection.
 	MediaUploaded Type = "MEDIA_UPLOADED"
 	MediaDeleted  Type = "MEDIA_DELETED"
@@ -55,14 +63,16 @@ const (
 var topics = map[Type]string{
 	ArticleCreated: "article", ArticleUpdated: "article", ArticleDeleted: "article",
 	CommentCreated: "comment", CommentDeleted: "comment", CommentUpdated: "comment",
-	ArticleLiked: "like", ArticleUnliked: "like",
+	ArticleLiked: "like", ArticleUnliked: "like", CommentLiked: "like", CommentUnliked: "like",
 	ArticleViewed:    "view",
 	ArticleModerated: "moderation", CommentModerated: "moderation",
 	// Bans and roles are a user's standing, which every instance of every service reads whole when it starts: each
 	// in a topic of its own, keyed by user id, compacted to the latest record per user.
 	UserBanned: "ban", UserUnbanned: "ban",
 	UserRoleChanged: "user",
-	MediaUploaded:   "media", MediaDeleted: "media",
+	// A block is keyed by the pair "blocker:blocked", so compaction keeps each pair's latest state.
+	UserBlocked: "block", UserUnblocked: "block",
+	MediaUploaded: "media", MediaDeleted: "media",
 }
 
 // Known reports whether t is one of the event types.
@@ -74,12 +84,14 @@ func (t Type) Topic(prefix string) string { return prefix + topics[t] }
 // Topics returns every topic under prefix, each once.
 func Topics(prefix string) []string {
 	return []string{prefix + "article", prefix + "comment", prefix + "like", prefix + "view", prefix + "moderation",
-		prefix + "ban", prefix + "user", prefix + "media"}
+		prefix + "ban", prefix + "user", prefix + "block", prefix + "media"}
 }
 
 // CompactedTopics are the topics under prefix whose records are a user's latest standing, kept per key for good
 // (cleanup.policy=compact) rather than for a retention time.
-func CompactedTopics(prefix string) []string { return []string{prefix + "ban", prefix + "user"} }
+func CompactedTopics(prefix string) []string {
+	return []string{prefix + "ban", prefix + "user", prefix + "block"}
+}
 
 // DeadLetterTopic is where a consumer puts the records of topic it could not handle.
 func DeadLetterTopic(topic string) string { return topic + ".dlt" }
@@ -192,6 +204,18 @@ type Like struct {
 	ArticleLikeCountVersion int64        `json:"articleLikeCountVersion"`
 }
 
+// CommentLike is the payload of COMMENT_LIKED and COMMENT_UNLIKED; the key is ArticleID.
+// CommentLikeCountVersion is the comment's like count row's version, as ArticleLikeCountVersion.
+type CommentLike struct {
+	CommentLikeID           apijson.ID   `json:"commentLikeId"`
+	CommentID               apijson.ID   `json:"commentId"`
+	ArticleID               apijson.ID   `json:"articleId"`
+	UserID                  apijson.ID   `json:"userId"`
+	CreatedAt               apijson.Time `json:"createdAt"`
+	CommentLikeCount        int64        `json:"commentLikeCount"`
+	CommentLikeCountVersion int64        `json:"commentLikeCountVersion"`
+}
+
 // View is the payload of ARTICLE_VIEWED; the key is ArticleID.
 type View struct {
 	ArticleID        apijson.ID `json:"articleId"`
@@ -275,6 +299,19 @@ type Role struct {
 	// RoleVersion is bumped with every change of the user's role.
 	RoleVersion int64 `json:"roleVersion"`
 }
+
+// Block is the payload of USER_BLOCKED and USER_UNBLOCKED; the key is BlockKey(UserID, BlockedUserID).
+// BlockVersion is bumped with every block and unblock of the pair.
+type Block struct {
+	UserID        apijson.ID   `json:"userId"` // who blocks
+	BlockedUserID apijson.ID   `json:"blockedUserId"`
+	Blocked       bool         `json:"blocked"`
+	At            apijson.Time `json:"at"`
+	BlockVersion  int64        `json:"blockVersion"`
+}
+
+// BlockKey is the record key of a pair's block events.
+func BlockKey(userID, blockedUserID int64) string { return fmt.Sprintf("%d:%d", userID, blockedUserID) }
 
 // Media is the payload of MEDIA_UPLOADED and MEDIA_DELETED; the key is OwnerID. Key and ThumbnailKey are the blob
 // keys the image and its thumbnail are served under (GET /media/{key}).

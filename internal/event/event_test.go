@@ -90,6 +90,7 @@ func TestTopics(t *testing.T) {
 		ArticleLiked: "board-like", ArticleUnliked: "board-like", ArticleViewed: "board-view",
 		ArticleModerated: "board-moderation", CommentModerated: "board-moderation",
 		UserBanned: "board-ban", UserUnbanned: "board-ban", UserRoleChanged: "board-user",
+		CommentLiked: "board-like", CommentUnliked: "board-like", UserBlocked: "board-block", UserUnblocked: "board-block",
 		MediaUploaded: "board-media", MediaDeleted: "board-media",
 	} {
 		if got := typ.Topic("board-"); got != want {
@@ -97,7 +98,7 @@ func TestTopics(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff([]string{"board-article", "board-comment", "board-like", "board-view", "board-moderation",
-		"board-ban", "board-user", "board-media"}, Topics("board-")); diff != "" {
+		"board-ban", "board-user", "board-block", "board-media"}, Topics("board-")); diff != "" {
 		t.Errorf("Topics (-want +got):\n%s", diff)
 	}
 	if _, err := Encode(1, "NOPE", []byte(`{}`)); err == nil {
