@@ -141,13 +141,17 @@ func samples() map[event.Type]any {
 	ban := event.Ban{UserID: 7, Banned: true, Reason: "spam", Until: &until, ModeratorID: 9, At: created, BanVersion: 1}
 	unban := event.Ban{UserID: 7, ModeratorID: 9, At: created, BanVersion: 2}
 	role := event.Role{UserID: 7, Role: "moderator", RoleVersion: 2}
+	commentLike := event.CommentLike{CommentLikeID: 383009385012031494, CommentID: 383009385012031490,
+		ArticleID: 383009385012031488, UserID: 7, CreatedAt: created, CommentLikeCount: 1, CommentLikeCountVersion: 1}
+	block := event.Block{UserID: 7, BlockedUserID: 9, Blocked: true, At: created, BlockVersion: 1}
 	img := event.Media{MediaID: 383009385012031493, OwnerID: 7, Key: strings.Repeat("ab", 32) + ".jpg",
 		ThumbnailKey: strings.Repeat("cd", 32) + ".jpg", ContentType: "image/jpeg", Width: 4000, Height: 3000, Bytes: 4 << 20,
 		CreatedAt: created}
 	return map[event.Type]any{
 		event.ArticleCreated: article, event.ArticleUpdated: article, event.ArticleDeleted: article,
 		event.CommentCreated: v1, event.CommentDeleted: v2, event.CommentUpdated: edited,
-		event.ArticleLiked: like, event.ArticleUnliked: like,
+		event.ArticleLiked: like, event.ArticleUnliked: like, event.CommentLiked: commentLike, event.CommentUnliked: commentLike,
+		event.UserBlocked: block, event.UserUnblocked: block,
 		event.ArticleViewed:    view,
 		event.ArticleModerated: moderated, event.CommentModerated: comment,
 		event.UserBanned: ban, event.UserUnbanned: unban, event.UserRoleChanged: role,
