@@ -74,6 +74,7 @@ type commentV1JSON struct {
 	CreatedAt       apijson.Time `json:"createdAt"`
 	ModifiedAt      apijson.Time `json:"modifiedAt"`
 	Edited          bool         `json:"edited"`
+	LikeCount       int64        `json:"likeCount"`
 	Hidden          event.Hidden `json:"hidden,omitempty"`
 	RemovedReason   string       `json:"removedReason,omitempty"`
 }
@@ -90,18 +91,19 @@ type commentV2JSON struct {
 	CreatedAt     apijson.Time `json:"createdAt"`
 	ModifiedAt    apijson.Time `json:"modifiedAt"`
 	Edited        bool         `json:"edited"`
+	LikeCount     int64        `json:"likeCount"`
 	Hidden        event.Hidden `json:"hidden,omitempty"`
 	RemovedReason string       `json:"removedReason,omitempty"`
 }
 
 func toV1(c Comment) commentV1JSON {
 	return commentV1JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
-		apijson.ID(c.ParentID), c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
+		apijson.ID(c.ParentID), c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.LikeCount, c.Hidden, c.RemovedReason}
 }
 
 func toV2(c Comment) commentV2JSON {
 	return commentV2JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
-		c.Path, c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
+		c.Path, c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.LikeCount, c.Hidden, c.RemovedReason}
 }
 
 // seenBy is c as the request's principal may see it: a hidden comment shows its content to its writer and to
