@@ -284,7 +284,7 @@ func TestFailedBatchLeavesTheNextOne(t *testing.T) {
 		env := newTestEnv(t, db, "")
 		const article = 7500
 		existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
-		store := NewStore(db, outbox.New(db, outbox.DefaultShards, &idsFailingOnce{ids: eventIDs}, time.Now, nil, nil), env.articles)
+		store := NewStore(db, outbox.New(db, outbox.DefaultShards, &idsFailingOnce{ids: eventIDs}, time.Now, nil, nil), env.articles, env.comments)
 		svc := NewService(store, snowflaketest.NewIDs(firstID+2_000_000), func() time.Time { return t0 }, "").
 			WithBatching(Batching{Max: batch, Linger: forever})
 		errs := concurrently(likes, likes, func(u int) error {
@@ -399,7 +399,7 @@ func likeUntilKilled(t *testing.T, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, ids, time.Now, nil, nil), existence.New(db, existence.Config{Service: "like"}))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, ids, time.Now, nil, nil), existence.New(db, existence.Config{Service: "like"}), nil)
 	svc := NewService(store, ids, time.Now, "")
 	var next atomic.Int64
 	errs := concurrently(50, 50, func(int) error {

@@ -19,7 +19,7 @@ import (
 
 // keyedHandler is the like service's whole port over db, with a clock of the test's.
 func keyedHandler(t testing.TB, db *sqldb.DB) (http.Handler, *Service, *snowflaketest.Clock) {
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db), nil)
 	clock := snowflaketest.NewClock(t0)
 	svc := NewService(store, snowflaketest.NewIDs(firstID), clock.Now, "")
 	return httpiotest.Handler("like", Routes(svc, httpiotest.Logger)), svc, clock
