@@ -21,12 +21,14 @@ import (
 )
 
 // commentOrigin answers the comment service's GET /v2/comments/{id} and /v1/comments/{id} for lookups: 200 with the
-// comment's article for the comments it was given (v2 ones on the v2 path only, v1 ones on v1), 404 for any other.
+// comment's article for the comments it was given (v2 ones on the v2 path only, v1 ones on v1), 404 for any other;
+// 503 for all while it is down.
 type commentOrigin struct {
 	url   string
 	mu    sync.Mutex
 	has   map[string]map[int64]int64 // version -> comment -> article
 	calls atomic.Int64
+	down  atomic.Bool
 }
 
 func newCommentOrigin(t testing.TB) *commentOrigin {
@@ -34,6 +36,10 @@ func newCommentOrigin(t testing.TB) *commentOrigin {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{version}/comments/{id}", func(w http.ResponseWriter, r *http.Request) {
 		o.calls.Add(1)
+		if o.down.Load() {
+			http.Error(w, `{"code":"DATABASE_UNAVAILABLE","message":"down"}`, http.StatusServiceUnavailable)
+			return
+		}
 		id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		o.mu.Lock()
 		article, ok := o.has[r.PathValue("version")][id]
@@ -82,20 +88,20 @@ func (e testEnv) comment(t testing.TB, commentID, articleID int64) target {
 	return target{article: articleID, comment: commentID}
 }
 
-// likeOf likes tg, an article or a comment, through the service's API for it.
-func (e testEnv) likeOf(ctx context.Context, st Strategy, tg target, user int64) (Like, error) {
+// likeOf likes tg, an article or a comment, through svc's API for it.
+func likeOf(ctx context.Context, svc *Service, st Strategy, tg target, user int64) (Like, error) {
 	if tg.comment != 0 {
-		return e.svc.LikeComment(ctx, st, tg.comment, user)
+		return svc.LikeComment(ctx, st, tg.comment, user)
 	}
-	return e.svc.Like(ctx, st, tg.article, user)
+	return svc.Like(ctx, st, tg.article, user)
 }
 
-// unlikeOf unlikes tg, an article or a comment, through the service's API for it.
-func (e testEnv) unlikeOf(ctx context.Context, st Strategy, tg target, user int64) error {
+// unlikeOf unlikes tg, an article or a comment, through svc's API for it.
+func unlikeOf(ctx context.Context, svc *Service, st Strategy, tg target, user int64) error {
 	if tg.comment != 0 {
-		return e.svc.UnlikeComment(ctx, st, tg.comment, user)
+		return svc.UnlikeComment(ctx, st, tg.comment, user)
 	}
-	return e.svc.Unlike(ctx, st, tg.article, user)
+	return svc.Unlike(ctx, st, tg.article, user)
 }
 
 func commentLikePath(comment, user int64) string {
@@ -148,7 +154,11 @@ func TestCommentRoutes(t *testing.T) {
 				wantCount("count after", "0", "2")
 
 				events := outboxOf(t, db, article)
-				if len(events) != 2 || events[0].Type != event.CommentLiked && events[1].Type != event.CommentLiked {
+				types := map[event.Type]int{}
+				for _, e := range events {
+					types[e.Type]++
+				}
+				if len(events) != 2 || types[event.CommentLiked] != 1 || types[event.CommentUnliked] != 1 {
 					t.Fatalf("events %+v, want a COMMENT_LIKED and a COMMENT_UNLIKED", events)
 				}
 				for _, e := range events {
@@ -199,7 +209,7 @@ func TestCommentsThatDoNotExist(t *testing.T) {
 		// A live comment of a deleted article: its article's record refuses it.
 		other := env.comment(t, 61, 60)
 		existencetest.Apply(t, env.articles, existencetest.Deleted(60, 2))
-		_, err := env.likeOf(ctx, "", other, 1)
+		_, err := likeOf(ctx, env.svc, "", other, 1)
 		wantKind(t, err, fault.NotFound, "ARTICLE_NOT_FOUND", "like of a comment of a deleted article")
 	})
 }
@@ -230,6 +240,31 @@ func TestCommentLookedUpOnce(t *testing.T) {
 	})
 }
 
+// TestLikesWhileTheCommentServiceIsDown: a like of a comment not heard of yet is a 503 while the comment service
+// cannot answer, and writes nothing; known comments are liked all the same; once it answers, the like goes through.
+func TestLikesWhileTheCommentServiceIsDown(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		env := newTestEnv(t, db, "")
+		known := env.comment(t, 91, 90)
+		env.commentOrigin.add("v2", 92, 90)
+		env.commentOrigin.down.Store(true)
+		_, err := env.svc.LikeComment(ctx, "", 92, 1)
+		wantKind(t, err, fault.Unavailable, "COMMENT_SERVICE_UNAVAILABLE", "like of an unknown comment, its service down")
+		if _, err := likeOf(ctx, env.svc, "", known, 1); err != nil {
+			t.Errorf("like of a known comment, its service down: %v", err)
+		}
+		if n := len(outboxOf(t, db, 90)); n != 1 {
+			t.Errorf("%d events, want the known comment's like only", n)
+		}
+		env.commentOrigin.down.Store(false)
+		if _, err := env.svc.LikeComment(ctx, "", 92, 1); err != nil {
+			t.Errorf("like once the comment service is back: %v", err)
+		}
+	})
+}
+
 // TestPurgeRemovesCommentLikes: the purge of a deleted article removes its comments' likes and count rows, a comment
 // at a time and in batches, then its own likes, and reports done only then. Other articles' comments lose nothing.
 func TestPurgeRemovesCommentLikes(t *testing.T) {
@@ -241,7 +276,7 @@ func TestPurgeRemovesCommentLikes(t *testing.T) {
 		first, second, neighbour := env.comment(t, 801, purged), env.comment(t, 802, purged), env.comment(t, 811, kept)
 		likes := map[target]int{first: purgeBatchSize + 1, second: 3, neighbour: 2, {article: purged}: 2}
 		for tg, n := range likes {
-			errs := concurrently(n, 20, func(u int) error { _, err := env.likeOf(ctx, "", tg, int64(u+1)); return err })
+			errs := concurrently(n, 20, func(u int) error { _, err := likeOf(ctx, env.svc, "", tg, int64(u+1)); return err })
 			for _, err := range errs {
 				if err != nil {
 					t.Fatal(err)

@@ -123,9 +123,9 @@ func (c *counters) attempted(n int64) {
 // Service holds the like rules over a Store. Who may like, and whether the ids are ones an article and a user can
 // have, are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is given.
 //
-// Concurrent likes and unlikes of one article with one strategy share transactions (Batching, docs/likes.md): each
-// request waits for the transaction that carries it to commit, and is answered with its own outcome, or with a 503
-// when its context ends first.
+// Concurrent likes and unlikes of one article, or of one comment, with one strategy share transactions (Batching,
+// docs/likes.md): each request waits for the transaction that carries it to commit, and is answered with its own
+// outcome, or with a 503 when its context ends first.
 type Service struct {
 	store           *Store
 	ids             IDGenerator

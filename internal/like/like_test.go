@@ -339,7 +339,7 @@ func concurrentLikes(t *testing.T, env testEnv, st Strategy, tg target, likes, w
 	ctx, svc, db := context.Background(), env.svc, env.db
 	start := time.Now()
 	errs := concurrently(likes, workers, func(u int) error {
-		_, err := env.likeOf(ctx, st, tg, int64(u+1))
+		_, err := likeOf(ctx, svc, st, tg, int64(u+1))
 		return err
 	})
 	liked := time.Since(start)
@@ -351,7 +351,7 @@ func concurrentLikes(t *testing.T, env testEnv, st Strategy, tg target, likes, w
 	checkCounted(t, db, svc, tg, int64(likes), tg.tables().liked, func(k int64) (int64, int64) { return k, k })
 
 	start = time.Now()
-	errs = concurrently(likes, workers, func(u int) error { return env.unlikeOf(ctx, st, tg, int64(u+1)) })
+	errs = concurrently(likes, workers, func(u int) error { return unlikeOf(ctx, svc, st, tg, int64(u+1)) })
 	unliked := time.Since(start)
 	for u, err := range errs {
 		if err != nil {
@@ -415,7 +415,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 						return out
 					}
 					counted := func() int64 { n, _, _ := svc.store.count(ctx, tg); return n }
-					errs := concurrently(tries, tries, func(int) error { _, err := env.likeOf(ctx, st, tg, user); return err })
+					errs := concurrently(tries, tries, func(int) error { _, err := likeOf(ctx, svc, st, tg, user); return err })
 					if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.Conflict: tries - 1}, kinds(errs)); diff != "" {
 						t.Errorf("likes: outcomes by kind (-want +got):\n%s", diff)
 					}
@@ -423,7 +423,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 						t.Errorf("after %d likes by one user: count %d, %d rows, %d events; want 1 each", tries, n,
 							rowsOf(t, db, tg), len(outboxOf(t, db, tg.article)))
 					}
-					errs = concurrently(tries, tries, func(int) error { return env.unlikeOf(ctx, st, tg, user) })
+					errs = concurrently(tries, tries, func(int) error { return unlikeOf(ctx, svc, st, tg, user) })
 					if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.NotFound: tries - 1}, kinds(errs)); diff != "" {
 						t.Errorf("unlikes: outcomes by kind (-want +got):\n%s", diff)
 					}
