@@ -93,22 +93,44 @@ func (c *Comments) applyCreated(ctx context.Context, env event.Envelope) error {
 }
 
 // applyDeleted records a comment as deleted for good. Its likes stay, as its thread keeps a soft-deleted comment;
-// they go with its article's (Store.Purge).
+// they go with its article's (Store.Purge). The row is updated under its exclusive lock, which waits for every like
+// transaction that holds it shared; a comment never heard of gets a deleted row.
 func (c *Comments) applyDeleted(ctx context.Context, env event.Envelope) error {
 	commentID, articleID, err := commentOf(env)
 	if err != nil {
 		return err
 	}
-	// Taken under the row's exclusive lock, which waits for every like transaction that holds it shared.
-	_, err = c.db.ExecContext(ctx, "INSERT INTO comment_existence (comment_id, article_id, deleted) VALUES (?, ?, TRUE)"+
-		c.db.OnConflictUpdate("comment_id", "deleted = TRUE"), commentID, articleID)
-	return err
+	// An UPDATE, else an INSERT, rather than an upsert: behind Vitess the row owns its comment_id's lookup row, which
+	// vtgate writes with a plain INSERT. A row inserted between the two (by its COMMENT_CREATED or a lookup) is
+	// updated by the second round.
+	for range 2 {
+		res, err := c.db.ExecContext(ctx, "UPDATE comment_existence SET deleted = TRUE WHERE article_id = ? AND comment_id = ?",
+			articleID, commentID)
+		if err := updated(res, err, errNoComment); !errors.Is(err, errNoComment) {
+			return err
+		}
+		if err := c.insert(ctx, commentID, articleID, true); !sqldb.IsDuplicate(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("comment %d: neither updated nor inserted as deleted", commentID)
 }
+
+// errNoComment says an UPDATE found no row of the comment.
+var errNoComment = errors.New("comment not recorded")
 
 // record inserts a comment's row unless it has one: a delete recorded before stays.
 func (c *Comments) record(ctx context.Context, commentID, articleID int64, deleted bool) error {
-	_, err := c.db.ExecContext(ctx, "INSERT INTO comment_existence (comment_id, article_id, deleted) VALUES (?, ?, ?)"+
-		c.db.OnConflictUpdate("comment_id", "deleted = deleted"), commentID, articleID, deleted)
+	if err := c.insert(ctx, commentID, articleID, deleted); !sqldb.IsDuplicate(err) {
+		return err
+	}
+	return nil
+}
+
+// insert inserts a comment's row (a plain INSERT: see applyDeleted).
+func (c *Comments) insert(ctx context.Context, commentID, articleID int64, deleted bool) error {
+	_, err := c.db.ExecContext(ctx, "INSERT INTO comment_existence (comment_id, article_id, deleted) VALUES (?, ?, ?)",
+		commentID, articleID, deleted)
 	return err
 }
 
