@@ -20,24 +20,7 @@ import (
 // BANNED, and so is their sign-in; an unban lets them write again.
 func TestBanReachesTheGuard(t *testing.T) {
 	t.Parallel()
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--password-hash", "64,1,1", "--rate-limits=false", "--user-addr", "127.0.0.1:0", "--article-addr", "127.0.0.1:0",
-		"user", "article"}
-	cfg, err := ParseServe(args, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	a, cfg := runBoard(t, "--article-addr", "127.0.0.1:0", "user", "article")
 
 	type answer struct {
 		status int
@@ -108,22 +91,11 @@ func TestBanReachesTheGuard(t *testing.T) {
 	poll(t, "a write after the unban", func() bool { return write().status == http.StatusCreated })
 }
 
-// poll calls cond until it holds, for at most 10 s: never an assertion on how fast.
-func poll(t *testing.T, what string, cond func() bool) {
+// runBoard runs a board on embedded engines, with the user service and args, until the test ends.
+func runBoard(t *testing.T, args ...string) (*App, Config) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-	}
-}
-
-// A block made at the user service reaches the process's table of blocks, through the outbox, the relay and the
-// compacted block topic; so does its unblock.
-func TestBlockReachesTheTable(t *testing.T) {
-	t.Parallel()
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--password-hash", "64,1,1", "--rate-limits=false", "--user-addr", "127.0.0.1:0", "user"}
+	args = append([]string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
+		"--password-hash", "64,1,1", "--rate-limits=false", "--user-addr", "127.0.0.1:0"}, args...)
 	cfg, err := ParseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +111,24 @@ func TestBlockReachesTheTable(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	return a, cfg
+}
+
+// poll calls cond until it holds, for at most 10 s: never an assertion on how fast.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+	}
+}
+
+// A block made at the user service reaches the process's table of blocks, through the outbox, the relay and the
+// compacted block topic; so does its unblock.
+func TestBlockReachesTheTable(t *testing.T) {
+	t.Parallel()
+	a, _ := runBoard(t, "user")
 	send := func(token, method, path string, body any) (int, map[string]any) {
 		t.Helper()
 		raw, _ := json.Marshal(body)

@@ -264,57 +264,41 @@ const MaxBatch = 100
 // needs to name its writers in one call. A client asks for at most MaxBatch (Routes refuses more), Blocks for up to
 // MaxBlocks.
 func (s *Service) GetMany(ctx context.Context, ids []int64) ([]User, error) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	if len(ids) == 0 {
-		return []User{}, nil
-	}
-	found, err := s.users(ctx, "SELECT "+userColumns+" FROM users WHERE user_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[int64]User, len(found))
-	for _, u := range found {
-		byID[u.ID] = u
-	}
-	users := make([]User, 0, len(byID))
-	for _, id := range ids {
-		if u, ok := byID[id]; ok {
-			users = append(users, u)
-			delete(byID, id)
-		}
-	}
-	return users, nil
+	return usersIn(ctx, s, "user_id", ids, func(u User) int64 { return u.ID })
 }
 
 // ByUsernames returns the users of names (normalized already) that exist, in the order of names, each once: how
 // the @mentions of a post are resolved. names are at most MaxBatch.
 func (s *Service) ByUsernames(ctx context.Context, names []string) ([]User, error) {
-	if len(names) == 0 {
+	return usersIn(ctx, s, "username", names, func(u User) string { return u.Username })
+}
+
+// usersIn returns the users whose column is one of keys, in the order of keys, each once; keyOf is a user's value of
+// the column.
+func usersIn[K comparable](ctx context.Context, s *Service, column string, keys []K, keyOf func(User) K) ([]User, error) {
+	if len(keys) == 0 {
 		return []User{}, nil
 	}
-	args := make([]any, len(names))
-	for i, name := range names {
-		args[i] = name
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
 	}
-	users, err := s.users(ctx, "SELECT "+userColumns+" FROM users WHERE username IN (?"+strings.Repeat(", ?", len(names)-1)+")", args...)
+	found, err := s.users(ctx, "SELECT "+userColumns+" FROM users WHERE "+column+" IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
 	if err != nil {
 		return nil, err
 	}
-	byName := make(map[string]User, len(users))
-	for _, u := range users {
-		byName[u.Username] = u
+	byKey := make(map[K]User, len(found))
+	for _, u := range found {
+		byKey[keyOf(u)] = u
 	}
-	out := make([]User, 0, len(byName))
-	for _, name := range names {
-		if u, ok := byName[name]; ok {
-			out = append(out, u)
-			delete(byName, name)
+	users := make([]User, 0, len(byKey))
+	for _, k := range keys {
+		if u, ok := byKey[k]; ok {
+			users = append(users, u)
+			delete(byKey, k)
 		}
 	}
-	return out, nil
+	return users, nil
 }
 
 // ByPrefix returns up to limit users whose username starts with prefix (normalized already), by username: the
