@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -72,19 +73,18 @@ func refExcerpt(text string) string {
 var errTargetNotFound = fault.NotFoundf("TARGET_NOT_FOUND", "no such article or comment")
 
 // AddBookmark bookmarks a target for the user; a target bookmarked already keeps its bookmark (and its createdAt).
-// A target that does not exist, or is deleted or hidden, is TARGET_NOT_FOUND. An article the events have not told
-// of yet is looked up at the article service; a comment must have been told of.
+// A target that does not exist, or is deleted or hidden, is TARGET_NOT_FOUND. An article or comment the events have
+// not told of yet is looked up at its service.
 func (s *Service) AddBookmark(ctx context.Context, userID int64, typ BookmarkTarget, targetID int64) (Bookmark, error) {
 	articleID := targetID
 	if typ == BookmarkComment {
-		var deleted, hidden bool
-		err := s.db.QueryRowContext(ctx, "SELECT article_id, deleted, hidden FROM comment_ref WHERE comment_id = ?", targetID).
-			Scan(&articleID, &deleted, &hidden)
-		if errors.Is(err, sql.ErrNoRows) || deleted || hidden {
-			return Bookmark{}, errTargetNotFound
-		} else if err != nil {
+		c, ok, err := s.bookmarkableComment(ctx, targetID)
+		if err != nil {
 			return Bookmark{}, err
+		} else if !ok {
+			return Bookmark{}, errTargetNotFound
 		}
+		articleID = c
 	}
 	if _, ok, err := s.article(ctx, articleID); err != nil {
 		return Bookmark{}, err
@@ -106,6 +106,52 @@ func (s *Service) AddBookmark(ctx context.Context, userID int64, typ BookmarkTar
 		return Bookmark{}, err
 	}
 	return s.GetBookmark(ctx, userID, typ, targetID)
+}
+
+// bookmarkableComment returns the article of a comment that is there (not deleted nor hidden); ok is false for one
+// that is not. A comment the events have not told of (its create not read yet, or older than the topic's retention
+// when the service started) is looked up at the comment service, and recorded as a comment hidden before its create
+// is read would be (commentModerated): not created, so that its COMMENT_CREATED still notifies.
+func (s *Service) bookmarkableComment(ctx context.Context, id int64) (articleID int64, ok bool, err error) {
+	var deleted, hidden bool
+	err = s.db.QueryRowContext(ctx, "SELECT article_id, deleted, hidden FROM comment_ref WHERE comment_id = ?", id).
+		Scan(&articleID, &deleted, &hidden)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return articleID, err == nil && !deleted && !hidden, err
+	}
+	c, ok, err := s.lookUpComment(ctx, id)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	_, err = s.db.ExecContext(ctx, s.insertIgnore()+" comment_ref (article_id, comment_id, path, parent_id, writer_id, excerpt, created) VALUES (?, ?, ?, ?, ?, ?, FALSE)",
+		c.articleID, c.id, c.path, c.parentID, c.writerID, c.excerpt)
+	return c.articleID, true, err
+}
+
+// lookUpComment GETs a comment at the comment service: as a v2 comment, else as a v1 comment (their ids are
+// apart). ok is false when neither is found, or the comment is deleted or hidden.
+func (s *Service) lookUpComment(ctx context.Context, id int64) (comment, bool, error) {
+	for _, path := range []string{"/v2/comments/", "/v1/comments/"} {
+		var p struct {
+			event.Comment
+			Hidden event.Hidden `json:"hidden"`
+		}
+		found, err := s.lookUp(ctx, "comment", s.cfg.CommentOrigin, path+strconv.FormatInt(id, 10), &p)
+		if err != nil {
+			return comment{}, false, err
+		} else if !found {
+			continue
+		}
+		if p.Deleted || p.Hidden != event.Visible {
+			return comment{}, false, nil
+		}
+		c, err := commentOf(event.Envelope{Type: event.CommentCreated}, p.Comment)
+		if err != nil { // an answer without the ids: not the client's fault
+			return comment{}, false, fault.Unavailablef(err, "COMMENT_SERVICE_UNAVAILABLE", "the comment service answered without ids")
+		}
+		return c, true, nil
+	}
+	return comment{}, false, nil
 }
 
 // RemoveBookmark removes the user's bookmark of a target, if there is one.

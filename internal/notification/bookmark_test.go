@@ -1,9 +1,12 @@
 package notification
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,4 +245,57 @@ func TestRefExcerpt(t *testing.T) {
 			t.Errorf("refExcerpt(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// commentOrigin fakes the comment service's GET /v2/comments/{id} and /v1/comments/{id}.
+func commentOrigin(t *testing.T, status *atomic.Int64, comments map[string]map[string]any) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s := status.Load(); s != 0 {
+			http.Error(w, `{"code":"DATABASE_UNAVAILABLE","message":"down"}`, int(s))
+			return
+		}
+		c, ok := comments[r.URL.Path]
+		if !ok {
+			http.Error(w, `{"code":"COMMENT_NOT_FOUND","message":"no such comment"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A comment no event has told of yet is looked up at the comment service, v2 and v1; its create, read later, still
+// notifies.
+func TestBookmarkOfACommentLookedUp(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		var status atomic.Int64
+		origin := commentOrigin(t, &status, map[string]map[string]any{
+			"/v2/comments/31": {"commentId": "31", "articleId": "1", "writerId": fmt.Sprint(replier), "path": "00000", "contentText": "Looked up"},
+			"/v1/comments/32": {"commentId": "32", "articleId": "1", "writerId": fmt.Sprint(replier), "parentCommentId": "32", "contentText": "v1"},
+			"/v2/comments/33": {"commentId": "33", "articleId": "1", "writerId": fmt.Sprint(replier), "path": "00001", "deleted": true},
+			"/v2/comments/34": {"commentId": "34", "articleId": "1", "writerId": fmt.Sprint(replier), "path": "00002", "hidden": "removed"},
+		})
+		f := newFixture(t, db, b, Config{CommentOrigin: origin})
+		f.deliver(event.ArticleCreated, articleWithText(1, author, "T1", "x"))
+		for _, id := range []string{"31", "32"} {
+			if got := f.bookmark(other, "comment/"+id); got.ArticleID != "1" {
+				t.Errorf("PUT comment/%s: %+v", id, got)
+			}
+		}
+		for _, id := range []string{"33", "34", "35"} {
+			httpiotest.WantError(t, f.call(other, "PUT", "/v1/bookmarks/comment/"+id, ""), http.StatusNotFound, "TARGET_NOT_FOUND")
+		}
+		wantList(t, "looked-up comments", f.bookmarks(other, 20), "comment/32 T1|v1", "comment/31 T1|Looked up")
+
+		f.deliver(event.CommentCreated, commentWithText(31, 1, replier, "00000", "Looked up"))
+		if got := briefs(f.list(author)); len(got) != 1 || got[0].Kind != ArticleComment || got[0].Comment != "31" {
+			t.Errorf("the article's writer after the looked-up comment's create: %+v", got)
+		}
+
+		status.Store(http.StatusServiceUnavailable)
+		httpiotest.WantError(t, f.call(other, "PUT", "/v1/bookmarks/comment/36", ""), http.StatusServiceUnavailable, "COMMENT_SERVICE_UNAVAILABLE")
+	})
 }

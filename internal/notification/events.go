@@ -359,22 +359,36 @@ type lookedUp struct {
 
 // lookUpArticle GETs the article at the article service within the lookup deadline.
 func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error) {
-	if s.cfg.ArticleOrigin == "" {
-		return lookedUp{}, nil
+	var a struct {
+		Title    string     `json:"title"`
+		WriterID apijson.ID `json:"writerId"`
+	}
+	found, err := s.lookUp(ctx, "article", s.cfg.ArticleOrigin, "/v1/articles/"+strconv.FormatInt(id, 10), &a)
+	if err != nil || !found {
+		return lookedUp{}, err
+	}
+	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+}
+
+// lookUp GETs path at the named service's origin within the lookup deadline, and decodes its answer into v: found
+// is false for a 404, or without an origin; any other failure is the service's, unavailable.
+func (s *Service) lookUp(ctx context.Context, service, origin, path string, v any) (found bool, err error) {
+	if origin == "" {
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	url := strings.TrimSuffix(s.cfg.ArticleOrigin, "/") + "/v1/articles/" + strconv.FormatInt(id, 10)
+	url := strings.TrimSuffix(origin, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return lookedUp{}, err
+		return false, err
 	}
 	unavailable := func(err error) error {
-		return fault.Unavailablef(err, "ARTICLE_SERVICE_UNAVAILABLE", "the article service did not answer; try again")
+		return fault.Unavailablef(err, strings.ToUpper(service)+"_SERVICE_UNAVAILABLE", "the %s service did not answer; try again", service)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return lookedUp{}, unavailable(err)
+		return false, unavailable(err)
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, 1<<20)
@@ -382,19 +396,15 @@ func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error)
 	case http.StatusOK:
 	case http.StatusNotFound:
 		_, _ = io.Copy(io.Discard, body)
-		return lookedUp{}, nil
+		return false, nil
 	default:
 		_, _ = io.Copy(io.Discard, body)
-		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
+		return false, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
 	}
-	var a struct {
-		Title    string     `json:"title"`
-		WriterID apijson.ID `json:"writerId"`
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		return false, unavailable(fmt.Errorf("GET %s: %w", url, err))
 	}
-	if err := json.NewDecoder(body).Decode(&a); err != nil {
-		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %w", url, err))
-	}
-	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+	return true, nil
 }
 
 // comment is what the service knows of a comment. A v2 comment's parent is found by path, a v1 comment's by id.
