@@ -84,6 +84,9 @@ func TestByUsernamesAndPrefix(t *testing.T) {
 		for _, bad := range []string{"", "a%25", "a-b", strings.Repeat("a", MaxUsername+1)} {
 			c.wantError("GET", "/v1/users?prefix="+bad, nil, http.StatusBadRequest, "INVALID_PREFIX")
 		}
+		for _, q := range []string{"ids=1&usernames=ann", "usernames=ann&prefix=a", "ids=1&prefix=a"} {
+			c.wantError("GET", "/v1/users?"+q, nil, http.StatusBadRequest, "INVALID_QUERY")
+		}
 		c.wantError("GET", "/v1/users?prefix=a&limit=0", nil, http.StatusBadRequest, "INVALID_LIMIT")
 		c.wantError("GET", "/v1/users?prefix=a&limit=101", nil, http.StatusBadRequest, "INVALID_LIMIT")
 	})

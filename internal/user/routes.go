@@ -127,15 +127,18 @@ func (h handlers) jwks(w http.ResponseWriter, r *http.Request) error {
 // starts with the prefix, by username.
 func (h handlers) getMany(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	if q.Has("ids") && q.Has("usernames") || q.Has("prefix") && (q.Has("ids") || q.Has("usernames")) {
+		return fault.Invalidf("INVALID_QUERY", "only one of the query parameters ids, usernames and prefix at once")
+	}
 	var users []User
 	var err error
 	switch {
-	case q.Has("ids") && !q.Has("usernames") && !q.Has("prefix"):
+	case q.Has("ids"):
 		var ids []int64
 		if ids, err = listParam(q.Get("ids"), "ids", func(p string) (int64, error) { return apijson.Parse(p) }); err == nil {
 			users, err = h.svc.GetMany(r.Context(), ids)
 		}
-	case q.Has("usernames") && !q.Has("prefix"):
+	case q.Has("usernames"):
 		var names []string
 		if names, err = listParam(q.Get("usernames"), "usernames", NormalizeUsername); err == nil {
 			users, err = h.svc.ByUsernames(r.Context(), names)
