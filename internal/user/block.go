@@ -39,12 +39,7 @@ func (s *Service) Block(ctx context.Context, user, other int64) (Block, error) {
 	}
 	b := Block{UserID: other, Username: o.Username}
 	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		// The blocker's row is the lock that makes a user's blocks change one at a time: the count below stays true.
-		var one int
-		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM users WHERE user_id = ?"+s.db.ForUpdate(), user).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound(user)
-			}
+		if err := s.lockBlocker(ctx, tx, user); err != nil {
 			return err
 		}
 		var blocked bool
@@ -89,8 +84,11 @@ func (s *Service) Block(ctx context.Context, user, other int64) (Block, error) {
 // nothing.
 func (s *Service) Unblock(ctx context.Context, user, other int64) error {
 	err := s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		if err := s.lockBlocker(ctx, tx, user); err != nil {
+			return err
+		}
 		var version int64
-		err := tx.QueryRowContext(ctx, "SELECT version FROM block WHERE user_id = ? AND blocked_user_id = ? AND blocked = TRUE"+s.db.ForUpdate(),
+		err := tx.QueryRowContext(ctx, "SELECT version FROM block WHERE user_id = ? AND blocked_user_id = ? AND blocked = TRUE",
 			user, other).Scan(&version)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -108,6 +106,17 @@ func (s *Service) Unblock(ctx context.Context, user, other int64) error {
 		return fmt.Errorf("unblock: %w", err)
 	}
 	return nil
+}
+
+// lockBlocker takes the blocker's users row in tx: the lock that makes a user's blocks change one at a time, so that
+// a count of them stays true until the transaction ends and each change reads the pair's latest version.
+func (s *Service) lockBlocker(ctx context.Context, tx *sql.Tx, user int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM users WHERE user_id = ?"+s.db.ForUpdate(), user).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(user)
+	}
+	return err
 }
 
 // Blocks returns the users user blocks, newest block first. A blocked user whose account is gone is left out.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,5 +170,25 @@ func TestBlockLimit(t *testing.T) {
 		httpiotest.WantStatus(t, httpiotest.Call(api, "PUT", fmt.Sprintf("/v1/blocks/%d", ben), ""), http.StatusOK)
 		// Blocking someone blocked already is no new block: allowed at the limit.
 		httpiotest.WantStatus(t, httpiotest.Call(api, "PUT", fmt.Sprintf("/v1/blocks/%d", ben), ""), http.StatusOK)
+
+		// One place left, five blocks at once: one gets it.
+		if err := svc.Unblock(ctx, ann, 1_000_002); err != nil {
+			t.Fatal(err)
+		}
+		others := signUps(t, svc, "cat", "dan", "eve", "fay", "gus")
+		statuses := make(chan int, len(others))
+		var wg sync.WaitGroup
+		for _, o := range others {
+			wg.Go(func() { statuses <- httpiotest.Call(api, "PUT", fmt.Sprintf("/v1/blocks/%d", o), "").Status })
+		}
+		wg.Wait()
+		close(statuses)
+		counts := map[int]int{}
+		for s := range statuses {
+			counts[s]++
+		}
+		if counts[http.StatusOK] != 1 || counts[http.StatusConflict] != len(others)-1 {
+			t.Errorf("five blocks at once for one place: %v", counts)
+		}
 	})
 }
