@@ -25,7 +25,7 @@ import (
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
 	return map[event.Type]kafka.Handler{
 		event.ArticleCreated: s.articleSaved, event.ArticleUpdated: s.articleSaved, event.ArticleDeleted: s.articleDeleted,
-		event.CommentCreated: s.commentCreated, event.CommentDeleted: s.commentDeleted,
+		event.CommentCreated: s.commentCreated, event.CommentDeleted: s.commentDeleted, event.CommentUpdated: s.commentUpdated,
 		event.ArticleLiked:     s.articleLiked,
 		event.ArticleModerated: s.articleModerated, event.CommentModerated: s.commentModerated,
 		event.UserBanned: s.banChanged, event.UserUnbanned: s.banChanged,
@@ -40,7 +40,7 @@ func (s *Service) articleSaved(ctx context.Context, env event.Envelope) error {
 	if p.ArticleID <= 0 {
 		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
 	}
-	return s.saveArticle(ctx, article{id: int64(p.ArticleID), writerID: int64(p.WriterID), title: p.Title})
+	return s.saveArticle(ctx, article{id: int64(p.ArticleID), writerID: int64(p.WriterID), title: p.Title, excerpt: refExcerpt(p.Text())})
 }
 
 // articleDeleted takes back the unread notifications about the article, of its writer and of its commenters, and
@@ -225,6 +225,9 @@ func (s *Service) articleModerated(ctx context.Context, env event.Envelope) erro
 	if id <= 0 {
 		return fault.Invalidf("INVALID_ARTICLE_ID", "%s without a valid articleId", env.Type)
 	}
+	if err := s.articleHidden(ctx, p); err != nil {
+		return err
+	}
 	if p.Hidden != event.Visible {
 		writers, err := s.commentWriters(ctx, id)
 		if err != nil {
@@ -307,13 +310,13 @@ func (s *Service) moderated(ctx context.Context, env event.Envelope, user int64,
 
 // article is what the service knows of an article.
 type article struct {
-	id, writerID int64
-	title        string
+	id, writerID   int64
+	title, excerpt string
 }
 
 func (s *Service) saveArticle(ctx context.Context, a article) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title) VALUES (?, ?, ?)"+
-		s.db.OnConflictUpdate("article_id", "title = ?"), a.id, a.writerID, a.title, a.title)
+	_, err := s.db.ExecContext(ctx, "INSERT INTO article_ref (article_id, writer_id, title, excerpt) VALUES (?, ?, ?, ?)"+
+		s.db.OnConflictUpdate("article_id", "title = ?, excerpt = ?"), a.id, a.writerID, a.title, a.excerpt, a.title, a.excerpt)
 	return err
 }
 
@@ -356,22 +359,36 @@ type lookedUp struct {
 
 // lookUpArticle GETs the article at the article service within the lookup deadline.
 func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error) {
-	if s.cfg.ArticleOrigin == "" {
-		return lookedUp{}, nil
+	var a struct {
+		Title    string     `json:"title"`
+		WriterID apijson.ID `json:"writerId"`
+	}
+	found, err := s.lookUp(ctx, "article", s.cfg.ArticleOrigin, "/v1/articles/"+strconv.FormatInt(id, 10), &a)
+	if err != nil || !found {
+		return lookedUp{}, err
+	}
+	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+}
+
+// lookUp GETs path at the named service's origin within the lookup deadline, and decodes its answer into v: found
+// is false for a 404, or without an origin; any other failure is the service's, unavailable.
+func (s *Service) lookUp(ctx context.Context, service, origin, path string, v any) (found bool, err error) {
+	if origin == "" {
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	url := strings.TrimSuffix(s.cfg.ArticleOrigin, "/") + "/v1/articles/" + strconv.FormatInt(id, 10)
+	url := strings.TrimSuffix(origin, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return lookedUp{}, err
+		return false, err
 	}
 	unavailable := func(err error) error {
-		return fault.Unavailablef(err, "ARTICLE_SERVICE_UNAVAILABLE", "the article service did not answer; try again")
+		return fault.Unavailablef(err, strings.ToUpper(service)+"_SERVICE_UNAVAILABLE", "the %s service did not answer; try again", service)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return lookedUp{}, unavailable(err)
+		return false, unavailable(err)
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, 1<<20)
@@ -379,19 +396,15 @@ func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error)
 	case http.StatusOK:
 	case http.StatusNotFound:
 		_, _ = io.Copy(io.Discard, body)
-		return lookedUp{}, nil
+		return false, nil
 	default:
 		_, _ = io.Copy(io.Discard, body)
-		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
+		return false, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
 	}
-	var a struct {
-		Title    string     `json:"title"`
-		WriterID apijson.ID `json:"writerId"`
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		return false, unavailable(fmt.Errorf("GET %s: %w", url, err))
 	}
-	if err := json.NewDecoder(body).Decode(&a); err != nil {
-		return lookedUp{}, unavailable(fmt.Errorf("GET %s: %w", url, err))
-	}
-	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+	return true, nil
 }
 
 // comment is what the service knows of a comment. A v2 comment's parent is found by path, a v1 comment's by id.
@@ -399,11 +412,13 @@ type comment struct {
 	id, articleID, writerID int64
 	path                    string
 	parentID                int64 // v1: the parent's id, 0 for a root
+	excerpt                 string
 }
 
 // commentOf checks a comment event's payload.
 func commentOf(env event.Envelope, p event.Comment) (comment, error) {
-	c := comment{id: int64(p.CommentID), articleID: int64(p.ArticleID), writerID: int64(p.WriterID), path: p.Path}
+	c := comment{id: int64(p.CommentID), articleID: int64(p.ArticleID), writerID: int64(p.WriterID), path: p.Path,
+		excerpt: refExcerpt(p.Text())}
 	if c.id <= 0 || c.articleID <= 0 {
 		return c, fault.Invalidf("INVALID_COMMENT", "%s without a valid commentId and articleId", env.Type)
 	}
@@ -415,9 +430,9 @@ func commentOf(env event.Envelope, p event.Comment) (comment, error) {
 
 // saveComment records a comment's create, keeping what a delete or a hide recorded before.
 func (s *Service) saveComment(ctx context.Context, c comment) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id) VALUES (?, ?, ?, ?, ?)"+
-		s.db.OnConflictUpdate("article_id, comment_id", "path = ?, parent_id = ?, created = TRUE"),
-		c.articleID, c.id, c.path, c.parentID, c.writerID, c.path, c.parentID)
+	_, err := s.db.ExecContext(ctx, "INSERT INTO comment_ref (article_id, comment_id, path, parent_id, writer_id, excerpt) VALUES (?, ?, ?, ?, ?, ?)"+
+		s.db.OnConflictUpdate("article_id, comment_id", "path = ?, parent_id = ?, excerpt = ?, created = TRUE"),
+		c.articleID, c.id, c.path, c.parentID, c.writerID, c.excerpt, c.path, c.parentID, c.excerpt)
 	return err
 }
 

@@ -73,6 +73,9 @@ type Config struct {
 	// ArticleOrigin is the article service's base URL, where an article that no event has told of yet (its event
 	// is on another topic, not yet read, or older than the topic's retention) is looked up.
 	ArticleOrigin string
+	// CommentOrigin is the comment service's base URL, where a comment to bookmark that no event has told of yet is
+	// looked up.
+	CommentOrigin string
 	KeyPrefix     string // of the Redis pub/sub channel
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int

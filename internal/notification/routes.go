@@ -41,6 +41,10 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET "+StreamPath, h.stream)
 	handle("GET /v1/notification-preferences", h.preferences)
 	handle("PUT /v1/notification-preferences", h.setPreferences)
+	handle("PUT /v1/bookmarks/{targetType}/{targetId}", h.putBookmark)
+	handle("DELETE /v1/bookmarks/{targetType}/{targetId}", h.deleteBookmark)
+	handle("GET /v1/bookmarks/{targetType}/{targetId}", h.getBookmark)
+	handle("GET /v1/bookmarks", h.listBookmarks)
 	return mux
 }
 
