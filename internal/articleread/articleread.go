@@ -575,7 +575,15 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleCommentCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleCommentCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount)
+		if err := s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount); err != nil {
+			return err
+		}
+		groups := []sortGroup{{"comments", p.ArticleCommentCountVersion, p.ArticleCommentCount}}
+		if env.Type == event.CommentCreated && p.CommentID > 0 {
+			at := commentTime(int64(p.CommentID))
+			groups = append(groups, sortGroup{"active", at, at})
+		}
+		return s.applySorts(ctx, int64(p.ArticleID), 0, "counts", groups...)
 	case event.ArticleLiked, event.ArticleUnliked:
 		p, err := event.Payload[event.Like](env)
 		if err != nil {
@@ -584,7 +592,10 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleLikeCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleLikeCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
+		if err := s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount); err != nil {
+			return err
+		}
+		return s.applySorts(ctx, int64(p.ArticleID), 0, "counts", sortGroup{"likes", p.ArticleLikeCountVersion, p.ArticleLikeCount})
 	case event.ArticleModerated:
 		return s.applyModeration(ctx, env)
 	}
@@ -647,7 +658,10 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 		p.BoardArticleCount, p.BoardArticleCountVersion, member(id), memberScore(id)).Err(); err != nil {
 		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
 	}
-	return nil
+	if change == "deleted" {
+		return s.applySorts(ctx, id, int64(p.BoardID), "deleted")
+	}
+	return s.applySorts(ctx, id, int64(p.BoardID), "board", sortGroup{"created", 1, 1})
 }
 
 func (s *Service) applyModel(ctx context.Context, eventID, articleID int64, field, versionField string, version,
@@ -702,13 +716,21 @@ func (s *Service) applyModeration(ctx context.Context, env event.Envelope) error
 		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))
 	}
 	if applied == modelTombstone {
-		return nil // deleted: its delete took it out of the list and the pinned set
+		return nil // deleted: its delete took it out of the list, the pinned set and the sorts
 	}
 	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), "moderated", now.UnixMilli(), ListSize, -1, -1,
 		member(id), memberScore(id), p.ModerationVersion, flag(m.Hidden != event.Visible), flag(m.Pinned)).Err(); err != nil {
 		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
 	}
-	return nil
+	return s.applySorts(ctx, id, int64(p.BoardID), "board", sortGroup{"mod", p.ModerationVersion, boolInt(m.Hidden != event.Visible)})
+}
+
+// boolInt is a boolean as the sort scripts take it.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // flag is a boolean as boardScript takes it.
