@@ -150,7 +150,7 @@ func (s *Service) ListBy(ctx context.Context, boardID int64, sort Sort, page, pa
 	var epoch uint64
 	if memo != nil {
 		key = fmt.Sprintf("\x00page:%s:%d:%d:%d", sort, boardID, page, pageSize) // no Redis key's name starts with a NUL
-		epoch = memo.Epoch()                                            // before anything is read
+		epoch = memo.Epoch()                                                     // before anything is read
 		if v, _, ok := memo.Get(key, time.Now()); ok {
 			if kept := v.(keptPage); kept.epoch == epoch && (kept.views == 0 || s.views.Fresh(kept.views)) {
 				return kept.page, nil

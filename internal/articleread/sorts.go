@@ -378,7 +378,7 @@ func (s *Service) listSorted(ctx context.Context, boardID int64, sort Sort, page
 // descending: newest first). A member not in the set (deleted, hidden, aged out of a window since the reader saw
 // it, or never listed) is placed by its sort key as the board's state holds it, else by the fallback given: the
 // answer goes on with the articles that come after that key. KEYS: the set, the board's state. ARGV: the member
-// ('' for the start), the state's group the score comes from ('likes', 'comments' or 'active'), the fallback
+// (” for the start), the state's group the score comes from ('likes', 'comments' or 'active'), the fallback
 // score, n.
 var seekScript = redis.NewScript(`
 local set, m, n = KEYS[1], ARGV[1], tonumber(ARGV[4])
