@@ -47,6 +47,15 @@
 // then (a new deployment, a flushed Redis), and for any page the prefix does not cover (past the floor, or a list
 // shortened by deletes), the page comes from the article service; a backfill starts in the background when the
 // list is unsynced or shortened and the page lies within its reach.
+//
+// # Sorts
+//
+// Lists in another order than newest (Sort: top-day, top-week, top-month by likes among the articles of a window,
+// top-all, comments, active) come from sorted sets per board, kept from events alone (sorts.go): each article's
+// record in its own slot knows its board (like and comment events name the article only) and holds counts that
+// came before it; the board's state, in the board's slot, applies each group only if newer and projects the article
+// onto the sets. A window's set is trimmed by the next write or read once its oldest member has aged out, so
+// answers are exact with no periodic job. A lost Redis is rebuilt by a replay of the topics.
 package articleread
 
 import (

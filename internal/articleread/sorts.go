@@ -300,6 +300,7 @@ func (s *Service) sortedWindowExact(ctx context.Context, boardID int64, sort Sor
 	}
 	w.read(res.CachePXAT())
 	if expiry, err := strconv.ParseInt(raw, 10, 64); err == nil && s.cfg.Now().UnixMilli() < expiry {
+		w.read(expiry) // a page kept whole in the memo ends when the window next needs a trim
 		return true, nil
 	}
 	w.cold()

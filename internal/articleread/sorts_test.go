@@ -3,16 +3,19 @@ package articleread
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"board/internal/boardpage"
 	"board/internal/event"
 	"board/internal/httpio/httpiotest"
+	"board/internal/polltest"
 	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake"
 )
@@ -338,4 +341,61 @@ func TestSortRoutes(t *testing.T) {
 			t.Errorf("scroll top-all after %d: %v, want %d", a, got, c)
 		}
 	})
+}
+
+// TestSortsNearCache: a sorted page read through the near cache (and kept whole in the memo) shows a change that
+// another instance applies once Redis has reported it, and, with no change at all, stops showing an article once
+// it has aged out of its window.
+func TestSortsNearCache(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		reads, memo := readsClient(t, b.Addrs, 1<<20)
+		e := newEnv(t, b)
+		var shift atomic.Int64 // how far the reader's clock runs ahead
+		readerNow := func() time.Time { return e.clock.Now().Add(time.Duration(shift.Load())) }
+		reader := NewService(b.Client, e.viewCache(), Config{KeyPrefix: b.Prefix, Now: readerNow, Reads: reads, Memo: memo,
+			Origins: Origins{Article: e.origin.URL, Comment: e.origin.URL, Like: e.origin.URL, View: e.origin.URL}})
+		var ids []int64
+		for i := range 4 {
+			ids = append(ids, e.truth.createAt(1, e.clock.Now().Add(-time.Duration(i+1)*time.Hour)))
+			for range i {
+				e.truth.like(ids[i], 1)
+			}
+		}
+		applied := e.applyNew(t, 0)
+		ctx := context.Background()
+		waitFor := func(sort Sort, want func() []int64) {
+			t.Helper()
+			polltest.Until(t, nearWait, func() (bool, string) {
+				p, err := reader.ListBy(ctx, 1, sort, 1, 30)
+				if got, w := readIDs(p.Articles), want(); err != nil || !slices.Equal(got, w) {
+					return false, fmt.Sprintf("%s page 1 = %v, %v; want %v", sort, got, err, w)
+				}
+				return true, ""
+			})
+		}
+		now := func() []int64 { return e.truth.wantSorted(1, SortTopDay, readerNow()) }
+		waitFor(SortTopDay, now)
+		e.truth.like(ids[0], 5)
+		e.truth.like(ids[0], 5)
+		e.applyNew(t, applied)
+		waitFor(SortTopDay, now)
+		if got := readIDs(mustList(t, reader, SortTopDay)); got[0] != ids[0] {
+			t.Fatalf("top-day after likes: %v, want %d first", got, ids[0])
+		}
+		shift.Store(int64(dayWindow - 150*time.Minute)) // the oldest two are now older than a day
+		waitFor(SortTopDay, now)
+		if got := now(); len(got) != 2 {
+			t.Fatalf("the truth has %v in the day", got)
+		}
+	})
+}
+
+func mustList(t *testing.T, svc *Service, sort Sort) []ArticleRead {
+	t.Helper()
+	p, err := svc.ListBy(context.Background(), 1, sort, 1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Articles
 }
