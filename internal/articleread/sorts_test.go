@@ -399,3 +399,26 @@ func mustList(t *testing.T, svc *Service, sort Sort) []ArticleRead {
 	}
 	return p.Articles
 }
+
+// TestSortHealsGone: a sorted page that meets an article its origin no longer has (its delete not yet delivered)
+// leaves it out and takes it out of the sorts, as its ARTICLE_DELETED would.
+func TestSortHealsGone(t *testing.T) {
+	t.Parallel()
+	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
+		e := newEnv(t, b)
+		old := e.truth.createAt(1, e.clock.Now().Add(-3*dayWindow)) // no model from events: read from the origin
+		other := e.truth.create(1)
+		e.truth.like(old, 1)
+		e.applyNew(t, 0)
+		e.truth.delete(old) // not delivered
+		ctx := context.Background()
+		for range 2 {
+			if got := readIDs(mustList(t, e.svc, SortTopAll)); !slices.Equal(got, []int64{other}) {
+				t.Errorf("top-all = %v, want only %d", got, other)
+			}
+		}
+		if err := b.Client.ZScore(ctx, sortSet(e.svc.sortKeys(1), SortTopAll), member(old)).Err(); err == nil {
+			t.Errorf("the deleted %d is still in top-all", old)
+		}
+	})
+}
