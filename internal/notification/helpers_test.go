@@ -553,3 +553,14 @@ func (s *sseStream) opened(unread int64) {
 	}
 	s.unread(unread)
 }
+
+// noAutoWatch turns autoWatch off for users: the tests of replies are about replies, not about the watches that
+// writing a comment makes.
+func (f *fixture) noAutoWatch(users ...int64) {
+	f.t.Helper()
+	for _, u := range users {
+		if _, err := f.svc.SetPreferences(context.Background(), u, func(p *Preferences) { p.AutoWatch = false }); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}

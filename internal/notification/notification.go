@@ -25,7 +25,26 @@ const (
 	CommentReply   Kind = "comment-reply"   // a reply to the user's comment
 	ArticleLike    Kind = "article-like"    // likes of the user's article, grouped while unread
 	Moderation     Kind = "moderation"      // a moderator's act on the user's content or account
+	// Following (SPEC §3.13).
+	Mention        Kind = "mention"         // the user's @name in an article or comment
+	WatchedComment Kind = "watched-comment" // a comment on an article the user watches
+	WatchedArticle Kind = "watched-article" // a new article on a board the user watches
 )
+
+// priority orders the kinds one post may tell a person of: the person is told once, of the highest.
+func (k Kind) priority() int {
+	switch k {
+	case CommentReply:
+		return 4
+	case ArticleComment:
+		return 3
+	case Mention:
+		return 2
+	case WatchedComment, WatchedArticle:
+		return 1
+	}
+	return 0
+}
 
 // maxActors bounds the actors a notification names; actorCount counts them all.
 const maxActors = 5
@@ -47,13 +66,19 @@ type Notification struct {
 	UpdatedAt    time.Time
 }
 
-// Preferences are the kinds a user wants; all by default.
+// Preferences are the kinds a user wants, all by default, and whether writing watches what one wrote on.
 type Preferences struct {
 	Reply        bool `json:"reply"`        // article-comment
 	CommentReply bool `json:"commentReply"` // comment-reply
 	Like         bool `json:"like"`         // article-like
 	Moderation   bool `json:"moderation"`
+	Mention      bool `json:"mention"`
+	Watched      bool `json:"watched"`   // watched-comment, watched-article
+	AutoWatch    bool `json:"autoWatch"` // writing an article or a comment watches the article
 }
+
+// defaultPreferences are a new inbox's.
+var defaultPreferences = Preferences{true, true, true, true, true, true, true}
 
 // wants reports whether p lets a notification of kind k through.
 func (p Preferences) wants(k Kind) bool {
@@ -64,6 +89,10 @@ func (p Preferences) wants(k Kind) bool {
 		return p.CommentReply
 	case ArticleLike:
 		return p.Like
+	case Mention:
+		return p.Mention
+	case WatchedComment, WatchedArticle:
+		return p.Watched
 	}
 	return p.Moderation
 }
@@ -73,6 +102,11 @@ type Config struct {
 	// ArticleOrigin is the article service's base URL, where an article that no event has told of yet (its event
 	// is on another topic, not yet read, or older than the topic's retention) is looked up.
 	ArticleOrigin string
+	// UserOrigin is the user service's base URL, where mentioned names are resolved to users ("": no one is).
+	UserOrigin string
+	// FanoutBatch is how many inboxes one transaction of a fan-out writes (on Vitess always 1: a transaction stays
+	// on one shard), FanoutWorkers how many of those transactions run at once.
+	FanoutBatch, FanoutWorkers int
 	KeyPrefix     string // of the Redis pub/sub channel
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
@@ -90,6 +124,9 @@ const (
 	DefaultMaxStreamsPerUser = 8
 	DefaultStreamLifetime    = 10 * time.Minute
 	DefaultHeartbeat         = 15 * time.Second
+	DefaultFanoutBatch       = 250
+	DefaultFanoutWorkers     = 4
+	vitessFanoutWorkers      = 16 // one inbox per transaction: more of them at once
 	lookupTimeout            = 2 * time.Second
 )
 
@@ -100,9 +137,12 @@ type Service struct {
 	rdb redis.UniversalClient
 	hub *hub
 	// announce holds the users whose inbox changed, for Run to announce to the other instances.
-	announce chan int64
+	announce chan []int64
 	cfg      Config
 	client   *http.Client
+	// Blocks says whether a user blocks another: a recipient who blocks the actor is not told of the actor's acts
+	// (any kind but moderation). Nil: nobody blocks anyone. Set it before the handlers run.
+	Blocks interface{ Blocks(user, other int64) bool }
 }
 
 // New returns the service. Run must run for its streams to hear of changes made by other instances.
@@ -122,13 +162,25 @@ func New(db *sqldb.DB, ids *snowflake.Generator, rdb redis.UniversalClient, cfg 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FanoutBatch <= 0 {
+		cfg.FanoutBatch = DefaultFanoutBatch
+	}
+	if cfg.FanoutWorkers <= 0 {
+		cfg.FanoutWorkers = DefaultFanoutWorkers
+		if db.Vitess() {
+			cfg.FanoutWorkers = vitessFanoutWorkers
+		}
+	}
+	if db.Vitess() {
+		cfg.FanoutBatch = 1
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	client := &http.Client{Timeout: 2 * lookupTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: lookupTimeout}}
 	return &Service{db: db, ids: ids, rdb: rdb, hub: newHub(cfg.MaxStreams, cfg.MaxStreamsPerUser),
-		announce: make(chan int64, announceQueue), cfg: cfg, client: client}
+		announce: make(chan []int64, announceQueue), cfg: cfg, client: client}
 }
 
 // channel is the Redis pub/sub channel that tells every instance whose inbox changed.

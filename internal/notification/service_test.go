@@ -29,6 +29,7 @@ func c(n int64) int64 { return 1<<60 + 1000 + n }
 func TestReplies(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
+		f.noAutoWatch(author, replier, other)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "Title one"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))                // a comment on author's article
 		f.deliver(event.CommentCreated, commentV2(c(2), a1, other, "0000000000"))             // a reply to replier's
@@ -193,6 +194,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 func TestDeletedOrHiddenBeforeRead(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
+		f.noAutoWatch(author, replier, other)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
 		f.deliver(event.ArticleCreated, articleEvent(a2, author, "Two"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))
@@ -389,7 +391,7 @@ func TestModeration(t *testing.T) {
 func TestPreferences(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
-		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true}`
+		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":true,"watched":true,"autoWatch":true}`
 		r := f.call(author, "GET", "/v1/notification-preferences", "")
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		if r.Body != all+"\n" && r.Body != all {
@@ -403,7 +405,7 @@ func TestPreferences(t *testing.T) {
 				t.Errorf("PUT %s: status %d, want 400", body, r.Status)
 			}
 		}
-		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false}`
+		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false,"mention":true,"watched":true,"autoWatch":false}`
 		for _, user := range []int64{author, other} {
 			r = f.call(user, "PUT", "/v1/notification-preferences", some)
 			httpiotest.WantStatus(t, r, http.StatusOK)
@@ -415,6 +417,7 @@ func TestPreferences(t *testing.T) {
 			t.Errorf("another user's preferences %s, want %s", got, all)
 		}
 
+		f.noAutoWatch(replier)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000")) // reply: off
 		f.deliver(event.CommentCreated, commentV2(c(2), a1, author, "00001"))
