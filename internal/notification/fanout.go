@@ -32,7 +32,9 @@ type recipients struct {
 	byUser map[int64][]Kind
 }
 
-func newRecipients(actor int64) *recipients { return &recipients{actor: actor, byUser: map[int64][]Kind{}} }
+func newRecipients(actor int64) *recipients {
+	return &recipients{actor: actor, byUser: map[int64][]Kind{}}
+}
 
 func (r *recipients) add(k Kind, users ...int64) {
 	for _, u := range users {

@@ -107,7 +107,7 @@ type Config struct {
 	// FanoutBatch is how many inboxes one transaction of a fan-out writes (on Vitess always 1: a transaction stays
 	// on one shard), FanoutWorkers how many of those transactions run at once.
 	FanoutBatch, FanoutWorkers int
-	KeyPrefix     string // of the Redis pub/sub channel
+	KeyPrefix                  string // of the Redis pub/sub channel
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
