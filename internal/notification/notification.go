@@ -104,10 +104,10 @@ type Config struct {
 	ArticleOrigin string
 	// UserOrigin is the user service's base URL, where mentioned names are resolved to users ("": no one is).
 	UserOrigin string
+	KeyPrefix  string // of the Redis pub/sub channel
 	// FanoutBatch is how many inboxes one transaction of a fan-out writes (on Vitess always 1: a transaction stays
 	// on one shard), FanoutWorkers how many of those transactions run at once.
 	FanoutBatch, FanoutWorkers int
-	KeyPrefix                  string // of the Redis pub/sub channel
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
