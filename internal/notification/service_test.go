@@ -133,6 +133,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
 		f.origin.add(a2, other, "Looked up")
+		f.watch(replier, "board/1", "watching")
 		users := []int64{author, replier, other}
 		snapshot := func() map[int64]inboxState {
 			m := map[int64]inboxState{}
@@ -152,6 +153,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 			{event.CommentCreated, commentV1(c(3), a1, replier, 0)},
 			{event.CommentCreated, commentV1(c(4), a1, other, c(3))},
 			{event.CommentCreated, commentV2(c(5), a2, author, "00000")}, // a2 is looked up
+			{event.CommentCreated, commentV1(c(7), a1, other, c(3))},
 			{event.ArticleLiked, likeEvent(a1, replier)},
 			{event.ArticleLiked, likeEvent(a1, other)},
 			{event.ArticleLiked, likeEvent(a2, author)},
@@ -161,6 +163,12 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 				Hidden: event.Removed, Action: event.ActionRemove, Reason: "rude", ModeratorID: mod, ModeratedAt: apijson.Time(t0)}},
 			{event.UserBanned, event.Ban{UserID: replier, Banned: true, Reason: "spam", ModeratorID: mod, At: apijson.Time(t0)}},
 			{event.UserUnbanned, event.Ban{UserID: replier, Reason: "appeal", ModeratorID: mod, At: apijson.Time(t0)}},
+			// Following: a watched board's new article with a mention, a comment with one, edits that add some (one
+			// turns replier's watched-article into a mention).
+			{event.ArticleCreated, articleOn(a3, other, 1, "for @u101")},
+			{event.CommentCreated, commentSaying(c(6), a3, author, "00000", "hi @u103")},
+			{event.CommentUpdated, commentSaying(c(6), a3, author, "00000", "hi @u103 @u102")},
+			{event.ArticleUpdated, articleOn(a3, other, 1, "for @u101 @u102")},
 			{event.CommentDeleted, commentV1(c(4), a1, other, c(3))},
 			{event.ArticleDeleted, articleEvent(a2, other, "Looked up")},
 		}
@@ -179,6 +187,17 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 		all := snapshot()
 		if all[author].Unread == 0 || all[replier].Unread == 0 || all[other].Unread == 0 {
 			t.Fatalf("the script notified too little to prove anything: %+v", all)
+		}
+		kinds := map[Kind]bool{}
+		for _, st := range all {
+			for _, n := range st.List {
+				kinds[n.Kind] = true
+			}
+		}
+		for _, k := range []Kind{ArticleComment, CommentReply, ArticleLike, Moderation, Mention, WatchedComment, WatchedArticle} {
+			if !kinds[k] {
+				t.Errorf("the script made no %s notification", k)
+			}
 		}
 		for _, env := range envs {
 			if err := f.handle(env); err != nil {
