@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -140,59 +141,44 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 	}
 	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
 		changed = changed[:0]
-		inboxes, err := s.lockInboxes(ctx, tx, users, true)
+		got, err := s.readForDelivery(ctx, tx, p, users)
 		if err != nil {
 			return err
 		}
-		in, args := sqldb.In("user_id", users)
-		// The truth of the watches that decide: the article's (muted, or watched), and for a new article the board's.
-		levels := map[int64]string{}
-		if p.n.ArticleID > 0 {
-			if err := queryEach(ctx, tx, func(rows *sql.Rows) error {
-				var u int64
-				var level string
-				err := rows.Scan(&u, &level)
-				levels[u] = level
-				return err
-			}, "SELECT user_id, level FROM watch WHERE "+in+" AND target_type = ? AND target_id = ?", append(args, TargetArticle, p.n.ArticleID)...); err != nil {
+		if len(got) < len(users) {
+			// Inboxes to make (a watch makes its user's: few are missing), then read.
+			var missing []int64
+			for _, u := range users {
+				if _, ok := got[u]; !ok {
+					missing = append(missing, u)
+				}
+			}
+			// Not an upsert that sets user_id: vtgate refuses any that touches the vindex column.
+			if _, err := tx.ExecContext(ctx, s.insertIgnore()+" inbox (user_id) VALUES (?)"+strings.Repeat(", (?)", len(missing)-1), anys(missing)...); err != nil {
 				return err
 			}
-		}
-		boardWatching := map[int64]bool{}
-		if p.board > 0 {
-			ids, err := sqldb.IDs(tx.QueryContext(ctx, "SELECT user_id FROM watch WHERE "+in+" AND target_type = ? AND target_id = ? AND level = ?",
-				append(args, TargetBoard, p.board, LevelWatching)...))
+			more, err := s.readForDelivery(ctx, tx, p, missing)
 			if err != nil {
 				return err
 			}
-			for _, u := range ids {
-				boardWatching[u] = true
-			}
-		}
-		have := map[int64]existing{}
-		if err := queryEach(ctx, tx, func(rows *sql.Rows) error {
-			var u int64
-			var e existing
-			var kind string
-			err := rows.Scan(&u, &e.id, &kind, &e.read)
-			e.kind = Kind(kind)
-			have[u] = e
-			return err
-		}, "SELECT user_id, notification_id, kind, is_read FROM notification WHERE "+in+" AND dedupe_key = ?", append(args, p.key)...); err != nil {
-			return err
+			maps.Copy(got, more)
 		}
 
 		var added []int64
 		var rows []string
 		var values []any
 		for _, r := range rs {
-			in := inboxes[r.user]
-			if levels[r.user] == LevelMuted || s.blocks(r.user, actor) {
+			d, ok := got[r.user]
+			if !ok {
+				return errors.New("notification: an inbox row made is not there")
+			}
+			in := d.inbox
+			if d.articleLevel == LevelMuted || s.blocks(r.user, actor) {
 				continue
 			}
 			kind := Kind("")
 			for _, k := range r.kinds {
-				if in.prefs.wants(k) && (k != WatchedComment || levels[r.user] == LevelWatching) && (k != WatchedArticle || boardWatching[r.user]) {
+				if in.prefs.wants(k) && (k != WatchedComment || d.articleLevel == LevelWatching) && (k != WatchedArticle || d.boardLevel == LevelWatching) {
 					kind = k
 					break
 				}
@@ -200,7 +186,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 			if kind == "" {
 				continue
 			}
-			if e, ok := have[r.user]; ok {
+			if e := d.told; e.id != 0 {
 				// Told of the post already: only an unread notification of a lower kind becomes this one.
 				if e.read || kind.priority() <= e.kind.priority() {
 					continue
@@ -247,52 +233,60 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 	return changed, nil
 }
 
+// delivery is what a delivery reads of one recipient, under the lock of the inbox row.
+type delivery struct {
+	inbox
+	articleLevel, boardLevel string   // the user's watches of the post's article and board, "" for none
+	told                     existing // the user's notification of the post, id 0 for none
+}
+
+// readForDelivery takes the users' inbox rows and reads, in the same statement, what decides for each: the
+// preferences, the watches of the post's article and board, a notification of the post already there. All are
+// keyed by the user, so behind Vitess the join runs on the user's shard. A user without an inbox row is left out.
+func (s *Service) readForDelivery(ctx context.Context, tx *sql.Tx, p post, users []int64) (map[int64]delivery, error) {
+	in, args := sqldb.In("i.user_id", users)
+	out := make(map[int64]delivery, len(users))
+	err := queryEach(ctx, tx, func(rows *sql.Rows) error {
+		var d delivery
+		var article, board, kind sql.NullString
+		var id sql.NullInt64
+		var read sql.NullBool
+		if err := rows.Scan(append(append([]any{&d.userID, &d.seq, &d.unread}, d.prefs.fields()...), &article, &board, &id, &kind, &read)...); err != nil {
+			return err
+		}
+		d.articleLevel, d.boardLevel = article.String, board.String
+		d.told = existing{id: id.Int64, kind: Kind(kind.String), read: read.Bool}
+		out[d.userID] = d
+		return nil
+	}, `SELECT i.user_id, i.seq, i.unread, `+prefColumns+`, wa.level, wb.level, n.notification_id, n.kind, n.is_read
+		FROM inbox i
+		LEFT JOIN watch wa ON wa.user_id = i.user_id AND wa.target_type = ? AND wa.target_id = ?
+		LEFT JOIN watch wb ON wb.user_id = i.user_id AND wb.target_type = ? AND wb.target_id = ?
+		LEFT JOIN notification n ON n.user_id = i.user_id AND n.dedupe_key = ?
+		WHERE `+in+` ORDER BY i.user_id`+s.db.ForUpdate(),
+		append([]any{TargetArticle, p.n.ArticleID, TargetBoard, p.board, p.key}, args...)...)
+	return out, err
+}
+
 // blocks reports whether user blocks other.
 func (s *Service) blocks(user, other int64) bool {
 	return s.Blocks != nil && other > 0 && s.Blocks.Blocks(user, other)
 }
 
-// lockInboxes takes the users' inbox rows (users in id order) for the transaction, and returns them by user. With
-// create, the missing ones are made first (a watch makes its user's, so most are there); without, a user without an
-// inbox has nothing to change and is left out.
-func (s *Service) lockInboxes(ctx context.Context, tx *sql.Tx, users []int64, create bool) (map[int64]*inbox, error) {
+// lockInboxes takes the users' inbox rows (users in id order) for the transaction, and returns them by user; a user
+// without one has nothing to change and is left out.
+func (s *Service) lockInboxes(ctx context.Context, tx *sql.Tx, users []int64) (map[int64]*inbox, error) {
 	out := map[int64]*inbox{}
-	lock := func(users []int64) error {
-		in, args := sqldb.In("user_id", users)
-		return queryEach(ctx, tx, func(rows *sql.Rows) error {
-			in := &inbox{}
-			if err := rows.Scan(append([]any{&in.userID, &in.seq, &in.unread}, in.prefs.fields()...)...); err != nil {
-				return err
-			}
-			out[in.userID] = in
-			return nil
-		}, "SELECT user_id, seq, unread, "+prefColumns+" FROM inbox WHERE "+in+" ORDER BY user_id"+s.db.ForUpdate(), args...)
-	}
-	if err := lock(users); err != nil || !create {
-		return out, err
-	}
-	var missing []int64
-	for _, u := range users {
-		if out[u] == nil {
-			missing = append(missing, u)
+	in, args := sqldb.In("user_id", users)
+	err := queryEach(ctx, tx, func(rows *sql.Rows) error {
+		in := &inbox{}
+		if err := rows.Scan(append([]any{&in.userID, &in.seq, &in.unread}, in.prefs.fields()...)...); err != nil {
+			return err
 		}
-	}
-	if len(missing) == 0 {
-		return out, nil
-	}
-	// Not an upsert that sets user_id: vtgate refuses any that touches the vindex column.
-	if _, err := tx.ExecContext(ctx, s.insertIgnore()+" inbox (user_id) VALUES (?)"+strings.Repeat(", (?)", len(missing)-1), anys(missing)...); err != nil {
-		return nil, err
-	}
-	if err := lock(missing); err != nil {
-		return nil, err
-	}
-	for _, u := range missing {
-		if out[u] == nil {
-			return nil, errors.New("notification: an inbox row made is not there")
-		}
-	}
-	return out, nil
+		out[in.userID] = in
+		return nil
+	}, "SELECT user_id, seq, unread, "+prefColumns+" FROM inbox WHERE "+in+" ORDER BY user_id"+s.db.ForUpdate(), args...)
+	return out, err
 }
 
 // retractAll takes back, from each user's inbox, the unread notifications that match cond (with its args), in
@@ -307,7 +301,7 @@ func (s *Service) retractAll(ctx context.Context, users []int64, cond string, ar
 func (s *Service) retractBatch(ctx context.Context, users []int64, cond string, args ...any) (changed []int64, err error) {
 	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
 		changed = changed[:0]
-		inboxes, err := s.lockInboxes(ctx, tx, users, false)
+		inboxes, err := s.lockInboxes(ctx, tx, users)
 		if err != nil || len(inboxes) == 0 {
 			return err
 		}
