@@ -145,24 +145,6 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 		if err != nil {
 			return err
 		}
-		if len(got) < len(users) {
-			// Inboxes to make (a watch makes its user's: few are missing), then read.
-			var missing []int64
-			for _, u := range users {
-				if _, ok := got[u]; !ok {
-					missing = append(missing, u)
-				}
-			}
-			// Not an upsert that sets user_id: vtgate refuses any that touches the vindex column.
-			if _, err := tx.ExecContext(ctx, s.insertIgnore()+" inbox (user_id) VALUES (?)"+strings.Repeat(", (?)", len(missing)-1), anys(missing)...); err != nil {
-				return err
-			}
-			more, err := s.readForDelivery(ctx, tx, p, missing)
-			if err != nil {
-				return err
-			}
-			maps.Copy(got, more)
-		}
 
 		var added []int64
 		var rows []string
@@ -240,31 +222,57 @@ type delivery struct {
 	told                     existing // the user's notification of the post, id 0 for none
 }
 
-// readForDelivery takes the users' inbox rows and reads, in the same statement, what decides for each: the
-// preferences, the watches of the post's article and board, a notification of the post already there. All are
-// keyed by the user, so behind Vitess the join runs on the user's shard. A user without an inbox row is left out.
+// readForDelivery takes the users' inbox rows (making the missing ones: a watch makes its user's, so few are), and
+// then reads what decides for each: the watches of the post's article and board, and a notification of the post
+// already there. Only the inbox rows are locked: every change to a user's notifications takes that row first, so
+// the read after it sees them all, and locking the reads' rows too would take gap locks (where there is no
+// notification of the post yet) that two batches' inserts into neighbouring gaps then deadlock on.
 func (s *Service) readForDelivery(ctx context.Context, tx *sql.Tx, p post, users []int64) (map[int64]delivery, error) {
-	in, args := sqldb.In("i.user_id", users)
+	inboxes, err := s.lockInboxes(ctx, tx, users)
+	if err != nil {
+		return nil, err
+	}
+	if len(inboxes) < len(users) {
+		var missing []int64
+		for _, u := range users {
+			if inboxes[u] == nil {
+				missing = append(missing, u)
+			}
+		}
+		// Not an upsert that sets user_id: vtgate refuses any that touches the vindex column.
+		if _, err := tx.ExecContext(ctx, s.insertIgnore()+" inbox (user_id) VALUES (?)"+strings.Repeat(", (?)", len(missing)-1), anys(missing)...); err != nil {
+			return nil, err
+		}
+		made, err := s.lockInboxes(ctx, tx, missing)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(inboxes, made)
+	}
 	out := make(map[int64]delivery, len(users))
-	err := queryEach(ctx, tx, func(rows *sql.Rows) error {
-		var d delivery
+	for u, in := range inboxes {
+		out[u] = delivery{inbox: *in}
+	}
+	in, args := sqldb.In("i.user_id", users)
+	err = queryEach(ctx, tx, func(rows *sql.Rows) error {
+		var u int64
 		var article, board, kind sql.NullString
 		var id sql.NullInt64
 		var read sql.NullBool
-		if err := rows.Scan(append(append([]any{&d.userID, &d.seq, &d.unread}, d.prefs.fields()...), &article, &board, &id, &kind, &read)...); err != nil {
+		if err := rows.Scan(&u, &article, &board, &id, &kind, &read); err != nil {
 			return err
 		}
+		d := out[u]
 		d.articleLevel, d.boardLevel = article.String, board.String
 		d.told = existing{id: id.Int64, kind: Kind(kind.String), read: read.Bool}
-		out[d.userID] = d
+		out[u] = d
 		return nil
-	}, `SELECT i.user_id, i.seq, i.unread, `+prefColumns+`, wa.level, wb.level, n.notification_id, n.kind, n.is_read
+	}, `SELECT i.user_id, wa.level, wb.level, n.notification_id, n.kind, n.is_read
 		FROM inbox i
 		LEFT JOIN watch wa ON wa.user_id = i.user_id AND wa.target_type = ? AND wa.target_id = ?
 		LEFT JOIN watch wb ON wb.user_id = i.user_id AND wb.target_type = ? AND wb.target_id = ?
 		LEFT JOIN notification n ON n.user_id = i.user_id AND n.dedupe_key = ?
-		WHERE `+in+` ORDER BY i.user_id`+s.db.ForUpdate(),
-		append([]any{TargetArticle, p.n.ArticleID, TargetBoard, p.board, p.key}, args...)...)
+		WHERE `+in, append([]any{TargetArticle, p.n.ArticleID, TargetBoard, p.board, p.key}, args...)...)
 	return out, err
 }
 

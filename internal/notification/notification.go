@@ -124,8 +124,8 @@ const (
 	DefaultMaxStreamsPerUser = 8
 	DefaultStreamLifetime    = 10 * time.Minute
 	DefaultHeartbeat         = 15 * time.Second
-	DefaultFanoutBatch       = 250
-	DefaultFanoutWorkers     = 4
+	DefaultFanoutBatch       = 500
+	DefaultFanoutWorkers     = 8
 	vitessFanoutWorkers      = 16 // one inbox per transaction: more of them at once
 	lookupTimeout            = 2 * time.Second
 )
