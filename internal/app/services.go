@@ -206,8 +206,8 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
 		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), UserOrigin: r.origin(e, "user", e.Config.UserAddr),
-		KeyPrefix: e.Config.RedisPrefix,
-		MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser, Logger: e.Logger})
+		KeyPrefix: e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
+		Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}
