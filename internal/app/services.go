@@ -123,7 +123,7 @@ var services = []service{
 	{Service: Service{Name: "search"}, openAPI: search.OpenAPI, addr: func(c *Config) string { return c.SearchAddr },
 		build: buildSearch},
 	// notification looks up, at the article and comment services, an article or comment whose event it has not read
-	// yet.
+	// yet, and at the user service the names that posts mention.
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
 		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
@@ -215,7 +215,9 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
 		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
-		KeyPrefix: e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser, Logger: e.Logger})
+		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
+		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
+		Blocks: e.Blocks, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}

@@ -303,17 +303,3 @@ func (s *Service) articleHidden(ctx context.Context, p event.ArticleModeration) 
 		}
 	}
 }
-
-// commentUpdated keeps the excerpt of an edited comment that the service knows of.
-func (s *Service) commentUpdated(ctx context.Context, env event.Envelope) error {
-	p, err := event.Payload[event.Comment](env)
-	if err != nil {
-		return err
-	}
-	c, err := commentOf(env, p)
-	if err != nil {
-		return err
-	}
-	_, err = s.db.ExecContext(ctx, "UPDATE comment_ref SET excerpt = ? WHERE article_id = ? AND comment_id = ?", c.excerpt, c.articleID, c.id)
-	return err
-}
