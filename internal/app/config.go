@@ -304,7 +304,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 		0, &c.NearCacheMB)
 	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, and the web pages sign in at",
 		"article":      "article-read rebuilds its model from, comment, like, view, moderation and notification look articles up at, and the web pages write to",
-		"comment":      "article-read rebuilds its model from, moderation looks comments up at, and the web pages read threads from and write to",
+		"comment":      "article-read rebuilds its model from, like and moderation look comments up at, and the web pages read threads from and write to",
 		"like":         "article-read rebuilds its model from and the web pages write to",
 		"view":         "article-read rebuilds its model from and the web pages count views at",
 		"article-read": "the web pages read articles from",

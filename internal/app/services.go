@@ -103,7 +103,9 @@ var services = []service{
 	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
-	// article, so that in one process they look articles up where it listens.
+	// article, so that in one process they look articles up where it listens. Comment also consumes the moderation
+	// topic and the like topic's comment likes; like consumes the comment topic too, for its record of comments, and
+	// comes after comment for the same reason.
 	{Service: Service{Name: "comment", Database: "comment", Group: "comment", Publishes: true}, migrate: comment.Migrate,
 		openAPI: comment.OpenAPI, addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
 	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
@@ -157,8 +159,9 @@ func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 	return article.Routes(svc, e.Logger), r.checks(e), nil
 }
 
-// buildComment starts what startExistence would, with one consumer for the article topic's existence handlers and
-// the moderation topic's handlers (locks, hidden comments) together: the service has one consumer group.
+// buildComment starts what startExistence would, with one consumer for the article topic's existence handlers, the
+// moderation topic's handlers (locks, hidden comments) and the like topic's comment likes (like counts) together: the
+// service has one consumer group, which so reads the like topic too (its article likes have no handler: skipped).
 func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	articles := r.articles(e)
 	store := comment.NewStore(r.db, r.ob, articles)
@@ -173,12 +176,18 @@ func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 	return comment.Routes(svc, e.Logger), r.checks(e), nil
 }
 
+// buildLike starts what startExistence would, with one consumer for the article topic's existence handlers and the
+// comment topic's record of comments together (the service has one consumer group): comments are liked too.
 func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	articles := r.articles(e)
-	store := like.NewStore(r.db, r.ob, articles)
-	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+	comments := like.NewComments(r.db, r.origin(e, "comment", e.Config.CommentAddr), time.Now)
+	store := like.NewStore(r.db, r.ob, articles, comments)
+	handlers := articles.Handlers()
+	maps.Copy(handlers, comments.Handlers())
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
+	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, store.Purge) })
 	svc := like.NewService(store, r.ids, time.Now, e.Config.LikeStrategy)
 	r.purgeKeys(ctx, e)
 	return like.Routes(svc, e.Logger), r.checks(e), nil
