@@ -122,7 +122,8 @@ var services = []service{
 	// search keeps its own index, on disk or in SQL, and names its consumer group after it (buildSearch).
 	{Service: Service{Name: "search"}, openAPI: search.OpenAPI, addr: func(c *Config) string { return c.SearchAddr },
 		build: buildSearch},
-	// notification looks up, at the article service, an article whose event it has not read yet.
+	// notification looks up, at the article and comment services, an article or comment whose event it has not read
+	// yet, and at the user service the names that posts mention.
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
 		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
@@ -213,8 +214,10 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 // announcements, which its streams wait on.
 func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
-		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), KeyPrefix: e.Config.RedisPrefix,
-		MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser, Logger: e.Logger})
+		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
+		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
+		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
+		Blocks: e.Blocks, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}
