@@ -286,10 +286,8 @@ func TestSortScrollAfterGone(t *testing.T) {
 	t.Parallel()
 	redisclienttest.Run(t, func(t *testing.T, b redisclienttest.Backend) {
 		e := newEnv(t, b)
-		var ids []int64
 		for i := range 10 {
 			id := e.truth.create(1)
-			ids = append(ids, id)
 			for range i % 3 {
 				e.truth.comment(id, 1)
 			}

@@ -231,8 +231,11 @@ func (c *Comments) fetch(ctx context.Context, commentID int64) (int64, error) {
 		case resp.StatusCode != http.StatusOK:
 			return 0, unavailable(fmt.Errorf("GET %s: %s", url, resp.Status))
 		}
-		if err := json.Unmarshal(body, &found); err != nil || found.ArticleID <= 0 {
-			return 0, unavailable(fmt.Errorf("GET %s: no articleId in %.200q (%v)", url, body, err))
+		if err := json.Unmarshal(body, &found); err != nil {
+			return 0, unavailable(fmt.Errorf("GET %s: %.200q: %w", url, body, err))
+		}
+		if found.ArticleID <= 0 {
+			return 0, unavailable(fmt.Errorf("GET %s: no articleId in %.200q", url, body))
 		}
 		if err := c.record(ctx, commentID, int64(found.ArticleID), found.Deleted); err != nil {
 			return 0, err

@@ -16,9 +16,6 @@ import (
 	"board/internal/sqldb"
 )
 
-// name is the username the fake user service gives user id.
-func name(id int64) string { return fmt.Sprintf("u%d", id) }
-
 // post payloads with content.
 func articleOn(id, writer, board int64, content string) event.Article {
 	a := articleEvent(id, writer, "T")
