@@ -563,7 +563,7 @@ func TestBookmarkButtons(t *testing.T) {
 	if w := get(t, h, "/bookmarks", ""); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/signin?next=%2Fbookmarks" {
 		t.Errorf("signed out: status %d, Location %q", w.Code, w.Header().Get("Location"))
 	}
-	mustContain(t, "the bar", get(t, h, "/", alice).Body.String(), `<a id="nav-bookmarks" href="/bookmarks">Bookmarks</a>`)
+	mustContain(t, "the bar", get(t, h, "/", alice).Body.String(), `<a id="nav-bookmarks" class="bar-icon" href="/bookmarks" aria-label="Bookmarks" title="Bookmarks">`)
 	mustNotContain(t, "a site without notifications", get(t, f.handler(t), "/articles/1", alice).Body.String(), `id="bookmark"`, `id="nav-bookmarks"`)
 }
 
