@@ -329,10 +329,9 @@ function watchMentions() {
     list.setAttribute("aria-label", "People to mention");
     list.hidden = true;
     area.after(list);
-    area.setAttribute("role", "combobox");
+    // The box stays a multi-line text box (a combobox is one line); it names the list and its option in view.
     area.setAttribute("aria-autocomplete", "list");
     area.setAttribute("aria-controls", list.id);
-    area.setAttribute("aria-expanded", "false");
     let names = [], active = -1, timer = null;
     const typed = () => mentionBefore.exec(area.value.slice(0, area.selectionStart))?.[1] ?? null;
     const show = () => {
@@ -347,7 +346,6 @@ function watchMentions() {
         return option;
       }));
       list.hidden = names.length === 0;
-      area.setAttribute("aria-expanded", String(!list.hidden));
       if (active >= 0 && !list.hidden) area.setAttribute("aria-activedescendant", `${list.id}-${active}`);
       else area.removeAttribute("aria-activedescendant");
     };
