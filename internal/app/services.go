@@ -103,7 +103,8 @@ var services = []service{
 	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
-	// article, so that in one process they look articles up where it listens.
+	// article, so that in one process they look articles up where it listens. Comment also consumes the moderation
+	// topic and the like topic's comment likes.
 	{Service: Service{Name: "comment", Database: "comment", Group: "comment", Publishes: true}, migrate: comment.Migrate,
 		openAPI: comment.OpenAPI, addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
 	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
@@ -157,8 +158,9 @@ func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 	return article.Routes(svc, e.Logger), r.checks(e), nil
 }
 
-// buildComment starts what startExistence would, with one consumer for the article topic's existence handlers and
-// the moderation topic's handlers (locks, hidden comments) together: the service has one consumer group.
+// buildComment starts what startExistence would, with one consumer for the article topic's existence handlers, the
+// moderation topic's handlers (locks, hidden comments) and the like topic's comment likes (like counts) together: the
+// service has one consumer group, which so reads the like topic too (its article likes have no handler: skipped).
 func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	articles := r.articles(e)
 	store := comment.NewStore(r.db, r.ob, articles)

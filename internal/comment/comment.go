@@ -67,6 +67,8 @@ type Comment struct {
 	// CreatedAt for a comment never edited.
 	Version    int64
 	ModifiedAt time.Time
+	// LikeCount is the comment's likes, as the like service's latest event of them said (likes.go).
+	LikeCount int64
 	// Hidden and RemovedReason are the comment's moderation state, filled in by reads.
 	Hidden        event.Hidden
 	RemovedReason string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"unicode/utf8"
 
 	"board/internal/apijson"
@@ -25,11 +26,13 @@ const byArticleComment = "idx_article_id_comment_id"
 // errLocked is the answer to a new comment on a locked article.
 var errLocked = &fault.Error{Kind: fault.Forbidden, Code: "LOCKED", Message: "this article is locked: no new comments"}
 
-// Handlers are the comment service's handlers of the moderation topic: whether an article is locked, and whether a
-// comment is hidden. The service's consumer group runs them with the existence registry's handlers of the article
-// topic, in one consumer.
+// Handlers are the comment service's handlers of the moderation topic (whether an article is locked, and whether a
+// comment is hidden) and of the like topic's comment events (like counts, likes.go). The service's consumer group
+// runs them with the existence registry's handlers of the article topic, in one consumer.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
-	return map[event.Type]kafka.Handler{event.ArticleModerated: s.applyArticleModerated, event.CommentModerated: s.applyCommentModerated}
+	handlers := map[event.Type]kafka.Handler{event.ArticleModerated: s.applyArticleModerated, event.CommentModerated: s.applyCommentModerated}
+	maps.Copy(handlers, s.likeHandlers())
+	return handlers
 }
 
 func (s *Service) applyArticleModerated(ctx context.Context, env event.Envelope) error {

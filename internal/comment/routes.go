@@ -35,6 +35,10 @@ import (
 // except from a moderator. A hidden comment reads with an empty content and its hidden and removedReason to everyone
 // but its writer and moderators, whom a read with an access token shows the content too.
 //
+// Sorts (SPEC §3.13, sort.go). GET /v2/comments and its infinite scroll take sort=oldest|newest|top (oldest, the
+// tree order, when left out; anything else is 400 INVALID_SORT). Oldest scrolls after lastPath, newest and top
+// after lastCommentId; the other sort's cursor is 400 INVALID_CURSOR. v1 lists keep their one order.
+//
 // Retries. Both versions' POST takes an Idempotency-Key, checked with the input (400 INVALID_IDEMPOTENCY_KEY): a
 // retry gets the first answer and writes nothing, the same key with another body or on the other version is 409
 // IDEMPOTENCY_KEY_REUSED (internal/idempotency, docs/idempotency.md).
@@ -74,6 +78,7 @@ type commentV1JSON struct {
 	CreatedAt       apijson.Time `json:"createdAt"`
 	ModifiedAt      apijson.Time `json:"modifiedAt"`
 	Edited          bool         `json:"edited"`
+	LikeCount       int64        `json:"likeCount"`
 	Hidden          event.Hidden `json:"hidden,omitempty"`
 	RemovedReason   string       `json:"removedReason,omitempty"`
 }
@@ -90,18 +95,19 @@ type commentV2JSON struct {
 	CreatedAt     apijson.Time `json:"createdAt"`
 	ModifiedAt    apijson.Time `json:"modifiedAt"`
 	Edited        bool         `json:"edited"`
+	LikeCount     int64        `json:"likeCount"`
 	Hidden        event.Hidden `json:"hidden,omitempty"`
 	RemovedReason string       `json:"removedReason,omitempty"`
 }
 
 func toV1(c Comment) commentV1JSON {
 	return commentV1JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
-		apijson.ID(c.ParentID), c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
+		apijson.ID(c.ParentID), c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.LikeCount, c.Hidden, c.RemovedReason}
 }
 
 func toV2(c Comment) commentV2JSON {
 	return commentV2JSON{apijson.ID(c.ID), c.Content, c.ContentHTML, c.ContentText, apijson.ID(c.ArticleID), apijson.ID(c.WriterID),
-		c.Path, c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.Hidden, c.RemovedReason}
+		c.Path, c.Deleted, apijson.Time(c.CreatedAt), apijson.Time(c.ModifiedAt), c.Version > 1, c.LikeCount, c.Hidden, c.RemovedReason}
 }
 
 // seenBy is c as the request's principal may see it: a hidden comment shows its content to its writer and to
@@ -311,7 +317,16 @@ func (h handlers) listV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.ListV2(r.Context(), articleID, page, pageSize)
+	sort, err := parseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	var p Page
+	if sort == Oldest {
+		p, err = h.svc.ListV2(r.Context(), articleID, page, pageSize)
+	} else {
+		p, err = h.svc.ListFlat(r.Context(), articleID, sort, page, pageSize)
+	}
 	if err != nil {
 		return err
 	}
@@ -352,8 +367,14 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// scrollV2 takes the cursor of its sort: lastPath in tree order (oldest), lastCommentId in the flat orders; the
+// other one is 400 INVALID_CURSOR rather than ignored.
 func (h handlers) scrollV2(w http.ResponseWriter, r *http.Request) error {
 	articleID, pageSize, err := scrollQuery(r)
+	if err != nil {
+		return err
+	}
+	sort, err := parseSort(r.URL.Query().Get("sort"))
 	if err != nil {
 		return err
 	}
@@ -361,7 +382,21 @@ func (h handlers) scrollV2(w http.ResponseWriter, r *http.Request) error {
 	if lastPath != "" && !validPath(lastPath) {
 		return invalidPath("INVALID_LAST_PATH", "lastPath")
 	}
-	cs, err := h.svc.ScrollV2(r.Context(), articleID, pageSize, lastPath)
+	lastID, err := httpio.OptionalQueryID(r, "lastCommentId")
+	if err != nil {
+		return err
+	}
+	var cs []Comment
+	switch {
+	case sort == Oldest && lastID != 0:
+		return fault.Invalidf("INVALID_CURSOR", "sort=oldest continues after lastPath, not lastCommentId")
+	case sort == Oldest:
+		cs, err = h.svc.ScrollV2(r.Context(), articleID, pageSize, lastPath)
+	case lastPath != "":
+		return fault.Invalidf("INVALID_CURSOR", "sort=%s continues after lastCommentId, not lastPath", sort)
+	default:
+		cs, err = h.svc.ScrollFlat(r.Context(), articleID, sort, pageSize, lastID)
+	}
 	if err != nil {
 		return err
 	}

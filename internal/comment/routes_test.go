@@ -46,13 +46,13 @@ func httpStr(id int64) string { return strconv.FormatInt(id, 10) }
 func httpV1(id int64, content string, articleID, writerID, parentID int64, deleted bool, createdAt string) map[string]any {
 	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
 		"articleId": httpStr(articleID), "writerId": httpStr(writerID), "parentCommentId": httpStr(parentID), "deleted": deleted,
-		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false}
+		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false, "likeCount": json.Number("0")}
 }
 
 func httpV2(id int64, content string, articleID, writerID int64, path string, deleted bool, createdAt string) map[string]any {
 	return map[string]any{"commentId": httpStr(id), "content": content, "contentHtml": httpHTML(content), "contentText": content,
 		"articleId": httpStr(articleID), "writerId": httpStr(writerID), "path": path, "deleted": deleted,
-		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false}
+		"createdAt": createdAt, "modifiedAt": createdAt, "edited": false, "likeCount": json.Number("0")}
 }
 
 // httpHTML is the HTML of a content of plain words ("" for none).

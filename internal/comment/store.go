@@ -34,10 +34,11 @@ func Migrate(ctx context.Context, db *sqldb.DB) error {
 	if err := sqldb.Migrate(ctx, db, "comment", migrations); err != nil {
 		return err
 	}
-	// The rendered content's columns (migration 003) and the edits' (005), which behind Vitess are usable a moment
-	// after they are added.
+	// The rendered content's columns (migration 003), the edits' (005) and the like counts' (006), which behind
+	// Vitess are usable a moment after they are added.
 	for _, table := range []string{"comment", "comment_v2"} {
-		if err := db.AwaitColumns(ctx, table, "content_html", "content_text", "version", "modified_at"); err != nil {
+		if err := db.AwaitColumns(ctx, table, "content_html", "content_text", "version", "modified_at", "like_count",
+			"like_count_version"); err != nil {
 			return err
 		}
 	}

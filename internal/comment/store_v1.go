@@ -15,8 +15,9 @@ import (
 
 const columnsV1 = "comment_id, content, article_id, parent_comment_id, writer_id, deleted, created_at, content_html, content_text"
 
-// readV1 is what reads of whole v1 comments select (scanV1): the columns written at create, and the edits' ones.
-const readV1 = columnsV1 + ", version, modified_at"
+// readV1 is what reads of whole v1 comments select (scanV1): the columns written at create, the edits' ones and
+// the like count.
+const readV1 = columnsV1 + ", version, modified_at, like_count"
 
 // byParent names the index every v1 list query, and the purge, walks.
 const byParent = "idx_article_id_parent_comment_id_comment_id"
@@ -149,7 +150,7 @@ func (s *Store) hasReplies(ctx context.Context, tx *sql.Tx, root Comment) (bool,
 // joins only the page's rows.
 func (s *Store) Page(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV1, `SELECT c.comment_id, c.content, c.article_id, c.parent_comment_id, c.writer_id,
-			c.deleted, c.created_at, c.content_html, c.content_text, c.version, c.modified_at
+			c.deleted, c.created_at, c.content_html, c.content_text, c.version, c.modified_at, c.like_count
 		FROM (SELECT comment_id FROM comment`+s.db.ForceIndex(byParent)+`
 			WHERE article_id = ? ORDER BY parent_comment_id, comment_id LIMIT ? OFFSET ?) page
 		JOIN comment c ON c.comment_id = page.comment_id
@@ -182,7 +183,7 @@ func scanV1(row interface{ Scan(...any) error }) (Comment, error) {
 	var contentHTML, contentText sql.NullString
 	var modified sql.NullTime
 	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.ParentID, &c.WriterID, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText,
-		&c.Version, &modified)
+		&c.Version, &modified, &c.LikeCount)
 	rendered(&c, contentHTML, contentText)
 	return edited(c, modified), err
 }

@@ -15,8 +15,9 @@ import (
 
 const columnsV2 = "comment_id, content, article_id, writer_id, path, deleted, created_at, content_html, content_text"
 
-// readV2 is what reads of whole v2 comments select (scanV2): the columns written at create, and the edits' ones.
-const readV2 = columnsV2 + ", version, modified_at"
+// readV2 is what reads of whole v2 comments select (scanV2): the columns written at create, the edits' ones and
+// the like count.
+const readV2 = columnsV2 + ", version, modified_at, like_count"
 
 // byPath names the index every v2 query that is not by id walks.
 const byPath = "idx_article_id_path"
@@ -164,7 +165,7 @@ func (s *Store) hasDescendants(ctx context.Context, tx *sql.Tx, c Comment) (bool
 // PageV2 returns one page of an article's v2 comments in path order, walking the index alone to skip the offset.
 func (s *Store) PageV2(ctx context.Context, articleID, offset, limit int64) ([]Comment, error) {
 	return list(ctx, s.db, scanV2, `SELECT c.comment_id, c.content, c.article_id, c.writer_id, c.path, c.deleted,
-			c.created_at, c.content_html, c.content_text, c.version, c.modified_at
+			c.created_at, c.content_html, c.content_text, c.version, c.modified_at, c.like_count
 		FROM (SELECT comment_id FROM comment_v2`+s.db.ForceIndex(byPath)+`
 			WHERE article_id = ? ORDER BY path LIMIT ? OFFSET ?) page
 		JOIN comment_v2 c ON c.comment_id = page.comment_id
@@ -194,7 +195,7 @@ func scanV2(row interface{ Scan(...any) error }) (Comment, error) {
 	var contentHTML, contentText sql.NullString
 	var modified sql.NullTime
 	err := row.Scan(&c.ID, &c.Content, &c.ArticleID, &c.WriterID, &c.Path, &c.Deleted, &c.CreatedAt, &contentHTML, &contentText,
-		&c.Version, &modified)
+		&c.Version, &modified, &c.LikeCount)
 	rendered(&c, contentHTML, contentText)
 	return edited(c, modified), err
 }
