@@ -15,7 +15,8 @@ import (
 // every real service: dana signs up, watches a board, opens eli's article, likes his comment and bookmarks it and
 // the article, mentions him by picking his name from the autocomplete (the mention is a link to his page), reads the
 // thread newest first and most liked first and the board by its top articles, finds her bookmarks and removes one,
-// and blocks eli: his article leaves her board and his comment is folded. With BOARD_WEB_SCREENSHOTS set it
+// and blocks eli: his article leaves her board and his comment is folded; without script, she mutes the article,
+// unlikes the comment and unblocks eli with the same buttons as forms. With BOARD_WEB_SCREENSHOTS set it
 // photographs the thread, the autocomplete, the sorted board, the bookmarks and the folded comment for docs/web.md.
 func TestBrowserFollowing(t *testing.T) {
 	t.Parallel()
@@ -142,4 +143,17 @@ func TestBrowserFollowing(t *testing.T) {
 	if got := eval[string](b, `document.querySelector("`+comment+` .comment-content").innerText`); !strings.Contains(got, "closed in winter") {
 		b.failf("the unfolded comment says %q", got)
 	}
+
+	// Without script the buttons are forms that come back to the page, in its order.
+	b.disableJavaScript()
+	b.openOK(articleURL + "?sort=top")
+	b.followOK("mute the article without script", "#watch-muted")
+	expect(b, "the page after muting", b.location(), articleURL+"?sort=top#watch")
+	expect(b, "muted", b.attr("#watch-muted", "aria-pressed"), "true")
+	b.followOK("unlike the comment without script", comment+" form.comment-like button")
+	expect(b, "the page after unliking", b.location(), articleURL+"?sort=top#c-"+first)
+	expect(b, "unliked", b.attr(comment+" form.comment-like button", "aria-pressed"), "false")
+	b.openOK("/users/" + strconv.FormatInt(eliID, 10))
+	b.followOK("unblock eli without script", "#block-form button")
+	b.reloadUntil("eli's comment unfolds", articleURL, `document.querySelector("`+comment+`") && !document.querySelector("`+comment+` > details.blocked")`)
 }
