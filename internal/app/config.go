@@ -302,9 +302,9 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DeepPageTTL, "deep-page-ttl", c.DeepPageTTL, "how long article-read shares the article service's answer to a page past the newest 1000 articles of a board among the readers of that page (0: not shared)")
 	mibFlag(fs, "near-cache-mb", fmt.Sprintf("memory in MiB of article-read's near cache: warm reads answered from memory, kept right by Redis's client tracking; half holds what it decoded, half the client's cache of each Redis node; 0: off (default %d, about 50,000 articles of 500 characters)", c.NearCacheMB),
 		0, &c.NearCacheMB)
-	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, and the web pages sign in at",
+	originUsers := map[string]string{"user": "every service fetches the token signing keys (/.well-known/jwks.json) from, the moderation service looks users up at, the notification service resolves mentions at, and the web pages sign in at",
 		"article":      "article-read rebuilds its model from, comment, like, view, moderation and notification look articles up at, and the web pages write to",
-		"comment":      "article-read rebuilds its model from, moderation looks comments up at, and the web pages read threads from and write to",
+		"comment":      "article-read rebuilds its model from, like, moderation and notification look comments up at, and the web pages read threads from and write to",
 		"like":         "article-read rebuilds its model from and the web pages write to",
 		"view":         "article-read rebuilds its model from and the web pages count views at",
 		"article-read": "the web pages read articles from",

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"board/internal/blocks"
 	"board/internal/embedded"
 	"board/internal/event"
 	"board/internal/kafka"
@@ -35,7 +36,9 @@ type Engines struct {
 	// Standing is the process's table of users' bans and roles, which every service's Guard consults; started by Run
 	// after Kafka, before the services.
 	Standing *standing.Table
-	closers  []func() error // run in reverse order by Close
+	// Blocks is the process's table of who blocks whom, started with Standing.
+	Blocks  *blocks.Table
+	closers []func() error // run in reverse order by Close
 }
 
 // NewEngines returns no engines yet, logging to logger; commands start what they need.

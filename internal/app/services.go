@@ -104,7 +104,8 @@ var services = []service{
 		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
 	// article, so that in one process they look articles up where it listens. Comment also consumes the moderation
-	// topic and the like topic's comment likes.
+	// topic and the like topic's comment likes; like consumes the comment topic too, for its record of comments, and
+	// comes after comment for the same reason.
 	{Service: Service{Name: "comment", Database: "comment", Group: "comment", Publishes: true}, migrate: comment.Migrate,
 		openAPI: comment.OpenAPI, addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
 	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
@@ -121,7 +122,8 @@ var services = []service{
 	// search keeps its own index, on disk or in SQL, and names its consumer group after it (buildSearch).
 	{Service: Service{Name: "search"}, openAPI: search.OpenAPI, addr: func(c *Config) string { return c.SearchAddr },
 		build: buildSearch},
-	// notification looks up, at the article service, an article whose event it has not read yet.
+	// notification looks up, at the article and comment services, an article or comment whose event it has not read
+	// yet, and at the user service the names that posts mention.
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
 		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
@@ -175,12 +177,18 @@ func buildComment(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []ht
 	return comment.Routes(svc, e.Logger), r.checks(e), nil
 }
 
+// buildLike starts what startExistence would, with one consumer for the article topic's existence handlers and the
+// comment topic's record of comments together (the service has one consumer group): comments are liked too.
 func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	articles := r.articles(e)
-	store := like.NewStore(r.db, r.ob, articles)
-	if err := startExistence(ctx, e, r, articles, store.Purge); err != nil {
+	comments := like.NewComments(r.db, r.origin(e, "comment", e.Config.CommentAddr), time.Now)
+	store := like.NewStore(r.db, r.ob, articles, comments)
+	handlers := articles.Handlers()
+	maps.Copy(handlers, comments.Handlers())
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
+	r.workers.run(ctx, func(ctx context.Context) { articles.RunPurges(ctx, store.Purge) })
 	svc := like.NewService(store, r.ids, time.Now, e.Config.LikeStrategy)
 	r.purgeKeys(ctx, e)
 	return like.Routes(svc, e.Logger), r.checks(e), nil
@@ -206,8 +214,10 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 // announcements, which its streams wait on.
 func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
-		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), KeyPrefix: e.Config.RedisPrefix,
-		MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser, Logger: e.Logger})
+		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
+		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
+		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
+		Blocks: e.Blocks, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}

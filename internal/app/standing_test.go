@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,24 +20,7 @@ import (
 // BANNED, and so is their sign-in; an unban lets them write again.
 func TestBanReachesTheGuard(t *testing.T) {
 	t.Parallel()
-	args := []string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
-		"--password-hash", "64,1,1", "--rate-limits=false", "--user-addr", "127.0.0.1:0", "--article-addr", "127.0.0.1:0",
-		"user", "article"}
-	cfg, err := ParseServe(args, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	a, cfg := runBoard(t, "--article-addr", "127.0.0.1:0", "user", "article")
 
 	type answer struct {
 		status int
@@ -107,6 +91,29 @@ func TestBanReachesTheGuard(t *testing.T) {
 	poll(t, "a write after the unban", func() bool { return write().status == http.StatusCreated })
 }
 
+// runBoard runs a board on embedded engines, with the user service and args, until the test ends.
+func runBoard(t *testing.T, args ...string) (*App, Config) {
+	t.Helper()
+	args = append([]string{"--data-dir", t.TempDir(), "--embedded-redis-addr", "127.0.0.1:0", "--embedded-kafka-addr", "127.0.0.1:0",
+		"--password-hash", "64,1,1", "--rate-limits=false", "--user-addr", "127.0.0.1:0"}, args...)
+	cfg, err := ParseServe(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return a, cfg
+}
+
 // poll calls cond until it holds, for at most 10 s: never an assertion on how fast.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -115,4 +122,54 @@ func poll(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10 s", what)
 		}
 	}
+}
+
+// A block made at the user service reaches the process's table of blocks, through the outbox, the relay and the
+// compacted block topic; so does its unblock.
+func TestBlockReachesTheTable(t *testing.T) {
+	t.Parallel()
+	a, _ := runBoard(t, "user")
+	send := func(token, method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequest(method, a.URL("user")+path, bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		raw, _ = io.ReadAll(resp.Body)
+		_ = json.Unmarshal(raw, &out)
+		return resp.StatusCode, out
+	}
+	ids := map[string]int64{}
+	var token string
+	for _, name := range []string{"alice", "bob"} {
+		creds := map[string]any{"username": name, "password": "password1"}
+		status, body := send("", "POST", "/v1/users", creds)
+		if status != http.StatusCreated {
+			t.Fatalf("sign up %s: %d %v", name, status, body)
+		}
+		ids[name], _ = apijson.Parse(body["userId"].(string))
+		if name == "alice" {
+			_, body = send("", "POST", "/v1/tokens", creds)
+			token, _ = body["accessToken"].(string)
+		}
+	}
+	path := "/v1/blocks/" + strconv.FormatInt(ids["bob"], 10)
+	if status, body := send(token, "PUT", path, nil); status != http.StatusOK {
+		t.Fatalf("block: %d %v", status, body)
+	}
+	poll(t, "the block in the table", func() bool { return a.engines.Blocks.Blocks(ids["alice"], ids["bob"]) })
+	if status, body := send(token, "DELETE", path, nil); status != http.StatusNoContent {
+		t.Fatalf("unblock: %d %v", status, body)
+	}
+	poll(t, "the unblock in the table", func() bool { return !a.engines.Blocks.Blocks(ids["alice"], ids["bob"]) })
 }

@@ -47,6 +47,15 @@
 // then (a new deployment, a flushed Redis), and for any page the prefix does not cover (past the floor, or a list
 // shortened by deletes), the page comes from the article service; a backfill starts in the background when the
 // list is unsynced or shortened and the page lies within its reach.
+//
+// # Sorts
+//
+// Lists in another order than newest (Sort: top-day, top-week, top-month by likes among the articles of a window,
+// top-all, comments, active) come from sorted sets per board, kept from events alone (sorts.go): each article's
+// record in its own slot knows its board (like and comment events name the article only) and holds counts that
+// came before it; the board's state, in the board's slot, applies each group only if newer and projects the article
+// onto the sets. A window's set is trimmed by the next write or read once its oldest member has aged out, so
+// answers are exact with no periodic job. A lost Redis is rebuilt by a replay of the topics.
 package articleread
 
 import (
@@ -575,7 +584,15 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleCommentCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleCommentCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount)
+		if err := s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "comments", "cv", p.ArticleCommentCountVersion, p.ArticleCommentCount); err != nil {
+			return err
+		}
+		groups := []sortGroup{{"comments", p.ArticleCommentCountVersion, p.ArticleCommentCount}}
+		if env.Type == event.CommentCreated && p.CommentID > 0 {
+			at := commentTime(int64(p.CommentID))
+			groups = append(groups, sortGroup{"active", at, at})
+		}
+		return s.applySorts(ctx, int64(p.ArticleID), 0, "counts", groups...)
 	case event.ArticleLiked, event.ArticleUnliked:
 		p, err := event.Payload[event.Like](env)
 		if err != nil {
@@ -584,7 +601,10 @@ func (s *Service) Apply(ctx context.Context, env event.Envelope) error {
 		if p.ArticleID <= 0 || p.ArticleLikeCountVersion <= 0 {
 			return fault.Invalidf("INCOMPLETE_EVENT", "%s %d lacks articleId or articleLikeCountVersion", env.Type, env.EventID)
 		}
-		return s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount)
+		if err := s.applyModel(ctx, int64(env.EventID), int64(p.ArticleID), "likes", "lv", p.ArticleLikeCountVersion, p.ArticleLikeCount); err != nil {
+			return err
+		}
+		return s.applySorts(ctx, int64(p.ArticleID), 0, "counts", sortGroup{"likes", p.ArticleLikeCountVersion, p.ArticleLikeCount})
 	case event.ArticleModerated:
 		return s.applyModeration(ctx, env)
 	}
@@ -647,7 +667,10 @@ func (s *Service) applyArticle(ctx context.Context, env event.Envelope) error {
 		p.BoardArticleCount, p.BoardArticleCountVersion, member(id), memberScore(id)).Err(); err != nil {
 		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
 	}
-	return nil
+	if change == "deleted" {
+		return s.applySorts(ctx, id, int64(p.BoardID), "deleted")
+	}
+	return s.applySorts(ctx, id, int64(p.BoardID), "board", sortGroup{"created", 1, 1})
 }
 
 func (s *Service) applyModel(ctx context.Context, eventID, articleID int64, field, versionField string, version,
@@ -702,13 +725,21 @@ func (s *Service) applyModeration(ctx context.Context, env event.Envelope) error
 		return fmt.Errorf("apply %s %d to the model: %w", env.Type, env.EventID, redisFault(err))
 	}
 	if applied == modelTombstone {
-		return nil // deleted: its delete took it out of the list and the pinned set
+		return nil // deleted: its delete took it out of the list, the pinned set and the sorts
 	}
 	if err := boardScript.Run(ctx, s.rdb, s.boardKeys(int64(p.BoardID)), "moderated", now.UnixMilli(), ListSize, -1, -1,
 		member(id), memberScore(id), p.ModerationVersion, flag(m.Hidden != event.Visible), flag(m.Pinned)).Err(); err != nil {
 		return fmt.Errorf("apply %s %d to board %d: %w", env.Type, env.EventID, p.BoardID, redisFault(err))
 	}
-	return nil
+	return s.applySorts(ctx, id, int64(p.BoardID), "board", sortGroup{"mod", p.ModerationVersion, boolInt(m.Hidden != event.Visible)})
+}
+
+// boolInt is a boolean as the sort scripts take it.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // flag is a boolean as boardScript takes it.

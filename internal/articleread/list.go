@@ -140,11 +140,17 @@ func (s *Service) readBoardNear(ctx context.Context, boardID, from, n int64, w *
 // view counts is due for a refresh; a page read with a count due, whose refresh it started, for dueKeep at most.
 // Its articles are shared by the requests it serves: read-only.
 func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page, error) {
+	return s.ListBy(ctx, boardID, SortNewest, page, pageSize)
+}
+
+// ListBy is List in a given sort: newest is List's; the others come from their sorted sets alone (listSorted), and
+// are kept whole in the memo alike.
+func (s *Service) ListBy(ctx context.Context, boardID int64, sort Sort, page, pageSize int64) (Page, error) {
 	memo, key := s.cfg.Memo, ""
 	var epoch uint64
 	if memo != nil {
-		key = fmt.Sprintf("\x00page:%d:%d:%d", boardID, page, pageSize) // no Redis key's name starts with a NUL
-		epoch = memo.Epoch()                                            // before anything is read
+		key = fmt.Sprintf("\x00page:%s:%d:%d:%d", sort, boardID, page, pageSize) // no Redis key's name starts with a NUL
+		epoch = memo.Epoch()                                                     // before anything is read
 		if v, _, ok := memo.Get(key, time.Now()); ok {
 			if kept := v.(keptPage); kept.epoch == epoch && (kept.views == 0 || s.views.Fresh(kept.views)) {
 				return kept.page, nil
@@ -153,7 +159,14 @@ func (s *Service) List(ctx context.Context, boardID, page, pageSize int64) (Page
 	}
 	for healed := false; ; healed = true {
 		var w warmth
-		p, stale, err := s.list(ctx, boardID, page, pageSize, &w)
+		var p Page
+		var stale staleEntries
+		var err error
+		if sort == SortNewest {
+			p, stale, err = s.list(ctx, boardID, page, pageSize, &w)
+		} else {
+			p, stale, err = s.listSorted(ctx, boardID, sort, page, pageSize, &w)
+		}
 		if err == nil && stale.none() && !healed && memo != nil && w.warm() {
 			size := 0
 			for _, a := range p.Articles {
@@ -213,6 +226,9 @@ func visible(as []ArticleRead, stale *staleEntries) []ArticleRead {
 // ones as their ARTICLE_MODERATED would (version-checked, so a newer restore already applied stands).
 func (s *Service) heal(ctx context.Context, boardID int64, stale staleEntries) error {
 	if err := s.forget(ctx, boardID, stale.gone); err != nil {
+		return err
+	}
+	if err := s.healSorts(ctx, boardID, stale); err != nil {
 		return err
 	}
 	if len(stale.hidden) == 0 {
@@ -309,7 +325,7 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64, w *wa
 	}
 	rank, skips := first, int64(0) // first's rank in the list, and how many pinned ones the list has from there
 	if first < ListSize && pins > 0 {
-		if rank, skips, err = s.rankAmongPinned(ctx, boardID, first, pinnedIDs, w); err != nil {
+		if rank, skips, _, err = s.rankAmongPinned(ctx, s.boardKeys(boardID)[0], first, pinnedIDs, w); err != nil {
 			return Page{}, stale, err
 		}
 	}
@@ -361,10 +377,10 @@ func (s *Service) list(ctx context.Context, boardID, page, pageSize int64, w *wa
 	return Page{Articles: articles, Count: min(count, boardpage.CountLimit(page, pageSize))}, stale, nil
 }
 
-// rankAmongPinned returns the rank in a board's list of the article at place first of the board's order less its
-// pinned articles, and how many pinned articles the list holds from that rank on, which a read from there skips.
-func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pinnedIDs []int64, w *warmth) (rank, skips int64, err error) {
-	key := s.boardKeys(boardID)[0]
+// rankAmongPinned returns the rank in a board's list (or sorted set) key of the article at place first of its
+// order less the board's pinned articles, how many pinned articles the list holds from that rank on, which a read
+// from there skips, and how many it holds in all.
+func (s *Service) rankAmongPinned(ctx context.Context, key string, first int64, pinnedIDs []int64, w *warmth) (rank, skips, listed int64, err error) {
 	cmds := make([]rueidis.CacheableTTL, len(pinnedIDs))
 	for i, id := range pinnedIDs {
 		cmds[i] = rueidis.CT(s.reads.B().Zrevrank().Key(key).Member(member(id)).Cache(), nearTTL)
@@ -377,7 +393,7 @@ func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pin
 			continue // not listed: older than the list, or hidden or deleted since
 		}
 		if err != nil {
-			return 0, 0, redisFault(err)
+			return 0, 0, 0, redisFault(err)
 		}
 		ranks = append(ranks, r)
 	}
@@ -390,7 +406,7 @@ func (s *Service) rankAmongPinned(ctx context.Context, boardID, first int64, pin
 			skips++
 		}
 	}
-	return rank, skips, nil
+	return rank, skips, int64(len(ranks)), nil
 }
 
 // boardCount returns the board's count as its list's meta holds it, else as the article service counts it.
@@ -424,8 +440,20 @@ func (s *Service) forget(ctx context.Context, boardID int64, ids []int64) error 
 // answer (lastID 0) shows the board's pinned articles first, but leaves the last place to an article that is not
 // pinned: the next request goes on after the last article, which must then be the newest one not yet shown.
 func (s *Service) Scroll(ctx context.Context, boardID, pageSize, lastID int64) ([]ArticleRead, error) {
+	return s.ScrollBy(ctx, boardID, SortNewest, pageSize, lastID)
+}
+
+// ScrollBy is Scroll in a given sort: after lastID's place in it.
+func (s *Service) ScrollBy(ctx context.Context, boardID int64, sort Sort, pageSize, lastID int64) ([]ArticleRead, error) {
 	for healed := false; ; healed = true {
-		as, stale, err := s.scroll(ctx, boardID, pageSize, lastID)
+		var as []ArticleRead
+		var stale staleEntries
+		var err error
+		if sort == SortNewest {
+			as, stale, err = s.scroll(ctx, boardID, pageSize, lastID)
+		} else {
+			as, stale, err = s.scrollSorted(ctx, boardID, sort, pageSize, lastID)
+		}
 		if err == nil && lastID == 0 {
 			var ids []int64
 			if ids, err = s.pinnedIDs(ctx, boardID, nil); err == nil {

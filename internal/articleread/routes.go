@@ -93,7 +93,11 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.List(r.Context(), q.BoardID, q.Page, q.PageSize)
+	sort, err := ParseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.ListBy(r.Context(), q.BoardID, sort, q.Page, q.PageSize)
 	if err != nil {
 		return err
 	}
@@ -114,7 +118,11 @@ func (h handlers) scroll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	as, err := h.svc.Scroll(r.Context(), q.BoardID, q.PageSize, q.LastArticleID)
+	sort, err := ParseSort(r.URL.Query().Get("sort"))
+	if err != nil {
+		return err
+	}
+	as, err := h.svc.ScrollBy(r.Context(), q.BoardID, sort, q.PageSize, q.LastArticleID)
 	if err != nil {
 		return err
 	}

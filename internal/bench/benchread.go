@@ -54,11 +54,17 @@ cases one after the other, each closed loop from --connections keep-alive client
                 board's Redis (one article-read answer of the bench, written under a key of its own) and writes it;
   warm article  GET /v1/articles/{id}, round the bench's articles, whose models are in Redis;
   page 1        GET /v1/articles?boardId=&page=1&pageSize=30 of the bench's board, from its synced list in Redis;
+  page 1 top-week, page 1 comments
+                the same with sort=top-week and sort=comments, from the board's sorted sets in Redis, also shown
+                relative to page 1 (newest);
   cold article  GET /v1/articles/{id} in rounds: before each round the models of all the bench's articles are
                 deleted (untimed), and the round reads each once, so that each read rebuilds its model from the
                 article, comment and like services.
 Prints, per case, requests, failures, requests/s, p50 and p99 latency, and requests/s relative to the floor.
-The view counts are not in the model: every read also reads its view count through article-read's 1 s cache.`, stderr)
+The view counts are not in the model: every read also reads its view count through article-read's 1 s cache.
+With --sort-articles N, the board gets N more articles before the cases, written directly into the board's Redis
+through article-read's own event handler (ARTICLE_CREATED, and ARTICLE_LIKED and COMMENT_CREATED with their counts),
+created over the last 20 hours: they fill the sorts (and the list) as events would, but only article-read knows them.`, stderr)
 	board := newRunningBoardFlags(fs)
 	articles := fs.Int("articles", 200, "articles created on the bench's board")
 	likes := fs.Int("likes", 2, "likes of every article, each by another user")
@@ -71,13 +77,14 @@ The view counts are not in the model: every read also reads its view count throu
 	floorAddr := fs.String("floor-addr", "127.0.0.1:0", "listen address of the floor server")
 	openTokens := boardUserDBFlags(fs)
 	acceptEncoding := acceptEncodingFlag(fs)
+	sortArticles := fs.Int("sort-articles", 0, "articles seeded into the board through article-read's event handler (see above), e.g. 1000000")
 	keepFloor := fs.Bool("keep-floor", false, "after the table, keep the floor server up until interrupted, for an outside load generator such as wrk")
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *articles < 1 || *likes < 0 || *comments < 0 || *contentSize < 1 || *contentSize > article.MaxContentChars ||
-		*connections < 1 || *duration <= 0 || *warmup < 0 || *wait <= 0 {
-		return fmt.Errorf("need --articles >= 1, --likes >= 0, --comments >= 0, 1 <= --content-size <= %d, --connections >= 1, --duration > 0, --warmup >= 0, --wait > 0",
+		*connections < 1 || *duration <= 0 || *warmup < 0 || *wait <= 0 || *sortArticles < 0 {
+		return fmt.Errorf("need --articles >= 1, --likes >= 0, --comments >= 0, 1 <= --content-size <= %d, --connections >= 1, --duration > 0, --warmup >= 0, --wait > 0, --sort-articles >= 0",
 			article.MaxContentChars)
 	}
 
@@ -108,6 +115,17 @@ The view counts are not in the model: every read also reads its view count throu
 		return err
 	}
 
+	// Seeded once the list is synced: their events carry an older board count, and the list keeps the newest.
+	if *sortArticles > 0 {
+		start := time.Now()
+		if err := seedSorted(ctx, rdb, *board.redisPrefix, setup.board, *sortArticles, benchContent(*contentSize), stderr); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "seeded %d articles through article-read's event handler in %s\n", *sortArticles,
+			time.Since(start).Round(time.Second))
+	}
+	sortURL := func(sort string) string { return pageURL + "&sort=" + sort }
+
 	floorKey := fmt.Sprintf("%sbench-read::floor::{%d}", *board.redisPrefix, setup.board)
 	floorURL, stopFloor, err := startFloor(ctx, rdb, floorKey, floorValue, *floorAddr)
 	if err != nil {
@@ -121,6 +139,9 @@ The view counts are not in the model: every read also reads its view count throu
 	}
 	fmt.Fprintf(stdout, "board %d: %d articles of %d characters; per article %d likes, %d comments; redis %s, prefix %q\n",
 		setup.board, len(setup.ids), *contentSize, *likes, *comments, *board.redisAddr, *board.redisPrefix)
+	if *sortArticles > 0 {
+		fmt.Fprintf(stdout, "and %d seeded articles in article-read's sorts (%d in all)\n", *sortArticles, *sortArticles+len(setup.ids))
+	}
 	fmt.Fprintf(stdout, "floor %s: one GET of a %d-byte value (an article-read answer); a warm article: %s\n",
 		floorURL, len(floorValue), articleURLs[0])
 	fmt.Fprintf(stdout, "%d connections, closed loop, Accept-Encoding %q; per case %s untimed, then %s timed\n\n",
@@ -135,10 +156,12 @@ The view counts are not in the model: every read also reads its view count throu
 		{"floor", func(d time.Duration) loadResult { return l.run(ctx, []string{floorURL}, d) }},
 		{"warm article", func(d time.Duration) loadResult { return l.run(ctx, articleURLs, d) }},
 		{"page 1", func(d time.Duration) loadResult { return l.run(ctx, []string{pageURL}, d) }},
+		{"page 1 top-week", func(d time.Duration) loadResult { return l.run(ctx, []string{sortURL("top-week")}, d) }},
+		{"page 1 comments", func(d time.Duration) loadResult { return l.run(ctx, []string{sortURL("comments")}, d) }},
 		{"cold article", func(d time.Duration) loadResult { return l.runCold(ctx, articleURLs, d, setup.deleteModels) }},
 	}
-	fmt.Fprintf(stdout, "%-14s %9s %9s %10s %10s %10s %9s\n", "case", "requests", "failures", "req/s", "p50", "p99", "vs floor")
-	var floorRate float64
+	fmt.Fprintf(stdout, "%-16s %9s %9s %10s %10s %10s %9s %9s\n", "case", "requests", "failures", "req/s", "p50", "p99", "vs floor", "vs page 1")
+	var floorRate, newestRate float64
 	var cold loadResult
 	for _, c := range cases {
 		if *warmup > 0 {
@@ -155,6 +178,9 @@ The view counts are not in the model: every read also reads its view count throu
 		if c.name == "cold article" {
 			cold = r
 		}
+		if c.name == "page 1" {
+			newestRate = rate
+		}
 		p50, p99 := "-", "-"
 		if len(r.latencies) > 0 {
 			sorted := slices.Sorted(slices.Values(r.latencies))
@@ -164,7 +190,11 @@ The view counts are not in the model: every read also reads its view count throu
 		if floorRate > 0 {
 			vsFloor = fmt.Sprintf("%.2f", rate/floorRate)
 		}
-		fmt.Fprintf(stdout, "%-14s %9d %9d %10.0f %10s %10s %9s\n", c.name, r.requests, r.failures, rate, p50, p99, vsFloor)
+		vsNewest := "-"
+		if strings.HasPrefix(c.name, "page 1 ") && newestRate > 0 {
+			vsNewest = fmt.Sprintf("%.2f", rate/newestRate)
+		}
+		fmt.Fprintf(stdout, "%-16s %9d %9d %10.0f %10s %10s %9s %9s\n", c.name, r.requests, r.failures, rate, p50, p99, vsFloor, vsNewest)
 		if r.failures > 0 {
 			fmt.Fprintf(stdout, "  first failure: %s\n", r.firstFailure)
 		}
@@ -220,7 +250,7 @@ type readSetup struct {
 
 // createData creates the articles, then their likes and comments, readSetupWorkers writes at a time.
 func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, likeURL string, articles, likes, comments, contentSize int, stderr io.Writer) error {
-	content := strings.Repeat("board bench read. ", contentSize/18+1)[:contentSize]
+	content := benchContent(contentSize)
 	s.ids = make([]int64, articles)
 	bar := progress.Start(stderr, "articles", int64(articles))
 	err := parallel(ctx, articles, func(ctx context.Context, i int) error {
@@ -268,6 +298,9 @@ func (s *readSetup) createData(ctx context.Context, articleURL, commentURL, like
 	bar.Finish()
 	return err
 }
+
+// benchContent is the content of the bench's articles: size characters.
+func benchContent(size int) string { return strings.Repeat("board bench read. ", size/18+1)[:size] }
 
 // parallel runs fn for 0..n-1, readSetupWorkers at a time, and returns the first error, after which it starts no
 // more.

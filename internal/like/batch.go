@@ -22,10 +22,10 @@ type Batching struct {
 // DefaultBatching takes what arrives while a transaction runs, up to 100 (docs/likes.md has the measurements).
 var DefaultBatching = Batching{Max: 100}
 
-// batchKey is what the likes of one batch share: one article (one count row, one shard) and one strategy.
+// batchKey is what the likes of one batch share: one target (one count row, one shard) and one strategy.
 type batchKey struct {
-	articleID int64
-	strategy  Strategy
+	target   target
+	strategy Strategy
 }
 
 // op is one request's like or unlike on its way through a batch.

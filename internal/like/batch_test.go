@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"board/internal/event"
 	"board/internal/existence"
 	"board/internal/existence/existencetest"
 	"board/internal/fault"
@@ -35,8 +34,9 @@ func batchedService(env testEnv, first int64, b Batching) *Service {
 	return NewService(env.svc.store, snowflaketest.NewIDs(first), func() time.Time { return t0 }, "").WithBatching(b)
 }
 
-// TestLikesShareTransactions sends 30 likes of one article at once to a service that starts a transaction only
-// when 10 wait for it: they are all in flight together, and take exactly three transactions, with every strategy.
+// TestLikesShareTransactions sends 30 likes of one article, or of one comment, at once to a service that starts a
+// transaction only when 10 wait for it: they are all in flight together, and take exactly three transactions, with
+// every strategy.
 // Each like still has its own event, whose count and version are those of its place in the sequence. One
 // transaction per like, as before batching, makes 30.
 func TestLikesShareTransactions(t *testing.T) {
@@ -46,58 +46,64 @@ func TestLikesShareTransactions(t *testing.T) {
 		env := newTestEnv(t, db, "")
 		svc := batchedService(env, firstID+1_000_000, Batching{Max: batch, Linger: forever})
 		for i, st := range Strategies {
-			t.Run(string(st), func(t *testing.T) {
-				article := int64(5000 + i)
-				existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
-				before := svc.Stats(st)
-				errs := concurrently(likes, likes, func(u int) error {
-					_, err := svc.Like(context.Background(), st, article, int64(u+1))
-					return err
-				})
-				for u, err := range errs {
-					if err != nil {
-						t.Fatalf("like by user %d: %v", u+1, err)
+			article := int64(5000 + i)
+			existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
+			for _, tg := range []target{{article: article}, env.comment(t, int64(5100+i), article)} {
+				t.Run(string(st)+"/"+tg.String(), func(t *testing.T) {
+					before := svc.Stats(st)
+					errs := concurrently(likes, likes, func(u int) error {
+						_, err := likeOf(context.Background(), svc, st, tg, int64(u+1))
+						return err
+					})
+					for u, err := range errs {
+						if err != nil {
+							t.Fatalf("like by user %d: %v", u+1, err)
+						}
 					}
-				}
-				after := svc.Stats(st)
-				if got := after.Transactions - before.Transactions; got != likes/batch {
-					t.Errorf("%d likes took %d transactions, want %d", likes, got, likes/batch)
-				}
-				if got := after.Writes - before.Writes; got != likes {
-					t.Errorf("Stats.Writes grew by %d, want %d", got, likes)
-				}
-				checkSequence(t, db, svc, article, likes, likes)
-			})
+					after := svc.Stats(st)
+					if got := after.Transactions - before.Transactions; got != likes/batch {
+						t.Errorf("%d likes took %d transactions, want %d", likes, got, likes/batch)
+					}
+					if got := after.Writes - before.Writes; got != likes {
+						t.Errorf("Stats.Writes grew by %d, want %d", got, likes)
+					}
+					checkSequence(t, db, svc, tg, likes, likes)
+				})
+			}
 		}
 	})
 }
 
-// checkSequence checks that an article's count and rows are want and that its events, in version order, are a
-// sequence of single steps from version 1 and count 0: each like one up, each unlike one down, to (want, version).
-func checkSequence(t *testing.T, db *sqldb.DB, svc *Service, article, want, version int64) {
+// checkSequence checks that an article's or a comment's count and rows are want and that the events under its
+// article of its type, in version order, are a sequence of single steps from version 1 and count 0: each like one up, each
+// unlike one down, to (want, version).
+func checkSequence(t *testing.T, db *sqldb.DB, svc *Service, tg target, want, version int64) {
 	t.Helper()
-	count, v, err := svc.VersionedCount(context.Background(), article)
+	count, v, err := svc.store.count(context.Background(), tg)
 	if err != nil || count != want || v != version {
 		t.Errorf("count, version = %d, %d (%v); want %d, %d", count, v, err, want, version)
 	}
-	if n := likeRows(t, db, article); n != want {
+	if n := rowsOf(t, db, tg); n != want {
 		t.Errorf("like rows = %d, want %d", n, want)
 	}
-	events := outboxOf(t, db, article)
-	sort.Slice(events, func(i, j int) bool {
-		return events[i].Payload.ArticleLikeCountVersion < events[j].Payload.ArticleLikeCountVersion
-	})
+	var events []sent
+	for _, e := range outboxOf(t, db, tg.article) {
+		if (e.Type == tg.tables().liked || e.Type == tg.tables().unliked) && int64(e.Comment.CommentID) == tg.comment {
+			events = append(events, e)
+		}
+	}
+	sort.Slice(events, func(i, j int) bool { return events[i].counted()[1] < events[j].counted()[1] })
 	if int64(len(events)) != version {
 		t.Errorf("%d events, want one per version: %d", len(events), version)
 	}
 	var c int64
 	for i, e := range events {
-		if e.Type == event.ArticleLiked {
+		if e.Type == tg.tables().liked {
 			c++
 		} else {
 			c--
 		}
-		if got := [2]int64{e.Payload.ArticleLikeCount, e.Payload.ArticleLikeCountVersion}; got != [2]int64{c, int64(i + 1)} {
+		if got := e.counted(); got != [2]int64{c, int64(i + 1)} {
 			t.Errorf("event %d (%s) carries count, version %v; want %v", i+1, e.Type, got, [2]int64{c, int64(i + 1)})
 		}
 	}
@@ -217,7 +223,7 @@ func TestBatchMixesLikesAndUnlikes(t *testing.T) {
 					}
 					left += int64(now)
 				}
-				checkSequence(t, db, svc, article, left, int64(len(liked))+changes)
+				checkSequence(t, db, svc, target{article: article}, left, int64(len(liked))+changes)
 			})
 		}
 	})
@@ -284,7 +290,7 @@ func TestFailedBatchLeavesTheNextOne(t *testing.T) {
 		env := newTestEnv(t, db, "")
 		const article = 7500
 		existencetest.Apply(t, env.articles, existencetest.Created(article, 1))
-		store := NewStore(db, outbox.New(db, outbox.DefaultShards, &idsFailingOnce{ids: eventIDs}, time.Now, nil, nil), env.articles)
+		store := NewStore(db, outbox.New(db, outbox.DefaultShards, &idsFailingOnce{ids: eventIDs}, time.Now, nil, nil), env.articles, env.comments)
 		svc := NewService(store, snowflaketest.NewIDs(firstID+2_000_000), func() time.Time { return t0 }, "").
 			WithBatching(Batching{Max: batch, Linger: forever})
 		errs := concurrently(likes, likes, func(u int) error {
@@ -306,7 +312,7 @@ func TestFailedBatchLeavesTheNextOne(t *testing.T) {
 		if diff := cmp.Diff(map[string]int{"ok": batch, "ID_UNAVAILABLE": batch}, kinds); diff != "" {
 			t.Errorf("answers by code (-want +got):\n%s", diff)
 		}
-		checkSequence(t, db, svc, article, batch, batch)
+		checkSequence(t, db, svc, target{article: article}, batch, batch)
 	})
 }
 
@@ -369,14 +375,14 @@ func TestLikesSurviveKill9(t *testing.T) {
 				t.Errorf("answered like by user %d: %v", user, err)
 			}
 		}
-		checkSequence(t, db, env.svc, kill9Article, rows, rows)
+		checkSequence(t, db, env.svc, target{article: kill9Article}, rows, rows)
 		// A service started afresh counts on from what the killed one left.
 		for user := int64(1 << 40); user < 1<<40+3; user++ { // above any the killed process reached
 			if _, err := env.svc.Like(ctx, "", kill9Article, user); err != nil {
 				t.Fatal(err)
 			}
 		}
-		checkSequence(t, db, env.svc, kill9Article, rows+3, rows+3)
+		checkSequence(t, db, env.svc, target{article: kill9Article}, rows+3, rows+3)
 	})
 }
 
@@ -399,7 +405,7 @@ func likeUntilKilled(t *testing.T, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, ids, time.Now, nil, nil), existence.New(db, existence.Config{Service: "like"}))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, ids, time.Now, nil, nil), existence.New(db, existence.Config{Service: "like"}), nil)
 	svc := NewService(store, ids, time.Now, "")
 	var next atomic.Int64
 	errs := concurrently(50, 50, func(int) error {

@@ -427,7 +427,7 @@ func TestPurgeResumesAfterARestart(t *testing.T) {
 		}
 
 		restarted := env.origin.Registry("like", db)
-		store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), restarted)
+		store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), restarted, nil)
 		if err := restarted.PurgeQueued(context.Background(), store.Purge); err != nil {
 			t.Fatalf("purge after the restart: %v", err)
 		}

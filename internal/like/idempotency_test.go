@@ -19,7 +19,8 @@ import (
 
 // keyedHandler is the like service's whole port over db, with a clock of the test's.
 func keyedHandler(t testing.TB, db *sqldb.DB) (http.Handler, *Service, *snowflaketest.Clock) {
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db),
+		NewComments(db, newCommentOrigin(t).url, nil))
 	clock := snowflaketest.NewClock(t0)
 	svc := NewService(store, snowflaketest.NewIDs(firstID), clock.Now, "")
 	return httpiotest.Handler("like", Routes(svc, httpiotest.Logger)), svc, clock
@@ -47,6 +48,32 @@ func TestIdempotencyKey(t *testing.T) {
 			// Another article, with another strategy's path.
 			Other:   func(n int) idempotencytest.Request { return likeRequest(h, 8, int64(n+1), "/pessimistic-lock-2") },
 			Writes:  func(t testing.TB) int { return countLikes(t, db) },
+			Advance: func(d time.Duration) { clock.Add(d) },
+			Status:  http.StatusCreated,
+		})
+	})
+}
+
+// TestCommentIdempotencyKey: a like of a comment takes an Idempotency-Key as a like of an article does.
+func TestCommentIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		h, svc, clock := keyedHandler(t, db)
+		env := testEnv{comments: svc.store.comments}
+		env.comment(t, 7, 70)
+		env.comment(t, 8, 70)
+		request := func(comment int64, suffix string) func(n int) idempotencytest.Request {
+			return func(n int) idempotencytest.Request {
+				return idempotencytest.Request{Handler: httpiotest.As(h, int64(n+1)), Method: "POST",
+					Path: commentLikePath(comment, int64(n+1)) + suffix}
+			}
+		}
+		idempotencytest.Check(t, idempotencytest.Case{
+			Request: request(7, ""),
+			Other:   request(8, "/pessimistic-lock-2"), // another comment, with another strategy's path
+			Writes: func(t testing.TB) int {
+				return int(rowsOf(t, db, target{article: 70, comment: 7}) + rowsOf(t, db, target{article: 70, comment: 8}))
+			},
 			Advance: func(d time.Duration) { clock.Add(d) },
 			Status:  http.StatusCreated,
 		})

@@ -1,8 +1,8 @@
-// Package like is the like service (SPEC §3.3): one like per (article, user), and a per-article like count kept
-// exact under concurrent likes by one of three locking strategies.
+// Package like is the like service (SPEC §3.3, §3.13): one like per (article, user) and per (comment, user), and a
+// like count per article and per comment kept exact under concurrent likes by one of three locking strategies.
 //
-// Likes and unlikes are for articles that exist: the service keeps its own record of them (internal/existence) and
-// answers 404 ARTICLE_NOT_FOUND for any other. A deleted article's likes and count row are purged afterwards, in
+// Likes and unlikes are for articles and comments that exist: the service keeps its own record of them
+// (internal/existence, Comments) and answers 404 ARTICLE_NOT_FOUND or COMMENT_NOT_FOUND for any other. A deleted article's likes and count row are purged afterwards, in
 // short batches (Store.Purge), without events: consumers of the like events drop the article on ARTICLE_DELETED already,
 // and an event per removed like would flood the topic with millions of them for a popular article.
 package like
@@ -22,12 +22,23 @@ import (
 	"board/internal/snowflake"
 )
 
-// Like is one user's like of one article.
+// Like is one user's like of one article, or of one comment (CommentID not 0) of that article.
 type Like struct {
 	ID        int64
 	ArticleID int64
+	CommentID int64
 	UserID    int64
 	CreatedAt time.Time
+}
+
+func (l Like) target() target { return target{l.ArticleID, l.CommentID} }
+
+// values are the like's row, in the order of its tables' columns.
+func (l Like) values() []any {
+	if l.CommentID != 0 {
+		return []any{l.ID, l.ArticleID, l.CommentID, l.UserID, l.CreatedAt}
+	}
+	return []any{l.ID, l.ArticleID, l.UserID, l.CreatedAt}
 }
 
 // Strategy is how a like or unlike changes the article's count row when many change it at once.
@@ -112,9 +123,9 @@ func (c *counters) attempted(n int64) {
 // Service holds the like rules over a Store. Who may like, and whether the ids are ones an article and a user can
 // have, are the HTTP layer's checks (Routes), made before anything is read: a Service writes what it is given.
 //
-// Concurrent likes and unlikes of one article with one strategy share transactions (Batching, docs/likes.md): each
-// request waits for the transaction that carries it to commit, and is answered with its own outcome, or with a 503
-// when its context ends first.
+// Concurrent likes and unlikes of one article, or of one comment, with one strategy share transactions (Batching,
+// docs/likes.md): each request waits for the transaction that carries it to commit, and is answered with its own
+// outcome, or with a 503 when its context ends first.
 type Service struct {
 	store           *Store
 	ids             IDGenerator
@@ -167,18 +178,37 @@ func (s *Service) Stats(strategy Strategy) Stats {
 // Like records that userID likes articleID, with strategy ("" for the default). A second like by the same user is
 // a conflict; a like of an article that does not exist is NotFound (ARTICLE_NOT_FOUND).
 func (s *Service) Like(ctx context.Context, strategy Strategy, articleID, userID int64) (Like, error) {
-	return s.like(ctx, strategy, articleID, userID, nil)
+	return s.like(ctx, strategy, target{article: articleID}, userID, nil)
+}
+
+// LikeComment records that userID likes commentID, as Like does for an article: a like of a comment that does not
+// exist, or is deleted, is NotFound (COMMENT_NOT_FOUND). Liking one's own comment is allowed, as one's own article.
+func (s *Service) LikeComment(ctx context.Context, strategy Strategy, commentID, userID int64) (Like, error) {
+	t, err := s.commentTarget(ctx, commentID)
+	if err != nil {
+		return Like{}, err
+	}
+	return s.like(ctx, strategy, t, userID, nil)
+}
+
+// commentTarget is the target of a comment's likes: the comment and its article (CommentNotFound if unknown).
+func (s *Service) commentTarget(ctx context.Context, commentID int64) (target, error) {
+	if commentID <= 0 {
+		return target{}, CommentNotFound(commentID) // no comment has it: nothing to look up
+	}
+	articleID, err := s.store.comments.article(ctx, commentID)
+	return target{article: articleID, comment: commentID}, err
 }
 
 // like is Like recording its answer for key (nil for none) in the transaction that makes it, which may be shared
-// with other likes of the article (see Store.apply).
-func (s *Service) like(ctx context.Context, strategy Strategy, articleID, userID int64, key *idempotency.Write) (Like, error) {
+// with other likes of the target (see Store.apply).
+func (s *Service) like(ctx context.Context, strategy Strategy, t target, userID int64, key *idempotency.Write) (Like, error) {
 	id, err := s.ids.Next()
 	if err != nil {
 		return Like{}, snowflake.Unavailable(err)
 	}
-	l := Like{ID: id, ArticleID: articleID, UserID: userID, CreatedAt: apijson.Millis(s.now())}
-	err = s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, change{like: l, key: key}) })
+	l := Like{ID: id, ArticleID: t.article, CommentID: t.comment, UserID: userID, CreatedAt: apijson.Millis(s.now())}
+	err = s.store.articles.Write(ctx, t.article, func() error { return s.submit(ctx, strategy, change{like: l, key: key}) })
 	if err != nil {
 		return Like{}, err
 	}
@@ -188,11 +218,25 @@ func (s *Service) like(ctx context.Context, strategy Strategy, articleID, userID
 // Unlike removes userID's like of articleID, with strategy ("" for the default). On an article that does not exist
 // (a deleted one included) it is NotFound (ARTICLE_NOT_FOUND), not LIKE_NOT_FOUND.
 func (s *Service) Unlike(ctx context.Context, strategy Strategy, articleID, userID int64) error {
-	c := change{like: Like{ArticleID: articleID, UserID: userID}, unlike: true}
-	return s.store.articles.Write(ctx, articleID, func() error { return s.submit(ctx, strategy, c) })
+	return s.unlike(ctx, strategy, target{article: articleID}, userID)
 }
 
-// submit has c made with strategy ("" for the default), in a batch of its article, and returns its outcome once the
+// UnlikeComment removes userID's like of commentID, as Unlike does for an article: on a comment that does not exist
+// or is deleted it is COMMENT_NOT_FOUND.
+func (s *Service) UnlikeComment(ctx context.Context, strategy Strategy, commentID, userID int64) error {
+	t, err := s.commentTarget(ctx, commentID)
+	if err != nil {
+		return err
+	}
+	return s.unlike(ctx, strategy, t, userID)
+}
+
+func (s *Service) unlike(ctx context.Context, strategy Strategy, t target, userID int64) error {
+	c := change{like: Like{ArticleID: t.article, CommentID: t.comment, UserID: userID}, unlike: true}
+	return s.store.articles.Write(ctx, t.article, func() error { return s.submit(ctx, strategy, c) })
+}
+
+// submit has c made with strategy ("" for the default), in a batch of its target, and returns its outcome once the
 // batch's transaction has committed; or a 503 as soon as ctx ends, the change then made or not.
 func (s *Service) submit(ctx context.Context, strategy Strategy, c change) error {
 	if strategy == "" {
@@ -202,7 +246,7 @@ func (s *Service) submit(ctx context.Context, strategy Strategy, c change) error
 		return fmt.Errorf("unknown like strategy %q", strategy)
 	}
 	o := &op{ctx: ctx, change: c, queued: time.Now(), done: make(chan error, 1)}
-	key := batchKey{c.like.ArticleID, strategy}
+	key := batchKey{c.like.target(), strategy}
 	if s.batches == nil {
 		s.runBatch(key, []*op{o})
 	} else {
@@ -260,7 +304,7 @@ func (s *Service) runBatchOnce(ctx context.Context, key batchKey, ops []*op) err
 			changes[i] = o.change
 		}
 		var err error
-		if outcomes, err = s.store.apply(ctx, st, key.articleID, changes); err != nil {
+		if outcomes, err = s.store.apply(ctx, st, key.target, changes); err != nil {
 			return 0, err
 		}
 		writes := 0
@@ -308,7 +352,7 @@ func (s *Service) write(ctx context.Context, strategy Strategy, attempt func(Str
 		c.conflicts.Add(1)
 		if n == s.retry.attempts {
 			return fault.Unavailablef(err, "LIKE_CONTENDED",
-				"the article's like count changed under %d attempts in a row; try again", n)
+				"the like count changed under %d attempts in a row; try again", n)
 		}
 		if err := s.retry.sleep(ctx, s.retry.wait(n)); err != nil {
 			return fault.Unavailablef(err, "LIKE_CONTENDED", "stopped retrying after %d attempts: %v", n, err)

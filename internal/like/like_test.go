@@ -47,19 +47,25 @@ var eventIDs = func() *snowflake.Generator {
 }()
 
 // testEnv is a like service under test with the record of articles it checks and the stand-in article service
-// that record looks unknown articles up at, which has every article unless told otherwise.
+// that record looks unknown articles up at, which has every article unless told otherwise; and its record of
+// comments with the stand-in comment service that one looks unknown comments up at, which has none unless told.
 type testEnv struct {
-	svc      *Service
-	articles *existence.Registry
-	origin   *existencetest.Origin
+	db            *sqldb.DB
+	svc           *Service
+	articles      *existence.Registry
+	origin        *existencetest.Origin
+	comments      *Comments
+	commentOrigin *commentOrigin
 }
 
 func newTestEnv(t testing.TB, db *sqldb.DB, strategy Strategy) testEnv {
 	origin := existencetest.NewOrigin(t)
 	articles := origin.Registry("like", db)
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), articles)
+	co := newCommentOrigin(t)
+	comments := NewComments(db, co.url, nil)
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), articles, comments)
 	svc := NewService(store, snowflaketest.NewIDs(firstID), func() time.Time { return t0 }, strategy)
-	return testEnv{svc, articles, origin}
+	return testEnv{db, svc, articles, origin, comments, co}
 }
 
 // newTestService returns a like service over db for which every article exists.
@@ -75,10 +81,21 @@ func wantKind(t *testing.T, err error, kind fault.Kind, code, what string) {
 	}
 }
 
-// sent is one event of the outbox, decoded.
+// sent is one event of the outbox, decoded: Payload for an article's like, Comment for a comment's.
 type sent struct {
 	Type    event.Type
 	Payload event.Like
+	Comment event.CommentLike
+}
+
+func (s sent) isComment() bool { return s.Type == event.CommentLiked || s.Type == event.CommentUnliked }
+
+// counted is the count and version the event carries.
+func (s sent) counted() [2]int64 {
+	if s.isComment() {
+		return [2]int64{s.Comment.CommentLikeCount, s.Comment.CommentLikeCountVersion}
+	}
+	return [2]int64{s.Payload.ArticleLikeCount, s.Payload.ArticleLikeCountVersion}
 }
 
 // sameTime compares event times by the instant they name.
@@ -99,7 +116,11 @@ func outboxOf(t *testing.T, db *sqldb.DB, articleID int64) []sent {
 			t.Fatal(err)
 		}
 		s := sent{Type: event.Type(typ)}
-		if err := json.Unmarshal([]byte(body), &s.Payload); err != nil {
+		into := any(&s.Payload)
+		if s.isComment() {
+			into = &s.Comment
+		}
+		if err := json.Unmarshal([]byte(body), into); err != nil {
 			t.Fatalf("payload %s: %v", body, err)
 		}
 		out = append(out, s)
@@ -113,8 +134,14 @@ func outboxOf(t *testing.T, db *sqldb.DB, articleID int64) []sent {
 // likeRows counts an article's rows in article_like.
 func likeRows(t *testing.T, db *sqldb.DB, articleID int64) int64 {
 	t.Helper()
+	return rowsOf(t, db, target{article: articleID})
+}
+
+// rowsOf counts the like rows of an article or a comment.
+func rowsOf(t testing.TB, db *sqldb.DB, tg target) int64 {
+	t.Helper()
 	var n int64
-	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM article_like WHERE article_id = ?", articleID).
+	if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM "+tg.tables().likes+" WHERE "+tg.tables().key, tg.args()...).
 		Scan(&n); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +247,7 @@ func TestLikeLifecycle(t *testing.T) {
 				// One event per change, with the count and its version as that transaction left them; an unlike
 				// carries the like it removed. Failed requests wrote none.
 				ev := func(typ event.Type, l Like, count, version int64) sent {
-					return sent{typ, event.Like{ArticleLikeID: apijson.ID(l.ID), ArticleID: apijson.ID(article),
+					return sent{Type: typ, Payload: event.Like{ArticleLikeID: apijson.ID(l.ID), ArticleID: apijson.ID(article),
 						UserID: apijson.ID(l.UserID), CreatedAt: apijson.Time(t0ms), ArticleLikeCount: count,
 						ArticleLikeCountVersion: version}}
 				}
@@ -249,17 +276,10 @@ func TestLikeLifecycle(t *testing.T) {
 	})
 }
 
-func TestLikeRejectsZeroIDs(t *testing.T) {
-	t.Parallel()
-	// Routes checks the ids of every like and unlike with checkIDs, before the principal and the Service.
-	wantKind(t, checkIDs(0, 1), fault.Invalid, "INVALID_ARTICLE_ID", "article 0")
-	wantKind(t, checkIDs(1, 0), fault.Invalid, "INVALID_USER_ID", "user 0")
-}
-
 func TestLikeWithoutIDs(t *testing.T) {
 	t.Parallel()
 	db := sqldbtest.OpenSQLite(t, Migrate)
-	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db))
+	store := NewStore(db, outbox.New(db, outbox.DefaultShards, eventIDs, time.Now, nil, nil), existencetest.NewOrigin(t).Registry("like", db), nil)
 	svc := NewService(store, snowflaketest.FailingIDs{}, time.Now, "")
 	_, err := svc.Like(context.Background(), "", 1, 1)
 	wantKind(t, err, fault.Unavailable, "ID_UNAVAILABLE", "like without ids")
@@ -296,64 +316,68 @@ func concurrently(n, workers int, fn func(i int) error) []error {
 	return errs
 }
 
-// TestConcurrentLikes is the SPEC's claim: 3000 likes by distinct users from 100 concurrent clients at one article
-// count exactly 3000, with every strategy, and 3000 concurrent unlikes bring it back to 0. Every change writes one
-// event whose count and version are those of its own transaction: with +1 per like, the k-th committed like leaves
+// TestConcurrentLikes is the SPEC's claim: 3000 likes by distinct users from 100 concurrent clients at one article,
+// or at one comment, count exactly 3000, with every strategy, and 3000 concurrent unlikes bring it back to 0. Every
+// change writes one event whose count and version are those of its own transaction: with +1 per like, the k-th committed like leaves
 // count k at version k, so the events' (count, version) pairs are exactly 1..3000 when none was lost or seen twice.
 func TestConcurrentLikes(t *testing.T) {
 	// Not in parallel: its 100 clients fill its MySQL database's pool of 50 connections, and two such tests
 	// beside another package's would pass MariaDB's default max_connections (151).
 	const likes, workers = 3000, 100
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
-		ctx := context.Background()
-		svc := newTestService(t, db, "") // one service, so that like ids stay unique across strategies
+		env := newTestEnv(t, db, "") // one service, so that like ids stay unique across strategies
 		for i, st := range Strategies {
-			t.Run(string(st), func(t *testing.T) {
-				article := int64(1000 + i)
-				start := time.Now()
-				errs := concurrently(likes, workers, func(u int) error {
-					_, err := svc.Like(ctx, st, article, int64(u+1))
-					return err
-				})
-				liked := time.Since(start)
-				for u, err := range errs {
-					if err != nil {
-						t.Fatalf("like by user %d: %v", u+1, err)
-					}
-				}
-				checkCounted(t, db, svc, article, likes, event.ArticleLiked, func(k int64) (int64, int64) { return k, k })
-
-				start = time.Now()
-				errs = concurrently(likes, workers, func(u int) error { return svc.Unlike(ctx, st, article, int64(u+1)) })
-				unliked := time.Since(start)
-				for u, err := range errs {
-					if err != nil {
-						t.Fatalf("unlike by user %d: %v", u+1, err)
-					}
-				}
-				checkCounted(t, db, svc, article, 0, event.ArticleUnliked, func(k int64) (int64, int64) { return likes - k, likes + k })
-				t.Logf("%s on %s: %d likes in %s, %d unlikes in %s, %+v", st, db.Dialect, likes, liked.Round(time.Millisecond),
-					likes, unliked.Round(time.Millisecond), svc.Stats(st))
-			})
+			for _, tg := range []target{{article: int64(1000 + i)}, env.comment(t, int64(1100+i), int64(1200+i))} {
+				t.Run(string(st)+"/"+tg.String(), func(t *testing.T) { concurrentLikes(t, env, st, tg, likes, workers) })
+			}
 		}
 	})
 }
 
-// checkCounted checks that an article's count and rows are want, and that its events of type typ are exactly one
-// per change k = 1..likes with the (count, version) that pair(k) gives.
-func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64, typ event.Type, pair func(k int64) (int64, int64)) {
+// concurrentLikes is a run of TestConcurrentLikes, on one target with one strategy.
+func concurrentLikes(t *testing.T, env testEnv, st Strategy, tg target, likes, workers int) {
+	ctx, svc, db := context.Background(), env.svc, env.db
+	start := time.Now()
+	errs := concurrently(likes, workers, func(u int) error {
+		_, err := likeOf(ctx, svc, st, tg, int64(u+1))
+		return err
+	})
+	liked := time.Since(start)
+	for u, err := range errs {
+		if err != nil {
+			t.Fatalf("like by user %d: %v", u+1, err)
+		}
+	}
+	checkCounted(t, db, svc, tg, int64(likes), tg.tables().liked, func(k int64) (int64, int64) { return k, k })
+
+	start = time.Now()
+	errs = concurrently(likes, workers, func(u int) error { return unlikeOf(ctx, svc, st, tg, int64(u+1)) })
+	unliked := time.Since(start)
+	for u, err := range errs {
+		if err != nil {
+			t.Fatalf("unlike by user %d: %v", u+1, err)
+		}
+	}
+	checkCounted(t, db, svc, tg, 0, tg.tables().unliked, func(k int64) (int64, int64) { return int64(likes) - k, int64(likes) + k })
+	t.Logf("%s of %s on %s: %d likes in %s, %d unlikes in %s, %+v", st, tg, db.Dialect, likes, liked.Round(time.Millisecond),
+		likes, unliked.Round(time.Millisecond), svc.Stats(st))
+}
+
+// checkCounted checks that an article's or a comment's count and rows are want, and that its events of type typ
+// are exactly one per change k = 1..likes with the (count, version) that pair(k) gives.
+func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, tg target, want int64, typ event.Type, pair func(k int64) (int64, int64)) {
 	t.Helper()
 	const likes = 3000
-	if n, err := svc.count(context.Background(), article); err != nil || n != want {
+	if n, _, err := svc.store.count(context.Background(), tg); err != nil || n != want {
 		t.Errorf("count = %d, %v; want %d", n, err, want)
 	}
-	if n := likeRows(t, db, article); n != want {
+	if n := rowsOf(t, db, tg); n != want {
 		t.Errorf("like rows = %d, want %d", n, want)
 	}
 	var got [][2]int64
-	for _, e := range outboxOf(t, db, article) {
+	for _, e := range outboxOf(t, db, tg.article) {
 		if e.Type == typ {
-			got = append(got, [2]int64{e.Payload.ArticleLikeCount, e.Payload.ArticleLikeCountVersion})
+			got = append(got, e.counted())
 		}
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i][1] < got[j][1] })
@@ -367,44 +391,48 @@ func checkCounted(t *testing.T, db *sqldb.DB, svc *Service, article, want int64,
 	}
 }
 
-// TestConcurrentDuplicates fires 20 likes by one user at once at a never-liked article (so they also race to
-// create its count row), then 20 unlikes: exactly one of each succeeds, the rest are 409 and 404.
+// TestConcurrentDuplicates fires 20 likes by one user at once at a never-liked article or comment (so they also
+// race to create its count row), then 20 unlikes: exactly one of each succeeds, the rest are 409 and 404.
 func TestConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	const tries = 20
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(t, db, "")
+		env := newTestEnv(t, db, "")
+		svc := env.svc
 		for i, st := range Strategies {
-			t.Run(string(st), func(t *testing.T) {
-				article, user := int64(2000+i), int64(5)
-				kinds := func(errs []error) map[fault.Kind]int {
-					out := map[fault.Kind]int{}
-					for _, err := range errs {
-						if err != nil && fault.KindOf(err) == 0 {
-							t.Errorf("internal error: %v", err)
+			for _, tg := range []target{{article: int64(2000 + i)}, env.comment(t, int64(2100+i), int64(2200+i))} {
+				t.Run(string(st)+"/"+tg.String(), func(t *testing.T) {
+					user := int64(5)
+					kinds := func(errs []error) map[fault.Kind]int {
+						out := map[fault.Kind]int{}
+						for _, err := range errs {
+							if err != nil && fault.KindOf(err) == 0 {
+								t.Errorf("internal error: %v", err)
+							}
+							out[fault.KindOf(err)]++
 						}
-						out[fault.KindOf(err)]++
+						return out
 					}
-					return out
-				}
-				errs := concurrently(tries, tries, func(int) error { _, err := svc.Like(ctx, st, article, user); return err })
-				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.Conflict: tries - 1}, kinds(errs)); diff != "" {
-					t.Errorf("likes: outcomes by kind (-want +got):\n%s", diff)
-				}
-				if n, _ := svc.count(ctx, article); n != 1 || likeRows(t, db, article) != 1 || len(outboxOf(t, db, article)) != 1 {
-					t.Errorf("after %d likes by one user: count %d, %d rows, %d events; want 1 each", tries, n,
-						likeRows(t, db, article), len(outboxOf(t, db, article)))
-				}
-				errs = concurrently(tries, tries, func(int) error { return svc.Unlike(ctx, st, article, user) })
-				if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.NotFound: tries - 1}, kinds(errs)); diff != "" {
-					t.Errorf("unlikes: outcomes by kind (-want +got):\n%s", diff)
-				}
-				if n, _ := svc.count(ctx, article); n != 0 || likeRows(t, db, article) != 0 || len(outboxOf(t, db, article)) != 2 {
-					t.Errorf("after %d unlikes: count %d, %d rows, %d events; want 0, 0, 2", tries, n,
-						likeRows(t, db, article), len(outboxOf(t, db, article)))
-				}
-			})
+					counted := func() int64 { n, _, _ := svc.store.count(ctx, tg); return n }
+					errs := concurrently(tries, tries, func(int) error { _, err := likeOf(ctx, svc, st, tg, user); return err })
+					if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.Conflict: tries - 1}, kinds(errs)); diff != "" {
+						t.Errorf("likes: outcomes by kind (-want +got):\n%s", diff)
+					}
+					if n := counted(); n != 1 || rowsOf(t, db, tg) != 1 || len(outboxOf(t, db, tg.article)) != 1 {
+						t.Errorf("after %d likes by one user: count %d, %d rows, %d events; want 1 each", tries, n,
+							rowsOf(t, db, tg), len(outboxOf(t, db, tg.article)))
+					}
+					errs = concurrently(tries, tries, func(int) error { return unlikeOf(ctx, svc, st, tg, user) })
+					if diff := cmp.Diff(map[fault.Kind]int{0: 1, fault.NotFound: tries - 1}, kinds(errs)); diff != "" {
+						t.Errorf("unlikes: outcomes by kind (-want +got):\n%s", diff)
+					}
+					if n := counted(); n != 0 || rowsOf(t, db, tg) != 0 || len(outboxOf(t, db, tg.article)) != 2 {
+						t.Errorf("after %d unlikes: count %d, %d rows, %d events; want 0, 0, 2", tries, n,
+							rowsOf(t, db, tg), len(outboxOf(t, db, tg.article)))
+					}
+				})
+			}
 		}
 	})
 }

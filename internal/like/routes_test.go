@@ -192,6 +192,14 @@ func TestRoutesRejectBadInput(t *testing.T) {
 		{"GET", "/v1/article-likes/articles/1/users/1/optimistic-lock", 405, "METHOD_NOT_ALLOWED"},
 		{"PUT", "/v1/article-likes/articles/1/users/1", 405, "METHOD_NOT_ALLOWED"},
 		{"POST", "/v1/article-likes/articles/1/count", 405, "METHOD_NOT_ALLOWED"},
+		{"POST", "/v1/comment-likes/comments/abc/users/1", 400, "INVALID_COMMENT_ID"},
+		{"POST", "/v1/comment-likes/comments/0/users/1/pessimistic-lock-1", 400, "INVALID_COMMENT_ID"},
+		{"DELETE", "/v1/comment-likes/comments/0/users/1", 400, "INVALID_COMMENT_ID"},
+		{"DELETE", "/v1/comment-likes/comments/1/users/0/optimistic-lock", 400, "INVALID_USER_ID"},
+		{"GET", "/v1/comment-likes/comments/-1/users/1", 400, "INVALID_COMMENT_ID"},
+		{"GET", "/v1/comment-likes/comments/x/count", 400, "INVALID_COMMENT_ID"},
+		{"GET", "/v1/comment-likes/comments/0/count", 404, "COMMENT_NOT_FOUND"},
+		{"POST", "/v1/comment-likes/comments/1/users/1/no-lock", 404, "NOT_FOUND"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			wantError(t, tc.method+" "+tc.path, httpiotest.Call(h, tc.method, tc.path, ""), tc.status, tc.code)
@@ -202,8 +210,8 @@ func TestRoutesRejectBadInput(t *testing.T) {
 	for _, id := range []string{"01", "+1"} {
 		wantError(t, "count of article "+id, httpiotest.Call(h, "GET", "/v1/article-likes/articles/"+id+"/count", ""), 400, "INVALID_ARTICLE_ID")
 	}
-	if n := env.origin.Calls(); n != 0 {
-		t.Errorf("bad requests made %d lookups at the article service, want none", n)
+	if n := env.origin.Calls() + env.commentOrigin.calls.Load(); n != 0 {
+		t.Errorf("bad requests made %d lookups at the article and comment services, want none", n)
 	}
 }
 

@@ -53,12 +53,14 @@ var (
 	md = goldmark.New(
 		// extension.GFM; table cells are rendered by alignedTableCells.
 		goldmark.WithExtensions(extension.Linkify, extension.Strikethrough, extension.TaskList, extension.Table),
-		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
+		goldmark.WithParserOptions(parser.WithInlineParsers(util.Prioritized(mentionParser{}, 500)),
+			parser.WithASTTransformers(util.Prioritized(linkRules{}, 100))),
 		// The renderer's unsafe mode stays off: links and images with javascript:, vbscript:, file: or data: URLs
 		// lose their URL. Raw HTML shows as the text it was typed as (rawHTMLAsText); task-list checkboxes say what
 		// they are (labelledCheckBoxes). Priority 0 goes before goldmark's own renderers for the same nodes.
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTMLAsText{}, 0),
-			util.Prioritized(labelledCheckBoxes{}, 0), util.Prioritized(alignedTableCells{}, 0))),
+			util.Prioritized(labelledCheckBoxes{}, 0), util.Prioritized(alignedTableCells{}, 0),
+			util.Prioritized(mentionLinks{}, 0))),
 	)
 	policy = newPolicy()
 )
@@ -225,8 +227,8 @@ func (alignedTableCells) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) 
 	})
 }
 
-// linkRules is the AST transformer that marks external links and turns images from outside the media service into
-// links.
+// linkRules is the AST transformer that marks external links, turns images from outside the media service into
+// links, and mentions inside a link's text into text.
 type linkRules struct{}
 
 func (linkRules) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
@@ -238,11 +240,13 @@ func (linkRules) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 		switch n := n.(type) {
 		case *ast.Link:
 			markExternal(n, n.Destination)
+			unlinkMentions(n)
 		case *ast.AutoLink:
 			if n.AutoLinkType == ast.AutoLinkURL {
 				markExternal(n, n.URL(reader.Source()))
 			}
 		case *ast.Image:
+			unlinkMentions(n)
 			if !mediaURL.Match(n.Destination) {
 				images = append(images, n)
 			}
@@ -316,7 +320,7 @@ func plainText(doc ast.Node, source []byte, b *bytes.Buffer) string {
 			}
 			return ast.WalkContinue, nil
 		case *ast.CodeSpan:
-			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			for c := n.FirstChild(); c != nil && entering; c = c.NextSibling() {
 				if t, ok := c.(*ast.Text); ok {
 					writeOnOneLine(b, t.Segment.Value(source))
 				}

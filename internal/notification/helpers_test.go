@@ -105,12 +105,43 @@ func (o *origin) add(id, writer int64, title string) {
 	o.articles[id] = article{id: id, writerID: writer, title: title}
 }
 
+// users fakes the user service's GET /v1/users?usernames=: the user named "u<id>" is user id; no other name is
+// anyone's.
+type users struct {
+	url    string
+	status atomic.Int64 // an answer other than the users', when set
+	calls  atomic.Int64
+}
+
+func newUsers(t testing.TB) *users {
+	u := &users{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.calls.Add(1)
+		if s := u.status.Load(); s != 0 {
+			http.Error(w, `{"code":"DATABASE_UNAVAILABLE","message":"down"}`, int(s))
+			return
+		}
+		found := []map[string]any{}
+		for _, name := range strings.Split(r.URL.Query().Get("usernames"), ",") {
+			if id, err := strconv.ParseInt(strings.TrimPrefix(name, "u"), 10, 64); err == nil && strings.HasPrefix(name, "u") && id > 0 {
+				found = append(found, map[string]any{"userId": apijson.ID(id), "username": name})
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(found)
+	}))
+	t.Cleanup(srv.Close)
+	u.url = srv.URL
+	return u
+}
+
 // fixture is a service over a test database and Redis, with a fake article service, served as board serve does.
 type fixture struct {
 	t      *testing.T
 	svc    *Service
 	api    http.Handler
 	origin *origin
+	users  *users
 
 	mu      sync.Mutex
 	servers map[int64]*httptest.Server // by user: a port that serves as that user
@@ -119,8 +150,8 @@ type fixture struct {
 // newFixture returns a service with its listener of the other instances running until the test ends.
 func newFixture(t *testing.T, db *sqldb.DB, b redisclienttest.Backend, cfg Config) *fixture {
 	t.Helper()
-	f := &fixture{t: t, origin: newOrigin(t), servers: map[int64]*httptest.Server{}}
-	cfg.ArticleOrigin, cfg.KeyPrefix, cfg.Logger = f.origin.url, b.Prefix, httpiotest.Logger
+	f := &fixture{t: t, origin: newOrigin(t), users: newUsers(t), servers: map[int64]*httptest.Server{}}
+	cfg.ArticleOrigin, cfg.UserOrigin, cfg.KeyPrefix, cfg.Logger = f.origin.url, f.users.url, b.Prefix, httpiotest.Logger
 	f.svc = New(db, newIDs(t), b.Client, cfg)
 	f.api = httpio.Server{Service: "notification", API: Routes(f.svc, httpiotest.Logger), Gatherer: prometheus.NewRegistry(),
 		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: httpiotest.Logger,
@@ -552,4 +583,15 @@ func (s *sseStream) opened(unread int64) {
 		s.t.Fatalf("first event %+v, want retry: 3000", ev)
 	}
 	s.unread(unread)
+}
+
+// noAutoWatch turns autoWatch off for users: the tests of replies are about replies, not about the watches that
+// writing a comment makes.
+func (f *fixture) noAutoWatch(users ...int64) {
+	f.t.Helper()
+	for _, u := range users {
+		if _, err := f.svc.SetPreferences(context.Background(), u, func(p *Preferences) { p.AutoWatch = false }); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 }

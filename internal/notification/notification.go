@@ -25,7 +25,26 @@ const (
 	CommentReply   Kind = "comment-reply"   // a reply to the user's comment
 	ArticleLike    Kind = "article-like"    // likes of the user's article, grouped while unread
 	Moderation     Kind = "moderation"      // a moderator's act on the user's content or account
+	// Following (SPEC §3.13).
+	Mention        Kind = "mention"         // the user's @name in an article or comment
+	WatchedComment Kind = "watched-comment" // a comment on an article the user watches
+	WatchedArticle Kind = "watched-article" // a new article on a board the user watches
 )
+
+// priority orders the kinds one post may tell a person of: the person is told once, of the highest.
+func (k Kind) priority() int {
+	switch k {
+	case CommentReply:
+		return 4
+	case ArticleComment:
+		return 3
+	case Mention:
+		return 2
+	case WatchedComment, WatchedArticle:
+		return 1
+	}
+	return 0
+}
 
 // maxActors bounds the actors a notification names; actorCount counts them all.
 const maxActors = 5
@@ -47,13 +66,19 @@ type Notification struct {
 	UpdatedAt    time.Time
 }
 
-// Preferences are the kinds a user wants; all by default.
+// Preferences are the kinds a user wants, all by default, and whether writing watches what one wrote on.
 type Preferences struct {
 	Reply        bool `json:"reply"`        // article-comment
 	CommentReply bool `json:"commentReply"` // comment-reply
 	Like         bool `json:"like"`         // article-like
 	Moderation   bool `json:"moderation"`
+	Mention      bool `json:"mention"`
+	Watched      bool `json:"watched"`   // watched-comment, watched-article
+	AutoWatch    bool `json:"autoWatch"` // writing an article or a comment watches the article
 }
+
+// defaultPreferences are a new inbox's.
+var defaultPreferences = Preferences{true, true, true, true, true, true, true}
 
 // wants reports whether p lets a notification of kind k through.
 func (p Preferences) wants(k Kind) bool {
@@ -64,6 +89,10 @@ func (p Preferences) wants(k Kind) bool {
 		return p.CommentReply
 	case ArticleLike:
 		return p.Like
+	case Mention:
+		return p.Mention
+	case WatchedComment, WatchedArticle:
+		return p.Watched
 	}
 	return p.Moderation
 }
@@ -73,7 +102,18 @@ type Config struct {
 	// ArticleOrigin is the article service's base URL, where an article that no event has told of yet (its event
 	// is on another topic, not yet read, or older than the topic's retention) is looked up.
 	ArticleOrigin string
-	KeyPrefix     string // of the Redis pub/sub channel
+	// CommentOrigin is the comment service's base URL, where a comment to bookmark that no event has told of yet is
+	// looked up.
+	CommentOrigin string
+	// UserOrigin is the user service's base URL, where mentioned names are resolved to users ("": no one is).
+	UserOrigin string
+	KeyPrefix  string // of the Redis pub/sub channel
+	// FanoutBatch is how many inboxes one transaction of a fan-out writes (on Vitess always 1: a transaction stays
+	// on one shard), FanoutWorkers how many of those transactions run at once.
+	FanoutBatch, FanoutWorkers int
+	// Blocks says whether a user blocks another: a recipient who blocks the actor is not told of the actor's acts
+	// (any kind but moderation). Nil: nobody blocks anyone.
+	Blocks interface{ Blocks(user, other int64) bool }
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
@@ -90,6 +130,9 @@ const (
 	DefaultMaxStreamsPerUser = 8
 	DefaultStreamLifetime    = 10 * time.Minute
 	DefaultHeartbeat         = 15 * time.Second
+	DefaultFanoutBatch       = 500
+	DefaultFanoutWorkers     = 8
+	vitessFanoutWorkers      = 16 // one inbox per transaction: more of them at once
 	lookupTimeout            = 2 * time.Second
 )
 
@@ -100,7 +143,7 @@ type Service struct {
 	rdb redis.UniversalClient
 	hub *hub
 	// announce holds the users whose inbox changed, for Run to announce to the other instances.
-	announce chan int64
+	announce chan []int64
 	cfg      Config
 	client   *http.Client
 }
@@ -122,13 +165,25 @@ func New(db *sqldb.DB, ids *snowflake.Generator, rdb redis.UniversalClient, cfg 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FanoutBatch <= 0 {
+		cfg.FanoutBatch = DefaultFanoutBatch
+	}
+	if cfg.FanoutWorkers <= 0 {
+		cfg.FanoutWorkers = DefaultFanoutWorkers
+		if db.Vitess() {
+			cfg.FanoutWorkers = vitessFanoutWorkers
+		}
+	}
+	if db.Vitess() {
+		cfg.FanoutBatch = 1
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	client := &http.Client{Timeout: 2 * lookupTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: lookupTimeout}}
 	return &Service{db: db, ids: ids, rdb: rdb, hub: newHub(cfg.MaxStreams, cfg.MaxStreamsPerUser),
-		announce: make(chan int64, announceQueue), cfg: cfg, client: client}
+		announce: make(chan []int64, announceQueue), cfg: cfg, client: client}
 }
 
 // channel is the Redis pub/sub channel that tells every instance whose inbox changed.

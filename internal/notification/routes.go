@@ -41,6 +41,14 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET "+StreamPath, h.stream)
 	handle("GET /v1/notification-preferences", h.preferences)
 	handle("PUT /v1/notification-preferences", h.setPreferences)
+	handle("PUT /v1/bookmarks/{targetType}/{targetId}", h.putBookmark)
+	handle("DELETE /v1/bookmarks/{targetType}/{targetId}", h.deleteBookmark)
+	handle("GET /v1/bookmarks/{targetType}/{targetId}", h.getBookmark)
+	handle("GET /v1/bookmarks", h.listBookmarks)
+	handle("PUT /v1/watches/{targetType}/{targetId}", h.putWatch)
+	handle("DELETE /v1/watches/{targetType}/{targetId}", h.deleteWatch)
+	handle("GET /v1/watches/{targetType}/{targetId}", h.getWatch)
+	handle("GET /v1/watches", h.listWatches)
 	return mux
 }
 
@@ -194,6 +202,10 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 		CommentReply *bool `json:"commentReply"`
 		Like         *bool `json:"like"`
 		Moderation   *bool `json:"moderation"`
+		// Newer than the others: a client that does not send them keeps them as they are.
+		Mention   *bool `json:"mention"`
+		Watched   *bool `json:"watched"`
+		AutoWatch *bool `json:"autoWatch"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
 		return err
@@ -206,8 +218,15 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	prefs := Preferences{Reply: *in.Reply, CommentReply: *in.CommentReply, Like: *in.Like, Moderation: *in.Moderation}
-	if err := h.svc.SetPreferences(r.Context(), p.UserID, prefs); err != nil {
+	prefs, err := h.svc.SetPreferences(r.Context(), p.UserID, func(prefs *Preferences) {
+		prefs.Reply, prefs.CommentReply, prefs.Like, prefs.Moderation = *in.Reply, *in.CommentReply, *in.Like, *in.Moderation
+		for to, from := range map[*bool]*bool{&prefs.Mention: in.Mention, &prefs.Watched: in.Watched, &prefs.AutoWatch: in.AutoWatch} {
+			if from != nil {
+				*to = *from
+			}
+		}
+	})
+	if err != nil {
 		return err
 	}
 	httpio.Write(w, http.StatusOK, prefs)

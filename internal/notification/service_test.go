@@ -29,6 +29,7 @@ func c(n int64) int64 { return 1<<60 + 1000 + n }
 func TestReplies(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
+		f.noAutoWatch(author, replier, other)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "Title one"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))                // a comment on author's article
 		f.deliver(event.CommentCreated, commentV2(c(2), a1, other, "0000000000"))             // a reply to replier's
@@ -132,6 +133,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
 		f.origin.add(a2, other, "Looked up")
+		f.watch(replier, "board/1", "watching")
 		users := []int64{author, replier, other}
 		snapshot := func() map[int64]inboxState {
 			m := map[int64]inboxState{}
@@ -151,6 +153,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 			{event.CommentCreated, commentV1(c(3), a1, replier, 0)},
 			{event.CommentCreated, commentV1(c(4), a1, other, c(3))},
 			{event.CommentCreated, commentV2(c(5), a2, author, "00000")}, // a2 is looked up
+			{event.CommentCreated, commentV1(c(7), a1, other, c(3))},
 			{event.ArticleLiked, likeEvent(a1, replier)},
 			{event.ArticleLiked, likeEvent(a1, other)},
 			{event.ArticleLiked, likeEvent(a2, author)},
@@ -160,6 +163,12 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 				Hidden: event.Removed, Action: event.ActionRemove, Reason: "rude", ModeratorID: mod, ModeratedAt: apijson.Time(t0)}},
 			{event.UserBanned, event.Ban{UserID: replier, Banned: true, Reason: "spam", ModeratorID: mod, At: apijson.Time(t0)}},
 			{event.UserUnbanned, event.Ban{UserID: replier, Reason: "appeal", ModeratorID: mod, At: apijson.Time(t0)}},
+			// Following: a watched board's new article with a mention, a comment with one, edits that add some (one
+			// turns replier's watched-article into a mention).
+			{event.ArticleCreated, articleOn(a3, other, 1, "for @u101")},
+			{event.CommentCreated, commentSaying(c(6), a3, author, "00000", "hi @u103")},
+			{event.CommentUpdated, commentSaying(c(6), a3, author, "00000", "hi @u103 @u102")},
+			{event.ArticleUpdated, articleOn(a3, other, 1, "for @u101 @u102")},
 			{event.CommentDeleted, commentV1(c(4), a1, other, c(3))},
 			{event.ArticleDeleted, articleEvent(a2, other, "Looked up")},
 		}
@@ -179,6 +188,17 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 		if all[author].Unread == 0 || all[replier].Unread == 0 || all[other].Unread == 0 {
 			t.Fatalf("the script notified too little to prove anything: %+v", all)
 		}
+		kinds := map[Kind]bool{}
+		for _, st := range all {
+			for _, n := range st.List {
+				kinds[n.Kind] = true
+			}
+		}
+		for _, k := range []Kind{ArticleComment, CommentReply, ArticleLike, Moderation, Mention, WatchedComment, WatchedArticle} {
+			if !kinds[k] {
+				t.Errorf("the script made no %s notification", k)
+			}
+		}
 		for _, env := range envs {
 			if err := f.handle(env); err != nil {
 				t.Fatalf("%s replayed: %v", env.Type, err)
@@ -193,6 +213,7 @@ func TestEveryHandlerIsIdempotent(t *testing.T) {
 func TestDeletedOrHiddenBeforeRead(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
+		f.noAutoWatch(author, replier, other)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
 		f.deliver(event.ArticleCreated, articleEvent(a2, author, "Two"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))
@@ -389,7 +410,7 @@ func TestModeration(t *testing.T) {
 func TestPreferences(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
-		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true}`
+		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":true,"watched":true,"autoWatch":true}`
 		r := f.call(author, "GET", "/v1/notification-preferences", "")
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		if r.Body != all+"\n" && r.Body != all {
@@ -403,7 +424,7 @@ func TestPreferences(t *testing.T) {
 				t.Errorf("PUT %s: status %d, want 400", body, r.Status)
 			}
 		}
-		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false}`
+		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false,"mention":true,"watched":true,"autoWatch":false}`
 		for _, user := range []int64{author, other} {
 			r = f.call(user, "PUT", "/v1/notification-preferences", some)
 			httpiotest.WantStatus(t, r, http.StatusOK)
@@ -415,6 +436,7 @@ func TestPreferences(t *testing.T) {
 			t.Errorf("another user's preferences %s, want %s", got, all)
 		}
 
+		f.noAutoWatch(replier)
 		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
 		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000")) // reply: off
 		f.deliver(event.CommentCreated, commentV2(c(2), a1, author, "00001"))

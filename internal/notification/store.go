@@ -28,8 +28,8 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 		in := inbox{userID: userID}
 		p := &in.prefs
 		lock := func() error {
-			return tx.QueryRowContext(ctx, "SELECT seq, unread, want_reply, want_comment_reply, want_like, want_moderation FROM inbox WHERE user_id = ?"+s.db.ForUpdate(),
-				userID).Scan(&in.seq, &in.unread, &p.Reply, &p.CommentReply, &p.Like, &p.Moderation)
+			return tx.QueryRowContext(ctx, "SELECT seq, unread, "+prefColumns+" FROM inbox WHERE user_id = ?"+s.db.ForUpdate(),
+				userID).Scan(append([]any{&in.seq, &in.unread}, p.fields()...)...)
 		}
 		// Most inboxes exist: one statement takes the row. A new one is made first (by another transaction at the
 		// same time, perhaps: the insert then waits for it), then taken.
@@ -52,8 +52,8 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 			return nil
 		}
 		changed = true
-		_, err = tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ? WHERE user_id = ?",
-			in.seq, in.unread, p.Reply, p.CommentReply, p.Like, p.Moderation, userID)
+		_, err = tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ?, want_mention = ?, want_watched = ?, auto_watch = ? WHERE user_id = ?",
+			in.seq, in.unread, p.Reply, p.CommentReply, p.Like, p.Moderation, p.Mention, p.Watched, p.AutoWatch, userID)
 		return err
 	})
 	return changed, err
@@ -84,14 +84,17 @@ func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Not
 
 // addLike adds actor to the unread like group of the user's article, or starts one, the first time actor likes it.
 func (s *Service) addLike(ctx context.Context, userID int64, n Notification) error {
-	if userID <= 0 {
+	actor := n.ActorIDs[0]
+	if userID <= 0 || s.blocks(userID, actor) {
 		return nil
 	}
-	actor := n.ActorIDs[0]
 	key := "l:" + strconv.FormatInt(n.ArticleID, 10)
 	changed, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
 		if !in.prefs.Like {
 			return nil
+		}
+		if muted, err := s.muted(ctx, tx, userID, n.ArticleID); err != nil || muted {
+			return err
 		}
 		res, err := tx.ExecContext(ctx, s.insertIgnore()+" like_actor (user_id, article_id, actor_id) VALUES (?, ?, ?)", userID, n.ArticleID, actor)
 		if err != nil {
@@ -122,6 +125,17 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 		s.publish(userID)
 	}
 	return err
+}
+
+// muted reports whether the user muted the article.
+func (s *Service) muted(ctx context.Context, tx *sql.Tx, userID, articleID int64) (bool, error) {
+	var level string
+	err := tx.QueryRowContext(ctx, "SELECT level FROM watch WHERE user_id = ? AND target_type = ? AND target_id = ?",
+		userID, TargetArticle, articleID).Scan(&level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return level == LevelMuted, err
 }
 
 // insertIgnore begins an insert that adds nothing, rather than fail, where a unique key has the row already.
@@ -213,24 +227,34 @@ func (s *Service) MarkAllRead(ctx context.Context, userID int64) error {
 	return err
 }
 
+// prefColumns are the inbox's columns of Preferences, in the order of its fields.
+const prefColumns = "want_reply, want_comment_reply, want_like, want_moderation, want_mention, want_watched, auto_watch"
+
+// fields are where to scan prefColumns.
+func (p *Preferences) fields() []any {
+	return []any{&p.Reply, &p.CommentReply, &p.Like, &p.Moderation, &p.Mention, &p.Watched, &p.AutoWatch}
+}
+
 // Preferences returns the kinds the user wants.
 func (s *Service) Preferences(ctx context.Context, userID int64) (Preferences, error) {
-	p := Preferences{Reply: true, CommentReply: true, Like: true, Moderation: true}
-	err := s.db.QueryRowContext(ctx, "SELECT want_reply, want_comment_reply, want_like, want_moderation FROM inbox WHERE user_id = ?",
-		userID).Scan(&p.Reply, &p.CommentReply, &p.Like, &p.Moderation)
+	p := defaultPreferences
+	err := s.db.QueryRowContext(ctx, "SELECT "+prefColumns+" FROM inbox WHERE user_id = ?", userID).Scan(p.fields()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, nil
 	}
 	return p, err
 }
 
-// SetPreferences sets the kinds the user wants from now on.
-func (s *Service) SetPreferences(ctx context.Context, userID int64, p Preferences) error {
+// SetPreferences sets the kinds the user wants from now on: change is given the preferences as they are, and
+// changes them.
+func (s *Service) SetPreferences(ctx context.Context, userID int64, change func(*Preferences)) (Preferences, error) {
+	var p Preferences
 	_, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
-		in.prefs = p
+		change(&in.prefs)
+		p = in.prefs
 		return nil
 	})
-	return err
+	return p, err
 }
 
 // state returns the user's inbox sequence and unread count.

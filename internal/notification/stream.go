@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 )
 
 // Live delivery. A change to a user's inbox is committed first, and then announced on one Redis pub/sub channel
-// that every instance listens to, with the user's id: the instances that hold a stream of that user read the
+// that every instance listens to, with the users' ids: the instances that hold a stream of that user read the
 // changes from the database, from the last sequence number each stream sent. So an announcement that is lost or
 // comes twice only delays or repeats a read, never a notification; every stream also reads once a minute
 // whatever it heard, and all of them read when the subscription is (re)made. docs/notifications.md argues the
@@ -98,11 +99,23 @@ const announceQueue = 4096
 
 // publish announces a change to the user's inbox: at once to this instance's streams, and through Redis, by Run, to
 // the other instances'. It never waits for Redis: a hint must not slow the inbox write it follows.
-func (s *Service) publish(user int64) {
-	s.hub.wake(user)
-	select {
-	case s.announce <- user:
-	default:
+func (s *Service) publish(user int64) { s.publishAll([]int64{user}) }
+
+// announceBatch bounds the users one announcement names: a fan-out to thousands of inboxes is a few messages.
+const announceBatch = 500
+
+// publishAll announces a change to each user's inbox, in messages of up to announceBatch users.
+func (s *Service) publishAll(users []int64) {
+	for _, user := range users {
+		s.hub.wake(user)
+	}
+	for len(users) > 0 {
+		n := min(len(users), announceBatch)
+		select {
+		case s.announce <- users[:n:n]:
+		default:
+		}
+		users = users[n:]
 	}
 }
 
@@ -120,8 +133,10 @@ func (s *Service) Run(ctx context.Context) {
 		case *redis.Subscription:
 			s.hub.wake(0) // subscribed again: what was said meanwhile was not heard
 		case *redis.Message:
-			if user, err := strconv.ParseInt(m.Payload, 10, 64); err == nil && user > 0 {
-				s.hub.wake(user)
+			for _, id := range strings.Split(m.Payload, ",") {
+				if user, err := strconv.ParseInt(id, 10, 64); err == nil && user > 0 {
+					s.hub.wake(user)
+				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -139,14 +154,14 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) announceChanges(ctx context.Context) {
 	failing := false
 	for {
-		var user int64
+		var users []int64
 		select {
 		case <-ctx.Done():
 			return
-		case user = <-s.announce:
+		case users = <-s.announce:
 		}
 		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-		err := s.rdb.Publish(pctx, s.channel(), strconv.FormatInt(user, 10)).Err()
+		err := s.rdb.Publish(pctx, s.channel(), formatActors(users)).Err()
 		cancel()
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:

@@ -386,3 +386,28 @@ func TestStreamResumesBeforeAnyNotification(t *testing.T) {
 		t.Errorf("resumed with %+v, want the comment made while away", n)
 	}
 }
+
+// TestStreamAcrossInstancesFanout: a fan-out announces its inboxes many to a message; another instance wakes each
+// of their streams.
+func TestStreamAcrossInstancesFanout(t *testing.T) {
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		one := newFixture(t, db, b, Config{FanoutBatch: 50})
+		two := newFixture(t, db, b, Config{Heartbeat: time.Hour}) // no periodic read: only the announcement wakes it
+		waitSubscribers(t, b.Client, one.svc.channel(), 2)
+		var streams []*sseStream
+		for u := int64(7000); u < 7120; u++ {
+			one.watch(u, "board/3", "watching")
+			if u%40 == 39 { // the last of each batch, and one in the middle of the second
+				st := two.stream(u, "")
+				st.opened(0)
+				streams = append(streams, st)
+			}
+		}
+		one.deliver(event.ArticleCreated, articleOn(a1, author, 3, ""))
+		for _, st := range streams {
+			if _, n := st.notification(live); n.Kind != WatchedArticle || n.ArticleID != idStr(a1) {
+				t.Errorf("%+v", n)
+			}
+		}
+	})
+}

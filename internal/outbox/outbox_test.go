@@ -291,6 +291,22 @@ func TestRecordShape(t *testing.T) {
 	})
 }
 
+// A block's row is keyed (and sharded) by the blocker, its record by the pair: the block topic is compacted per pair.
+func TestBlockRecordKeyedByPair(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, h *harness) {
+		ob, _, _ := h.relay(noPoll, testCoordinator)
+		if err := ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
+			return emit(event.UserBlocked, 11, event.Block{UserID: 11, BlockedUserID: 22, Blocked: true, BlockVersion: 1})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rec := firstRecord(t, h.addr, "test-block"); string(rec.Key) != event.BlockKey(11, 22) {
+			t.Errorf("record key %q, want %q", rec.Key, event.BlockKey(11, 22))
+		}
+	})
+}
+
 // TestRecordCarriesCreatedAt: the record of an event says when its row was written (kafka.HeaderCreatedAt, to the
 // millisecond), whichever path publishes it. The rows are a minute old, so that the produce time cannot pass for it.
 func TestRecordCarriesCreatedAt(t *testing.T) {

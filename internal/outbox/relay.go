@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -274,6 +276,15 @@ func (r *Relay) record(m Message) (*kgo.Record, error) {
 		return nil, err
 	}
 	rec := kafka.EventRecord(m.Type.Topic(r.cfg.TopicPrefix), m.Key, m.ID, m.Type, value)
+	if m.Type == event.UserBlocked || m.Type == event.UserUnblocked {
+		// The block topic is compacted per pair: keyed by the blocker alone (the row's key, its shard), compaction
+		// would keep only each blocker's latest block.
+		var b event.Block
+		if err := json.Unmarshal(m.Payload, &b); err != nil {
+			return nil, fmt.Errorf("outbox row %d: %w", m.ID, err)
+		}
+		rec.Key = []byte(event.BlockKey(int64(b.UserID), int64(b.BlockedUserID)))
+	}
 	kafka.SetCreatedAt(rec, m.CreatedAt)
 	return rec, nil
 }

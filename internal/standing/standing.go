@@ -2,12 +2,11 @@
 // granted since their tokens were signed, so that a ban or a role change takes effect everywhere within a second
 // (SPEC §3.9), not at the token's expiry.
 //
-// A Table is a per-process map userId -> {role, RoleVersion; ban, BanVersion}, fed by a reader of the ban topic
-// (USER_BANNED, USER_UNBANNED from the moderation service) and the user topic (USER_ROLE_CHANGED from the user
-// service). The reader is not a consumer group: every instance reads every partition of both topics from the
-// earliest offset at start and then keeps following them, with a short fetch wait, so that a ban published reaches
-// it within a fraction of a second. Records are applied only when their version is newer than what the table holds
-// for that user, so duplicates and late records never undo newer state.
+// A Table is a per-process map userId -> {role, RoleVersion; ban, BanVersion}, fed by a reader (internal/compacted)
+// of the ban topic (USER_BANNED, USER_UNBANNED from the moderation service) and the user topic (USER_ROLE_CHANGED
+// from the user service): every instance reads every partition of both from the start, then follows them, so that a
+// ban published reaches it within a fraction of a second. Records are applied only when their version is newer than
+// what the table holds for that user, so duplicates and late records never undo newer state.
 //
 // Cost at start. Both topics are compacted (event.CompactedTopics): Kafka keeps each user's latest record for good.
 // What a start reads is then about one record per user who was ever banned or had a role changed, not the history of
@@ -30,9 +29,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"board/internal/auth"
+	"board/internal/compacted"
 	"board/internal/event"
 	"board/internal/fault"
-	"board/internal/kafka"
 )
 
 // Config configures a Table's reader; zero values take the defaults noted.
@@ -50,8 +49,7 @@ type Config struct {
 // Table holds the standing of the users who have one. Its zero value is not usable; make one with New.
 type Table struct {
 	cfg    Config
-	topics []string
-	cl     *kgo.Client
+	reader *compacted.Reader
 
 	mu     sync.RWMutex
 	users  map[int64]*entry
@@ -72,14 +70,8 @@ type entry struct {
 // errLoading is the answer while the table is not caught up.
 var errLoading = fault.Unavailablef(nil, "STANDING_UNAVAILABLE", "this server is still reading bans and roles; try again shortly")
 
-// New returns a table and the client of its reader; Run reads into it.
+// New returns a table and its reader; Run reads into it.
 func New(cfg Config) (*Table, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("standing: no brokers")
-	}
-	if cfg.FetchMaxWait <= 0 {
-		cfg.FetchMaxWait = 150 * time.Millisecond
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -87,25 +79,57 @@ func New(cfg Config) (*Table, error) {
 		cfg.Logger = slog.Default()
 	}
 	t := newTable(cfg)
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		// No group: every instance reads every partition, from the start.
-		kgo.ConsumeTopics(t.topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(cfg.FetchMaxWait),
-		kafka.Logger(cfg.Logger),
-	}
-	cl, err := kgo.NewClient(append(opts, cfg.Opts...)...)
+	r, err := compacted.New(compacted.Config{Brokers: cfg.Brokers, FetchMaxWait: cfg.FetchMaxWait, Logger: cfg.Logger, Opts: cfg.Opts,
+		Topics: []string{event.UserBanned.Topic(cfg.TopicPrefix), event.UserRoleChanged.Topic(cfg.TopicPrefix)}})
 	if err != nil {
 		return nil, fmt.Errorf("standing: %w", err)
 	}
-	t.cl = cl
+	t.reader = r
 	return t, nil
 }
 
 func newTable(cfg Config) *Table {
-	return &Table{cfg: cfg, users: map[int64]*entry{}, ready: make(chan struct{}),
-		topics: []string{event.UserBanned.Topic(cfg.TopicPrefix), event.UserRoleChanged.Topic(cfg.TopicPrefix)}}
+	return &Table{cfg: cfg, users: map[int64]*entry{}, ready: make(chan struct{})}
+}
+
+// Run reads the ban and user topics into the table until ctx ends.
+func (t *Table) Run(ctx context.Context) { t.reader.Run(ctx, t.apply, t.caughtUp) }
+
+func (t *Table) caughtUp(took time.Duration) {
+	t.mu.RLock()
+	n := len(t.users)
+	t.mu.RUnlock()
+	t.cfg.Logger.Info("standing: read bans and roles", "users", n, "took", took.Round(time.Millisecond))
+	t.setCaughtUp()
+}
+
+// apply applies one event of the ban or user topic.
+func (t *Table) apply(env event.Envelope) error {
+	switch env.Type {
+	case event.UserBanned, event.UserUnbanned:
+		b, err := event.Payload[event.Ban](env)
+		if err != nil {
+			return err
+		}
+		if b.UserID <= 0 || b.BanVersion <= 0 {
+			return errors.New("no userId or banVersion")
+		}
+		t.applyBan(b)
+	case event.UserRoleChanged:
+		p, err := event.Payload[event.Role](env)
+		if err != nil {
+			return err
+		}
+		role, err := auth.ParseRole(p.Role)
+		if err != nil {
+			return err
+		}
+		if p.UserID <= 0 || p.RoleVersion <= 0 {
+			return errors.New("no userId or roleVersion")
+		}
+		t.applyRole(int64(p.UserID), role, p.RoleVersion)
+	}
+	return nil
 }
 
 // Lookup returns the role userID holds now when an event changed it ("" otherwise), and the ban in force on them

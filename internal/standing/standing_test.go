@@ -2,7 +2,6 @@ package standing
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,10 +10,10 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/auth"
-	"board/internal/embedded"
+	"board/internal/compacted/compactedtest"
 	"board/internal/event"
 	"board/internal/fault"
-	"board/internal/kafka"
+	"board/internal/polltest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -82,95 +81,45 @@ func TestTable(t *testing.T) {
 	}
 }
 
-// record builds the record of an event, as the relays publish it.
-func record(t *testing.T, prefix string, id int64, typ event.Type, key int64, payload any) *kgo.Record {
+func startTable(t *testing.T, brokers []string) *Table {
 	t.Helper()
-	raw, err := json.Marshal(payload)
+	tb, err := New(Config{Brokers: brokers, TopicPrefix: compactedtest.Prefix, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	value, err := event.Encode(id, typ, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kafka.EventRecord(typ.Topic(prefix), key, id, typ, value)
-}
-
-func startTable(t *testing.T, brokers []string, prefix string) *Table {
-	t.Helper()
-	tb, err := New(Config{Brokers: brokers, TopicPrefix: prefix, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); tb.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	compactedtest.Run(t, tb.Run, tb.CaughtUp())
 	return tb
-}
-
-func caughtUp(t *testing.T, tb *Table) {
-	t.Helper()
-	select {
-	case <-tb.CaughtUp():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the table did not catch up in 10 s")
-	}
-}
-
-// eventually polls cond until it holds, failing after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-	}
 }
 
 // A table started after the events reads them from the start, and is caught up only once it has; one that runs
 // learns of a ban as it is published. Undecodable records are skipped.
 func TestReader(t *testing.T) {
-	k, err := embedded.StartKafka("127.0.0.1:0", t.TempDir(), embedded.DefaultKafkaRetention, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	const prefix = "test-"
-	producer, err := kafka.NewProducer(k.Addrs(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(producer.Close)
+	brokers, producer := compactedtest.Broker(t)
+	const prefix = compactedtest.Prefix
 	ctx := context.Background()
-	if err := kafka.EnsureCompactedTopics(ctx, producer, event.CompactedTopics(prefix), 3); err != nil {
-		t.Fatal(err)
-	}
 
 	// An empty pair of topics: caught up at once.
-	empty := startTable(t, k.Addrs(), prefix)
-	caughtUp(t, empty)
+	empty := startTable(t, brokers)
 
 	var recs []*kgo.Record
 	for u := int64(1); u <= 50; u++ {
-		recs = append(recs, record(t, prefix, 1000+u, event.UserBanned, u, ban(u, 1, true, "spam", nil)))
+		recs = append(recs, compactedtest.Record(t, 1000+u, event.UserBanned, u, ban(u, 1, true, "spam", nil)))
 	}
 	recs = append(recs,
-		record(t, prefix, 2001, event.UserUnbanned, 7, ban(7, 2, false, "", nil)),
-		record(t, prefix, 2002, event.UserRoleChanged, 60, event.Role{UserID: 60, Role: "moderator", RoleVersion: 1}),
+		compactedtest.Record(t, 2001, event.UserUnbanned, 7, ban(7, 2, false, "", nil)),
+		compactedtest.Record(t, 2002, event.UserRoleChanged, 60, event.Role{UserID: 60, Role: "moderator", RoleVersion: 1}),
 		&kgo.Record{Topic: prefix + "ban", Key: []byte("61"), Value: []byte("not json")},
-		record(t, prefix, 2003, event.UserRoleChanged, 60, event.Role{UserID: 60, Role: "admin", RoleVersion: 2}),
+		compactedtest.Record(t, 2003, event.UserRoleChanged, 60, event.Role{UserID: 60, Role: "admin", RoleVersion: 2}),
 	)
 	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the running table sees the bans", func() bool {
+	polltest.Until(t, 5*time.Second, func() (bool, string) {
 		_, b, _ := empty.Lookup(50)
-		return b != nil
+		return b != nil, "the running table does not see the bans"
 	})
 
-	late := startTable(t, k.Addrs(), prefix)
-	caughtUp(t, late)
+	late := startTable(t, brokers)
 	for _, tb := range []*Table{empty, late} {
 		for u := int64(1); u <= 50; u++ {
 			_, b, err := tb.Lookup(u)
@@ -185,11 +134,11 @@ func TestReader(t *testing.T) {
 
 	// A ban published now reaches a running table.
 	until := time.Now().Add(time.Hour)
-	if err := producer.ProduceSync(ctx, record(t, prefix, 3001, event.UserBanned, 99, ban(99, 1, true, "flood", &until))).FirstErr(); err != nil {
+	if err := producer.ProduceSync(ctx, compactedtest.Record(t, 3001, event.UserBanned, 99, ban(99, 1, true, "flood", &until))).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "a new ban reaches the table", func() bool {
+	polltest.Until(t, 5*time.Second, func() (bool, string) {
 		_, b, _ := late.Lookup(99)
-		return b != nil && b.Reason == "flood"
+		return b != nil && b.Reason == "flood", "the new ban did not reach the table"
 	})
 }

@@ -40,3 +40,54 @@ func TestGetMany(t *testing.T) {
 		}
 	})
 }
+
+// GET /v1/users?usernames= resolves the names of @mentions: the users that exist, in the order asked, each once, in
+// any case; ?prefix= suggests the users whose name starts so, by username, at most limit of them.
+func TestByUsernamesAndPrefix(t *testing.T) {
+	t.Parallel()
+	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
+		svc := newTestService(t, db, snowflaketest.NewClock(t0), nil)
+		c := newClient(t, svc, nil)
+		for _, name := range []string{"anna", "ann", "annette", "bob", "an_x", "anxious"} {
+			if status, _, raw := c.do("POST", "/v1/users", creds{name, "correct horse"}); status != http.StatusCreated {
+				t.Fatalf("sign up %s: %d %s", name, status, raw)
+			}
+		}
+		names := func(query string) string {
+			t.Helper()
+			status, _, raw := c.do("GET", "/v1/users?"+query, nil)
+			if status != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", query, status, raw)
+			}
+			var out []string
+			for _, u := range decode[[]userBody](t, raw) {
+				out = append(out, u.Username)
+			}
+			return strings.Join(out, ",")
+		}
+		for query, want := range map[string]string{
+			"usernames=bob,ANN,nobody,ann": "bob,ann",
+			"usernames=nobody":             "",
+			"prefix=ann":                   "ann,anna,annette",
+			"prefix=Ann&limit=2":           "ann,anna",
+			"prefix=an_":                   "an_x", // _ is no wildcard
+			"prefix=annettes":              "",
+			"prefix=b&limit=100":           "bob",
+		} {
+			if got := names(query); got != want {
+				t.Errorf("GET ?%s: %q, want %q", query, got, want)
+			}
+		}
+		c.wantError("GET", "/v1/users?usernames=ann,a%20b", nil, http.StatusBadRequest, "INVALID_USERNAMES")
+		c.wantError("GET", "/v1/users?usernames=", nil, http.StatusBadRequest, "INVALID_USERNAMES")
+		c.wantError("GET", "/v1/users?usernames=ann"+strings.Repeat(",ann", MaxBatch), nil, http.StatusBadRequest, "TOO_MANY_USERNAMES")
+		for _, bad := range []string{"", "a%25", "a-b", strings.Repeat("a", MaxUsername+1)} {
+			c.wantError("GET", "/v1/users?prefix="+bad, nil, http.StatusBadRequest, "INVALID_PREFIX")
+		}
+		for _, q := range []string{"ids=1&usernames=ann", "usernames=ann&prefix=a", "ids=1&prefix=a"} {
+			c.wantError("GET", "/v1/users?"+q, nil, http.StatusBadRequest, "INVALID_QUERY")
+		}
+		c.wantError("GET", "/v1/users?prefix=a&limit=0", nil, http.StatusBadRequest, "INVALID_LIMIT")
+		c.wantError("GET", "/v1/users?prefix=a&limit=101", nil, http.StatusBadRequest, "INVALID_LIMIT")
+	})
+}

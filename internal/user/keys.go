@@ -59,8 +59,9 @@ type Config struct {
 	Limiter httpio.Limiter
 	// Standing, when not nil, is what the process knows of bans: a banned user's sign-in answers 403 BANNED.
 	Standing httpio.Standing
-	// Outbox is where Grant writes its USER_ROLE_CHANGED events, in the transaction that changes the role; nil: an
-	// outbox of outbox.DefaultShards without a relay, whose rows wait for the service's relay to poll them.
+	// Outbox is where Grant writes its USER_ROLE_CHANGED events, and Block and Unblock their USER_BLOCKED and
+	// USER_UNBLOCKED, in the transaction that makes the change; nil: an outbox of outbox.DefaultShards without a
+	// relay, whose rows wait for the service's relay to poll them.
 	Outbox *outbox.Outbox
 	Now    func() time.Time
 	Logger *slog.Logger

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"board/internal/apijson"
+	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
 )
@@ -31,6 +32,9 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET /v1/users/{userId}", h.get)
 	handle("GET /v1/users", h.getMany)
 	handle("GET "+JWKSPath, h.jwks)
+	handle("PUT /v1/blocks/{userId}", h.block)
+	handle("DELETE /v1/blocks/{userId}", h.unblock)
+	handle("GET /v1/blocks", h.blocks)
 	return mux
 }
 
@@ -118,31 +122,130 @@ func (h handlers) jwks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getMany answers GET /v1/users?ids=1,2,3: the users of those ids that exist, in that order (at most MaxBatch).
+// getMany answers GET /v1/users with one of: ids=1,2,3, the users of those ids that exist, in that order;
+// usernames=a,b, the same by username (at most MaxBatch of either); prefix=ab&limit=8, the users whose username
+// starts with the prefix, by username.
 func (h handlers) getMany(w http.ResponseWriter, r *http.Request) error {
-	raw := r.URL.Query().Get("ids")
-	if raw == "" {
-		return fault.Invalidf("MISSING_IDS", "query parameter ids is required: comma-separated user ids")
+	q := r.URL.Query()
+	if q.Has("ids") && q.Has("usernames") || q.Has("prefix") && (q.Has("ids") || q.Has("usernames")) {
+		return fault.Invalidf("INVALID_QUERY", "only one of the query parameters ids, usernames and prefix at once")
 	}
-	parts := strings.Split(raw, ",")
-	if len(parts) > MaxBatch {
-		return fault.Invalidf("TOO_MANY_IDS", "at most %d ids at once, not %d", MaxBatch, len(parts))
-	}
-	ids := make([]int64, len(parts))
-	for i, p := range parts {
-		id, err := apijson.Parse(p)
-		if err != nil {
-			return fault.Invalidf("INVALID_IDS", "query parameter ids: %v", err)
+	var users []User
+	var err error
+	switch {
+	case q.Has("ids"):
+		var ids []int64
+		if ids, err = listParam(q.Get("ids"), "ids", func(p string) (int64, error) { return apijson.Parse(p) }); err == nil {
+			users, err = h.svc.GetMany(r.Context(), ids)
 		}
-		ids[i] = id
+	case q.Has("usernames"):
+		var names []string
+		if names, err = listParam(q.Get("usernames"), "usernames", NormalizeUsername); err == nil {
+			users, err = h.svc.ByUsernames(r.Context(), names)
+		}
+	case q.Has("prefix"):
+		var limit int64
+		if limit, err = httpio.QueryInt(r, "limit", 8, 1, MaxBatch); err != nil {
+			return err
+		}
+		prefix, ok := lowerUsername(q.Get("prefix"))
+		if !ok || prefix == "" || len(prefix) > MaxUsername {
+			return fault.Invalidf("INVALID_PREFIX", "query parameter prefix must be 1 to %d characters of a-z, 0-9 and _", MaxUsername)
+		}
+		users, err = h.svc.ByPrefix(r.Context(), prefix, int(limit))
+	default:
+		return fault.Invalidf("MISSING_IDS", "one query parameter of ids, usernames (comma-separated) or prefix is required")
 	}
-	users, err := h.svc.GetMany(r.Context(), ids)
 	if err != nil {
 		return err
 	}
 	out := make([]userJSON, len(users))
 	for i, u := range users {
 		out[i] = toJSON(u)
+	}
+	httpio.Write(w, http.StatusOK, out)
+	return nil
+}
+
+// listParam parses a comma-separated query parameter of at most MaxBatch values, each by parse: TOO_MANY_<NAME> for
+// more, INVALID_<NAME> for a value parse refuses.
+func listParam[T any](raw, name string, parse func(string) (T, error)) ([]T, error) {
+	code := strings.ToUpper(name)
+	parts := strings.Split(raw, ",")
+	if len(parts) > MaxBatch {
+		return nil, fault.Invalidf("TOO_MANY_"+code, "at most %d %s at once, not %d", MaxBatch, name, len(parts))
+	}
+	out := make([]T, len(parts))
+	for i, p := range parts {
+		v, err := parse(p)
+		if err != nil {
+			return nil, fault.Invalidf("INVALID_"+code, "query parameter %s: %v", name, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+type blockJSON struct {
+	UserID    apijson.ID   `json:"userId"`
+	Username  string       `json:"username"`
+	CreatedAt apijson.Time `json:"createdAt"`
+}
+
+func toBlockJSON(b Block) blockJSON {
+	return blockJSON{apijson.ID(b.UserID), b.Username, apijson.Time(b.CreatedAt)}
+}
+
+// block answers PUT /v1/blocks/{userId}: the acting user blocks userId.
+func (h handlers) block(w http.ResponseWriter, r *http.Request) error {
+	other, err := httpio.PathID(r, "userId")
+	if err != nil {
+		return err
+	}
+	p, err := auth.Acting(r.Context())
+	if err != nil {
+		return err
+	}
+	b, err := h.svc.Block(r.Context(), p.UserID, other)
+	if err != nil {
+		return err
+	}
+	httpio.Write(w, http.StatusOK, toBlockJSON(b))
+	return nil
+}
+
+func (h handlers) unblock(w http.ResponseWriter, r *http.Request) error {
+	other, err := httpio.PathID(r, "userId")
+	if err != nil {
+		return err
+	}
+	p, err := auth.Acting(r.Context())
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Unblock(r.Context(), p.UserID, other); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// blocks answers GET /v1/blocks: the acting user's blocks, newest first. A read, but of the user's own: 401 without
+// a token.
+func (h handlers) blocks(w http.ResponseWriter, r *http.Request) error {
+	p, err := auth.Acting(r.Context())
+	if err != nil {
+		return err
+	}
+	bs, err := h.svc.Blocks(r.Context(), p.UserID)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Blocks []blockJSON `json:"blocks"`
+	}{make([]blockJSON, len(bs))}
+	for i, b := range bs {
+		out.Blocks[i] = toBlockJSON(b)
 	}
 	httpio.Write(w, http.StatusOK, out)
 	return nil

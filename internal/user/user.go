@@ -88,12 +88,19 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 // Run reloads the signing keys every Reload until ctx ends (KeyRing.Run).
 func (s *Service) Run(ctx context.Context) { s.keys.Run(ctx) }
 
-// NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_]. Only ASCII letters are
-// lowered, so no other character can turn into one (as the Kelvin sign would under Unicode case folding).
+// NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_].
 func NormalizeUsername(name string) (string, error) {
-	if len(name) < MinUsername || len(name) > MaxUsername {
+	lower, ok := lowerUsername(name)
+	if !ok || len(name) < MinUsername || len(name) > MaxUsername {
 		return "", fault.Invalidf("INVALID_USERNAME", "username must be %d to %d characters of a-z, 0-9 and _", MinUsername, MaxUsername)
 	}
+	return lower, nil
+}
+
+// lowerUsername returns name lower-cased, and whether it holds only the characters of a username, [A-Za-z0-9_].
+// Only ASCII letters are lowered, so no other character can turn into one (as the Kelvin sign would under Unicode
+// case folding).
+func lowerUsername(name string) (string, bool) {
 	out := []byte(name)
 	for i, c := range out {
 		switch {
@@ -101,10 +108,10 @@ func NormalizeUsername(name string) (string, error) {
 			out[i] = c + ('a' - 'A')
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
 		default:
-			return "", fault.Invalidf("INVALID_USERNAME", "username must be %d to %d characters of a-z, 0-9 and _", MinUsername, MaxUsername)
+			return "", false
 		}
 	}
-	return string(out), nil
+	return string(out), true
 }
 
 // checkPassword checks a new password's length. Its message never holds the password.
@@ -254,39 +261,69 @@ func (s *Service) Get(ctx context.Context, id int64) (User, error) {
 const MaxBatch = 100
 
 // GetMany returns the users of ids that exist, in the order of ids, each once: what a page of articles or comments
-// needs to name its writers in one call. ids are at most MaxBatch: Routes refuses more before it reads them.
+// needs to name its writers in one call. A client asks for at most MaxBatch (Routes refuses more), Blocks for up to
+// MaxBlocks.
 func (s *Service) GetMany(ctx context.Context, ids []int64) ([]User, error) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	if len(ids) == 0 {
+	return usersIn(ctx, s, "user_id", ids, func(u User) int64 { return u.ID })
+}
+
+// ByUsernames returns the users of names (normalized already) that exist, in the order of names, each once: how
+// the @mentions of a post are resolved. names are at most MaxBatch.
+func (s *Service) ByUsernames(ctx context.Context, names []string) ([]User, error) {
+	return usersIn(ctx, s, "username", names, func(u User) string { return u.Username })
+}
+
+// usersIn returns the users whose column is one of keys, in the order of keys, each once; keyOf is a user's value of
+// the column.
+func usersIn[K comparable](ctx context.Context, s *Service, column string, keys []K, keyOf func(User) K) ([]User, error) {
+	if len(keys) == 0 {
 		return []User{}, nil
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+userColumns+" FROM users WHERE user_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	found, err := s.users(ctx, "SELECT "+userColumns+" FROM users WHERE "+column+" IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[K]User, len(found))
+	for _, u := range found {
+		byKey[keyOf(u)] = u
+	}
+	users := make([]User, 0, len(byKey))
+	for _, k := range keys {
+		if u, ok := byKey[k]; ok {
+			users = append(users, u)
+			delete(byKey, k)
+		}
+	}
+	return users, nil
+}
+
+// ByPrefix returns up to limit users whose username starts with prefix (normalized already), by username: the
+// suggestions of an @mention being typed.
+func (s *Service) ByPrefix(ctx context.Context, prefix string, limit int) ([]User, error) {
+	// _ is a LIKE wildcard; ! is not a username character.
+	pattern := strings.ReplaceAll(prefix, "_", "!_") + "%"
+	return s.users(ctx, "SELECT "+userColumns+" FROM users WHERE username LIKE ? ESCAPE '!' ORDER BY username LIMIT ?", pattern, limit)
+}
+
+func (s *Service) users(ctx context.Context, query string, args ...any) ([]User, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	byID := map[int64]User{}
+	users := []User{}
 	for rows.Next() {
 		u, _, err := scanUser(rows)
 		if err != nil {
 			return nil, err
 		}
-		byID[u.ID] = u
+		users = append(users, u)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	users := make([]User, 0, len(byID))
-	for _, id := range ids {
-		if u, ok := byID[id]; ok {
-			users = append(users, u)
-			delete(byID, id)
-		}
-	}
-	return users, nil
+	return users, rows.Err()
 }
 
 // ByUsername returns a user by username, in any case.
