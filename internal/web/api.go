@@ -15,17 +15,24 @@ import (
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
 
-func (b *backend) articlePage(ctx context.Context, boardID, page, size int64) (articleListPage, error) {
+// articlePage is a page of the board's articles in the sort ("": newest first).
+func (b *backend) articlePage(ctx context.Context, boardID int64, sort string, page, size int64) (articleListPage, error) {
 	var p articleListPage
 	q := url.Values{"boardId": {id(boardID)}, "page": {id(page)}, "pageSize": {id(size)}, "view": {"summary"}}
+	if sort != "" {
+		q.Set("sort", sort)
+	}
 	err := b.do(ctx, call{service: "article-read", method: http.MethodGet, url: b.origins.ArticleRead + "/v1/articles?" + q.Encode()}, &p)
 	return p, err
 }
 
-// articleScroll returns the size articles after the one with id after (0: from the newest).
-func (b *backend) articleScroll(ctx context.Context, boardID, size, after int64) ([]articleRead, error) {
+// articleScroll returns the size articles after the one with id after in the sort (0: from the first).
+func (b *backend) articleScroll(ctx context.Context, boardID int64, sort string, size, after int64) ([]articleRead, error) {
 	var as []articleRead
 	q := url.Values{"boardId": {id(boardID)}, "pageSize": {id(size)}, "view": {"summary"}}
+	if sort != "" {
+		q.Set("sort", sort)
+	}
 	if after > 0 {
 		q.Set("lastArticleId", id(after))
 	}
@@ -47,11 +54,14 @@ func (b *backend) articleSource(ctx context.Context, v *viewer, articleID int64)
 	return a, err
 }
 
-// comments is a page of the article's thread; with the reader's token, hidden comments come whole to their
-// writers and to moderators.
-func (b *backend) comments(ctx context.Context, v *viewer, articleID, page, size int64) (commentPage, error) {
+// comments is a page of the article's thread in the sort ("": the tree, oldest first); with the reader's token,
+// hidden comments come whole to their writers and to moderators.
+func (b *backend) comments(ctx context.Context, v *viewer, articleID int64, sort string, page, size int64) (commentPage, error) {
 	var p commentPage
 	q := url.Values{"articleId": {id(articleID)}, "page": {id(page)}, "pageSize": {id(size)}}
+	if sort != "" {
+		q.Set("sort", sort)
+	}
 	err := b.do(ctx, call{service: "comment", method: http.MethodGet, url: b.origins.Comment + "/v2/comments?" + q.Encode(), token: v.Token()}, &p)
 	return p, err
 }

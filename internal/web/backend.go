@@ -198,6 +198,7 @@ type comment struct {
 	Edited        bool      `json:"edited"`
 	Hidden        string    `json:"hidden"`
 	RemovedReason string    `json:"removedReason"`
+	LikeCount     int64     `json:"likeCount"` // from the like service's events (SPEC §3.13)
 }
 
 type commentPage struct {

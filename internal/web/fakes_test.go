@@ -66,6 +66,7 @@ type fakeComment struct {
 	Deleted               bool
 	Created               time.Time
 	Hidden, RemovedReason string
+	Likes                 int64
 }
 
 type fakeUser struct {
@@ -120,6 +121,7 @@ type fakes struct {
 	answered  map[string]*httptest.ResponseRecorder // a keyed write's first answer, by token and key
 	issued    []tokenIssued
 	moderation
+	following
 
 	servers map[string]*httptest.Server
 }
@@ -162,6 +164,7 @@ func newFakes(t *testing.T) *fakes {
 		answered:   map[string]*httptest.ResponseRecorder{},
 		servers:    map[string]*httptest.Server{},
 		moderation: moderation{bans: map[int64]fakeBan{}},
+		following:  newFollowing(),
 	}
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "First post", Content: "Hello, board.", Created: t0, Modified: t0,
 		Comments: 2, Likes: 2, Views: 5})
@@ -349,7 +352,7 @@ func commentJSON(c fakeComment, whole ...bool) map[string]any {
 	return map[string]any{"commentId": wireID(c.ID), "content": content, "contentHtml": rendered(content),
 		"articleId": wireID(c.Article),
 		"writerId":  wireID(c.Writer), "path": c.Path, "deleted": c.Deleted, "createdAt": wireTime(c.Created),
-		"hidden": c.Hidden, "removedReason": c.RemovedReason}
+		"hidden": c.Hidden, "removedReason": c.RemovedReason, "likeCount": c.Likes}
 }
 
 // rendered is content's HTML as the article and comment services store it ("" for no content).
@@ -436,7 +439,11 @@ func (f *fakes) articleReadMux() http.Handler {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		as := f.boardArticles(board)
+		as, ok := sortedBoard(f.boardArticles(board), q.Get("sort"))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "INVALID_SORT", "no such sort")
+			return
+		}
 		list := []map[string]any{}
 		for i := (page - 1) * size; i < page*size && i < int64(len(as)); i++ {
 			list = append(list, listedJSON(r, as[i]))
@@ -451,11 +458,18 @@ func (f *fakes) articleReadMux() http.Handler {
 		after, _ := strconv.ParseInt(q.Get("lastArticleId"), 10, 64)
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		as, ok := sortedBoard(f.boardArticles(board), q.Get("sort"))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "INVALID_SORT", "no such sort")
+			return
+		}
 		list := []map[string]any{}
-		for _, a := range f.boardArticles(board) {
-			if (after == 0 || a.ID < after) && int64(len(list)) < size {
+		past := after == 0
+		for _, a := range as {
+			if past && int64(len(list)) < size {
 				list = append(list, listedJSON(r, a))
 			}
+			past = past || a.ID == after // the next chunk starts after the last article's place in the order
 		}
 		writeJSON(w, http.StatusOK, list)
 	})
@@ -557,8 +571,13 @@ func (f *fakes) commentMux() http.Handler {
 		p, _ := f.reader(r)
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		thread, ok := sortedThread(f.comments[article], r.URL.Query().Get("sort"))
+		if !ok {
+			writeError(w, http.StatusBadRequest, "INVALID_SORT", "no such sort")
+			return
+		}
 		list := []map[string]any{}
-		for _, c := range f.comments[article] {
+		for _, c := range thread {
 			list = append(list, commentJSON(c, p.UserID == c.Writer || p.Role == auth.RoleModerator))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"comments": list, "commentCount": len(list)})
@@ -652,6 +671,7 @@ func (f *fakes) likeMux() http.Handler {
 			}
 		})
 	}
+	f.commentLikeRoutes(mux)
 	mux.HandleFunc("GET /v1/article-likes/articles/{articleId}/count", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := pathID(w, r, "articleId")
 		if !ok {
@@ -714,16 +734,21 @@ func (f *fakes) userMux() http.Handler {
 	mux.HandleFunc("GET /v1/users", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		q := r.URL.Query()
+		if q.Has("usernames") || q.Has("prefix") {
+			writeJSON(w, http.StatusOK, f.usersByName(q))
+			return
+		}
 		list := []map[string]any{}
-		for part := range strings.SplitSeq(r.URL.Query().Get("ids"), ",") {
+		for part := range strings.SplitSeq(q.Get("ids"), ",") {
 			n, _ := strconv.ParseInt(part, 10, 64)
 			if u := f.users[n]; u != nil {
-				list = append(list, map[string]any{"userId": wireID(u.ID), "username": u.Name, "role": string(u.Role),
-					"createdAt": wireTime(t0)})
+				list = append(list, userJSON(u))
 			}
 		}
 		writeJSON(w, http.StatusOK, list)
 	})
+	f.blockRoutes(mux)
 	mux.HandleFunc("GET /v1/users/{userId}", func(w http.ResponseWriter, r *http.Request) {
 		n, ok := pathID(w, r, "userId")
 		if !ok {

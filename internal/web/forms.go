@@ -370,6 +370,7 @@ type commentFormPage struct {
 	formState
 	ArticleID         int64
 	ParentPath, CPage string
+	Sort              string // the thread's order the form was in ("": the tree)
 	Content           string
 }
 
@@ -389,6 +390,11 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	if cpage, err := strconv.ParseInt(r.PostFormValue("cpage"), 10, 64); err == nil && cpage > 1 && cpage <= maxPage {
 		data.CPage = id(cpage)
 	}
+	for _, o := range threadSorts[1:] {
+		if o.Value == r.PostFormValue("sort") {
+			data.Sort = o.Value
+		}
+	}
 	if v == nil {
 		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, nil)
 	}
@@ -396,11 +402,7 @@ func (s *Service) postComment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.keepText(w, r, func() templ.Component { return commentFormView(data) }, &data.formState, err)
 	}
-	to := "/articles/" + id(articleID)
-	if data.CPage != "" {
-		to += "?cpage=" + data.CPage
-	}
-	http.Redirect(w, r, to+"#c-"+id(c.CommentID), http.StatusSeeOther)
+	http.Redirect(w, r, commentBack(data)+"#c-"+id(c.CommentID), http.StatusSeeOther)
 	return nil
 }
 

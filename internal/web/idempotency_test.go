@@ -42,12 +42,12 @@ func TestDoubleSubmitWritesOnce(t *testing.T) {
 	alice := f.token(t, 10, auth.RoleUser)
 	bob := f.token(t, 11, auth.RoleUser)
 
-	// The article page, to bob: the comment form, a reply form per comment, the like button, the report forms of
-	// the article and of alice's comment.
+	// The article page, to bob: the comment form, a reply form per comment, the like button, a like button per
+	// comment, the report forms of the article and of alice's comment.
 	page, keyOf := keysOf(t, get(t, h, "/articles/1", bob).Body.String())
 	again, _ := keysOf(t, get(t, h, "/articles/1", bob).Body.String())
-	if len(page) != 6 || len(again) != len(page) {
-		t.Fatalf("the article page has keys %v, then %v: want one per form (comment, 2 replies, like, 2 reports)", page, again)
+	if len(page) != 8 || len(again) != len(page) {
+		t.Fatalf("the article page has keys %v, then %v: want one per form (comment, 2 replies, like, 2 comment likes, 2 reports)", page, again)
 	}
 	if all := append(slices.Clone(page), again...); len(slices.Compact(slices.Sorted(slices.Values(all)))) != len(all) {
 		t.Errorf("keys repeat across forms or renderings: %v and %v", page, again)

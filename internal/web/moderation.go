@@ -261,6 +261,8 @@ type userPage struct {
 	Ban            *ban
 	BanUnavailable bool
 	CanBan         bool
+	// CanBlock: a signed-in reader on another's page, whose blocks are known; Blocked, that they blocked this user.
+	CanBlock, Blocked bool
 }
 
 // userIDOf reads the path's {userId}; an id that cannot exist is a missing user.
@@ -273,8 +275,8 @@ func userIDOf(r *http.Request) (int64, error) {
 }
 
 // userProfile is a user's page: their name and role, and their ban if any, with the ban and unban forms for
-// moderators. The user service and moderation are asked at once; without moderation the page says the ban is
-// unknown.
+// moderators, and the block or unblock button for any other signed-in reader. The user service (the user, and the
+// reader's blocks) and moderation are asked at once; without moderation the page says the ban is unknown.
 func (s *Service) userProfile(w http.ResponseWriter, r *http.Request) error {
 	userID, err := userIDOf(r)
 	if err != nil {
@@ -288,9 +290,14 @@ func (s *Service) userProfile(w http.ResponseWriter, r *http.Request) error {
 		userErr error
 		b       *ban
 		banErr  error
+		blocked map[int64]bool
+		known   bool
 	)
 	wg.Go(func() { u, userErr = s.api.user(ctx, userID) })
 	wg.Go(func() { b, banErr = s.api.banOf(ctx, userID) })
+	if v != nil && v.ID != userID {
+		wg.Go(func() { blocked, known = s.blocked(ctx, v) })
+	}
 	wg.Wait()
 	if userErr != nil {
 		return userErr
@@ -301,7 +308,8 @@ func (s *Service) userProfile(w http.ResponseWriter, r *http.Request) error {
 	l := s.pageLayout(r, v, u.Username)
 	l.Description = u.Username + ", a member of board."
 	return s.render(w, r, http.StatusOK, userView(userPage{layout: l, User: u, Ban: b,
-		BanUnavailable: banErr != nil, CanBan: v.Moderator() && v.ID != userID && u.Role != string(auth.RoleModerator)}))
+		BanUnavailable: banErr != nil, CanBan: v.Moderator() && v.ID != userID && u.Role != string(auth.RoleModerator),
+		CanBlock: known && v != nil && v.ID != userID, Blocked: blocked[userID]}))
 }
 
 // banDurations are the lengths of a ban a moderator picks from; 0 is for good.

@@ -47,6 +47,10 @@ type preferences struct {
 	CommentReply bool `json:"commentReply"`
 	Like         bool `json:"like"`
 	Moderation   bool `json:"moderation"`
+	// Following (SPEC §3.13): mentions of the reader, new posts in what they watch, and watching what they write.
+	Mention   bool `json:"mention"`
+	Watched   bool `json:"watched"`
+	AutoWatch bool `json:"autoWatch"`
 }
 
 func (b *backend) notifications(ctx context.Context, v *viewer, cursor string, size int64) (notificationPage, error) {
@@ -399,8 +403,8 @@ func (s *Service) markAllRead(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// savePreferences sets the kinds the reader wants from the form's four checkboxes: a box left unchecked is not
-// sent, and means no.
+// savePreferences sets the kinds the reader wants from the form's checkboxes: a box left unchecked is not sent, and
+// means no.
 func (s *Service) savePreferences(w http.ResponseWriter, r *http.Request) error {
 	v, ok, err := s.signedIn(w, r)
 	if !ok {
@@ -410,7 +414,8 @@ func (s *Service) savePreferences(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	checked := func(name string) bool { return r.PostFormValue(name) != "" }
-	p := preferences{Reply: checked("reply"), CommentReply: checked("commentReply"), Like: checked("like"), Moderation: checked("moderation")}
+	p := preferences{Reply: checked("reply"), CommentReply: checked("commentReply"), Like: checked("like"), Moderation: checked("moderation"),
+		Mention: checked("mention"), Watched: checked("watched"), AutoWatch: checked("autoWatch")}
 	if err := s.api.setPreferences(r.Context(), v, p); err != nil {
 		return err
 	}

@@ -43,7 +43,8 @@ var alicesInbox = []map[string]any{
 // three unread, her preferences; its stream answers with stream.
 func (f *fakes) notificationMux(stream http.HandlerFunc) http.Handler {
 	mux := http.NewServeMux()
-	prefs := map[string]bool{"reply": true, "commentReply": true, "like": false, "moderation": true}
+	prefs := map[string]bool{"reply": true, "commentReply": true, "like": false, "moderation": true,
+		"mention": true, "watched": false, "autoWatch": true}
 	mux.HandleFunc("GET /v1/notifications", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := f.acting(w, r); !ok {
 			return
@@ -89,8 +90,8 @@ func (f *fakes) notificationMux(stream http.HandlerFunc) http.Handler {
 			return
 		}
 		var in map[string]bool
-		if json.NewDecoder(r.Body).Decode(&in) != nil || len(in) != 4 {
-			writeError(w, http.StatusBadRequest, "INVALID_PREFERENCES", "all four preferences are required")
+		if json.NewDecoder(r.Body).Decode(&in) != nil || len(in) != 7 {
+			writeError(w, http.StatusBadRequest, "INVALID_PREFERENCES", "all seven preferences are required")
 			return
 		}
 		writeJSON(w, http.StatusOK, in)
@@ -100,6 +101,8 @@ func (f *fakes) notificationMux(stream http.HandlerFunc) http.Handler {
 			stream(w, r)
 		}
 	})
+	f.watchRoutes(mux)
+	f.bookmarkRoutes(mux)
 	return mux
 }
 
@@ -228,7 +231,10 @@ func TestInbox(t *testing.T) {
 		`<form id="read-all" method="post" action="/notifications/read-all">`,
 		`<a id="older" href="/notifications?cursor=c2" rel="next">Older ›</a>`,
 		`<input id="pref-reply" type="checkbox" name="reply" checked>`,
-		`<input id="pref-like" type="checkbox" name="like">`)
+		`<input id="pref-like" type="checkbox" name="like">`,
+		`<input id="pref-mention" type="checkbox" name="mention" checked>`,
+		`<input id="pref-watched" type="checkbox" name="watched">`,
+		`<input id="pref-auto-watch" type="checkbox" name="autoWatch" checked>`)
 	mustNotContain(t, "the inbox", body, `action="/notifications/502/read"`, `id="newest"`)
 	if got := f.requests("notification"); len(got) < 3 || !strings.Contains(fmt.Sprint(got), "GET /v1/notifications?pageSize=20") {
 		t.Errorf("the notification service received %v", got)
@@ -293,13 +299,13 @@ func TestInboxForms(t *testing.T) {
 		t.Errorf("read all: status %d, Location %q, sent %v", w.Code, w.Header().Get("Location"), last())
 	}
 
-	w = post(t, h, "/notifications/preferences", url.Values{"reply": {"on"}, "moderation": {"on"}}, alice)
+	w = post(t, h, "/notifications/preferences", url.Values{"reply": {"on"}, "moderation": {"on"}, "autoWatch": {"on"}}, alice)
 	if w.Code != http.StatusSeeOther {
 		t.Errorf("preferences: status %d:\n%s", w.Code, w.Body)
 	}
 	var sent map[string]bool
 	if s := last(); s.String() != "PUT /v1/notification-preferences" || json.Unmarshal([]byte(s.Body), &sent) != nil ||
-		fmt.Sprint(sent) != "map[commentReply:false like:false moderation:true reply:true]" {
+		fmt.Sprint(sent) != "map[autoWatch:true commentReply:false like:false mention:false moderation:true reply:true watched:false]" {
 		t.Errorf("preferences sent %v %s", s, s.Body)
 	}
 

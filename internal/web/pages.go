@@ -49,6 +49,10 @@ var notices = map[string]string{
 	"removed":         "It was removed; its reason is shown in its place.",
 	"banned":          "The user is banned.",
 	"unbanned":        "The user is no longer banned.",
+	// Following.
+	"blocked":      "You blocked this user. Their articles are left out of your board lists and their comments are folded.",
+	"unblocked":    "You unblocked this user.",
+	"unbookmarked": "The bookmark was removed.",
 	// Notifications.
 	"markedread":  "The notification is marked read.",
 	"allread":     "All your notifications are marked read.",
@@ -150,14 +154,22 @@ const maxPage = 1_000_000
 type boardPage struct {
 	layout
 	Board    Board
+	Sort     string // "" for the default, newest first
 	Articles []item
 	Pager    pager
+	// Watch is the reader's watch of the board, nil when it is not shown (signed out, or not known).
+	Watch *watchBox
 }
 
-// board is a page of a board's articles, newest first, with page numbers in blocks of ten: one call to
-// article-read, and one to the user service for writers not seen before.
+// board is a page of a board's articles in the sort (newest first by default), with page numbers in blocks of
+// ten: one call to article-read, and one to the user service for writers not seen before. A signed-in reader's
+// page leaves out the articles of the users they blocked, and has their watch of the board.
 func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	sort, err := sortOf(r, boardSorts)
 	if err != nil {
 		return err
 	}
@@ -166,33 +178,103 @@ func (s *Service) board(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := s.reader(w, r)
-	p, err := s.api.articlePage(r.Context(), b.ID, page, articlesPerPage)
-	if err != nil {
-		return err
+	ctx := r.Context()
+	var (
+		wg      sync.WaitGroup
+		p       articleListPage
+		pageErr error
+		blocked map[int64]bool
+	)
+	wg.Go(func() { p, pageErr = s.api.articlePage(ctx, b.ID, sort, page, articlesPerPage) })
+	if v != nil {
+		wg.Go(func() { blocked, _ = s.blocked(ctx, v) })
+	}
+	watch := s.askWatch(ctx, &wg, v, "board", b.ID)
+	wg.Wait()
+	if pageErr != nil {
+		return pageErr
 	}
 	title, description := b.Name, "The newest articles in "+b.Name+" on board."
+	if sort != "" {
+		title += " · " + sortLabel(boardSorts, sort)
+		description = "Articles in " + b.Name + " on board: " + sortLabel(boardSorts, sort) + "."
+	}
 	if page > 1 {
 		title += " · page " + strconv.FormatInt(page, 10)
 		description = "Articles in " + b.Name + " on board, page " + strconv.FormatInt(page, 10) + "."
 	}
 	l := s.pageLayout(r, v, title)
 	l.Description = description
-	return s.render(w, r, http.StatusOK, boardView(boardPage{layout: l, Board: b,
-		Articles: s.items(r.Context(), p.Articles),
-		Pager:    newPager("pages", "Pages", "/boards/"+id(b.ID)+"?page=", page, articlesPerPage, p.ArticleCount)}))
+	return s.render(w, r, http.StatusOK, boardView(boardPage{layout: l, Board: b, Sort: sort,
+		Articles: s.items(ctx, unblocked(p.Articles, blocked)), Watch: watch.box(l.Here),
+		Pager: newPager("pages", "Pages", "/boards/"+id(b.ID)+sortQuery(sort)+"page=", page, articlesPerPage, p.ArticleCount)}))
+}
+
+// unblocked is as without the articles of the writers in blocked.
+func unblocked(as []articleRead, blocked map[int64]bool) []articleRead {
+	if len(blocked) == 0 {
+		return as
+	}
+	out := make([]articleRead, 0, len(as))
+	for _, a := range as {
+		if !blocked[a.WriterID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// pendingWatch is a reader's watch of a target, being asked beside a page's other calls.
+type pendingWatch struct {
+	targetType string
+	targetID   int64
+	level      string
+	err        error
+}
+
+// askWatch starts asking v's watch of the target in wg, nil when there is no reader or no notification service.
+func (s *Service) askWatch(ctx context.Context, wg *sync.WaitGroup, v *viewer, targetType string, targetID int64) *pendingWatch {
+	if v == nil || s.cfg.Origins.Notification == "" {
+		return nil
+	}
+	pw := &pendingWatch{targetType: targetType, targetID: targetID}
+	wg.Go(func() {
+		pw.err = s.notificationExtra(ctx, func(ctx context.Context) (err error) {
+			pw.level, err = s.api.watchLevel(ctx, v, targetType, targetID)
+			return err
+		})
+		if pw.err != nil {
+			s.cfg.Logger.WarnContext(ctx, "watch unknown; its buttons are left out", "target", targetType, "id", targetID, "err", pw.err)
+		}
+	})
+	return pw
+}
+
+// box is the watch's buttons once asked, on the page at here; nil when they are not shown.
+func (pw *pendingWatch) box(here string) *watchBox {
+	if pw == nil || pw.err != nil {
+		return nil
+	}
+	return &watchBox{TargetType: pw.targetType, TargetID: pw.targetID, Level: pw.level, Back: here}
 }
 
 type scrollPage struct {
 	layout
 	Board    Board
+	Sort     string
 	Articles []item
 	More     string // the address of the next chunk; "" at the end
 }
 
-// scroll is a board as one endless list: the articles after ?after= (from the newest without it). A script asks
-// for the next chunk alone (X-Fragment) as the reader nears its end; without script, the "More" link is a page.
+// scroll is a board as one endless list in the sort: the articles after ?after= (from the first without it). A
+// script asks for the next chunk alone (X-Fragment) as the reader nears its end; without script, the "More" link is
+// a page. A signed-in reader's chunks leave out the articles of the users they blocked.
 func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.boardOf(r)
+	if err != nil {
+		return err
+	}
+	sort, err := sortOf(r, boardSorts)
 	if err != nil {
 		return err
 	}
@@ -201,14 +283,30 @@ func (s *Service) scroll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := s.reader(w, r)
-	as, err := s.api.articleScroll(r.Context(), b.ID, articlesPerPage, after)
-	if err != nil {
-		return err
+	ctx := r.Context()
+	var (
+		wg      sync.WaitGroup
+		as      []articleRead
+		asErr   error
+		blocked map[int64]bool
+	)
+	wg.Go(func() { as, asErr = s.api.articleScroll(ctx, b.ID, sort, articlesPerPage, after) })
+	if v != nil {
+		wg.Go(func() { blocked, _ = s.blocked(ctx, v) })
 	}
-	data := scrollPage{layout: s.pageLayout(r, v, b.Name), Board: b, Articles: s.items(r.Context(), as)}
+	wg.Wait()
+	if asErr != nil {
+		return asErr
+	}
+	data := scrollPage{layout: s.pageLayout(r, v, b.Name), Board: b, Sort: sort, Articles: s.items(ctx, unblocked(as, blocked))}
 	data.Description = "The newest articles in " + b.Name + " on board."
+	if sort != "" {
+		data.Title += " · " + sortLabel(boardSorts, sort)
+		data.Description = "Articles in " + b.Name + " on board: " + sortLabel(boardSorts, sort) + "."
+	}
+	// The next chunk starts after the last article article-read gave, shown or left out.
 	if len(as) == articlesPerPage {
-		data.More = "/boards/" + id(b.ID) + "/scroll?after=" + id(as[len(as)-1].ArticleID)
+		data.More = "/boards/" + id(b.ID) + "/scroll" + sortQuery(sort) + "after=" + id(as[len(as)-1].ArticleID)
 	}
 	if r.Header.Get("X-Fragment") != "" {
 		return s.renderFragment(w, r, scrollChunk(data))
@@ -249,6 +347,17 @@ type commentView struct {
 	Edited     bool
 	ModifiedAt time.Time
 	CanEdit    bool
+	// Like is its like button and count (nil: a deleted or hidden comment, which takes none); Bookmark, the reader's
+	// bookmark button (nil: none shown).
+	Like     *commentLikeBox
+	Bookmark *bookmarkBox
+	// Blocked: by a user the reader blocked, folded under a placeholder.
+	Blocked bool
+	// ReplyTo names the comment this one answers, in a flat order (newest, top): its writer, and its id when it is
+	// on the page ("" and 0 for a comment that answers the article).
+	ReplyTo   string
+	ReplyToID int64
+	IsReply   bool
 }
 
 // likeBox is the like button and count, a fragment of the article page.
@@ -267,10 +376,17 @@ type articlePage struct {
 	// CanReport: a signed-in reader who did not write it; CanComment: not locked, or a moderator.
 	CanReport, CanComment bool
 	Like                  likeBox
-	Comments              []commentView
-	CommentsUnavailable   bool
-	CommentPager          pager
+	// Watch and Bookmark are the reader's buttons for the article (nil: not shown).
+	Watch               *watchBox
+	Bookmark            *bookmarkBox
+	Sort                string // the thread's order, "" for the tree
+	Comments            []commentView
+	CommentsUnavailable bool
+	CommentPager        pager
 }
+
+// Flat says whether the thread is a flat list (newest, top) rather than the tree.
+func (p articlePage) Flat() bool { return p.Sort != "" }
 
 // maxDepth is the deepest a comment may be (SPEC §3.2: five levels of five characters).
 const (
@@ -278,11 +394,20 @@ const (
 	pathPerLvl = 5
 )
 
+// bookmarksSeen is how many of the reader's newest bookmarks an article page reads to mark what is bookmarked: one
+// call for the article and all its comments (the service answers one target at a time otherwise).
+const bookmarksSeen = 100
+
 // article is an article with its comment thread: article-read and the comment service asked at once, and for a
-// signed-in reader whether they like it; then usernames not seen before. A signed-in reader's visit is counted as a
+// signed-in reader whether they like it, their watch of it, their newest bookmarks and their blocks; then usernames
+// not seen before, and whether they like the comments that have likes. A signed-in reader's visit is counted as a
 // view behind the page (the view service counts one per reader per 10 minutes).
 func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	articleID, err := articleIDOf(r)
+	if err != nil {
+		return err
+	}
+	sort, err := sortOf(r, threadSorts)
 	if err != nil {
 		return err
 	}
@@ -304,12 +429,26 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		commentsErr error
 		liked       bool
 		likedErr    error
+		blocked     map[int64]bool
+		marks       bookmarkPage
+		marksErr    error
+		bookmarksOn = v != nil && s.cfg.Origins.Notification != ""
 	)
 	wg.Go(func() { a, articleErr = s.api.article(ctx, articleID) })
-	wg.Go(func() { comments, commentsErr = s.api.comments(ctx, v, articleID, cpage, commentsPerPage) })
+	wg.Go(func() { comments, commentsErr = s.api.comments(ctx, v, articleID, sort, cpage, commentsPerPage) })
 	if v != nil {
 		wg.Go(func() { liked, likedErr = s.api.liked(ctx, articleID, v.ID) })
+		wg.Go(func() { blocked, _ = s.blocked(ctx, v) })
 	}
+	if bookmarksOn {
+		wg.Go(func() {
+			marksErr = s.notificationExtra(ctx, func(ctx context.Context) (err error) {
+				marks, err = s.api.bookmarks(ctx, v, "", bookmarksSeen)
+				return err
+			})
+		})
+	}
+	watch := s.askWatch(ctx, &wg, v, "article", articleID)
 	wg.Wait()
 	if articleErr != nil {
 		return articleErr
@@ -319,6 +458,10 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	}
 	if likedErr != nil {
 		s.cfg.Logger.WarnContext(ctx, "like state unavailable on an article page", "article", articleID, "err", likedErr)
+	}
+	if marksErr != nil {
+		s.cfg.Logger.WarnContext(ctx, "bookmarks unavailable on an article page; their buttons are left out", "err", marksErr)
+		bookmarksOn = false
 	}
 	// Read your writes: the page a writer lands on after an edit names the edit's time, and a read model that has
 	// not applied the edit yet is passed over for the article service.
@@ -342,7 +485,15 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range comments.Comments {
 		writers = append(writers, c.WriterID)
 	}
-	names := s.names.lookup(ctx, writers)
+	var (
+		names      map[int64]string
+		likedByYou map[int64]bool
+	)
+	wg.Go(func() { names = s.names.lookup(ctx, writers) })
+	if v != nil {
+		wg.Go(func() { likedByYou = s.commentsLiked(ctx, v, comments.Comments) })
+	}
+	wg.Wait()
 	board := s.boardNamed(a.BoardID)
 	l := s.pageLayout(r, v, a.Title)
 	l.Kind = "article"
@@ -361,25 +512,104 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 		CanReport:           v != nil && v.ID != a.WriterID && a.Hidden != "removed",
 		CanComment:          v != nil && (!a.Locked || v.Moderator()),
 		Like:                likeBox{ArticleID: articleID, SignedIn: v != nil, Liked: liked, Count: a.ArticleLikeCount},
+		Watch:               watch.box(l.Here),
+		Sort:                sort,
 		CommentsUnavailable: commentsErr != nil,
-		CommentPager:        newPager("comment-pages", "Comment pages", "/articles/"+id(articleID)+"?cpage=", cpage, commentsPerPage, comments.CommentCount),
+		CommentPager: newPager("comment-pages", "Comment pages", "/articles/"+id(articleID)+sortQuery(sort)+"cpage=", cpage,
+			commentsPerPage, comments.CommentCount),
 	}
 	data.CommentPager.Fragment = "#comments"
+	bookmarked := map[[2]int64]bool{}
+	for _, b := range marks.Bookmarks {
+		bookmarked[[2]int64{b.TargetID, typeCode(b.TargetType)}] = true
+	}
+	if bookmarksOn {
+		data.Bookmark = &bookmarkBox{ArticleID: articleID, TargetType: "article", TargetID: articleID,
+			On: bookmarked[[2]int64{articleID, typeCode("article")}], Back: l.Here}
+	}
+	byPath := map[string]comment{}
+	for _, c := range comments.Comments {
+		byPath[c.Path] = c
+	}
 	for _, c := range comments.Comments {
 		if c.Hidden != "" && !v.Owns(c.WriterID) {
 			c.Content, c.ContentHTML = "", "" // what the reason stands in place of: only its writer and moderators see it
 		}
 		depth := len(c.Path) / pathPerLvl
-		data.Comments = append(data.Comments, commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
+		cv := commentView{ID: c.CommentID, WriterID: c.WriterID, Path: c.Path, Depth: depth, Content: c.Content,
 			ContentHTML: c.ContentHTML, Writer: names[c.WriterID], CreatedAt: c.CreatedAt, Deleted: c.Deleted, Hidden: c.Hidden, RemovedReason: c.RemovedReason,
 			CanReply: data.CanComment && !c.Deleted && depth < maxDepth, CanDelete: !c.Deleted && v.Owns(c.WriterID),
 			CanReport: v != nil && v.ID != c.WriterID && !c.Deleted && c.Hidden != "removed",
-			Edited:    c.Edited && !c.Deleted, ModifiedAt: c.ModifiedAt, CanEdit: !c.Deleted && v.Owns(c.WriterID) && (!a.Locked || v.Moderator())})
+			Edited:    c.Edited && !c.Deleted, ModifiedAt: c.ModifiedAt, CanEdit: !c.Deleted && v.Owns(c.WriterID) && (!a.Locked || v.Moderator()),
+			Blocked: blocked[c.WriterID] && !c.Deleted}
+		if !c.Deleted && c.Hidden == "" {
+			cv.Like = &commentLikeBox{ArticleID: articleID, CommentID: c.CommentID, SignedIn: v != nil, Liked: likedByYou[c.CommentID],
+				Count: c.LikeCount, Back: l.Here}
+			if bookmarksOn {
+				cv.Bookmark = &bookmarkBox{ArticleID: articleID, TargetType: "comment", TargetID: c.CommentID,
+					On: bookmarked[[2]int64{c.CommentID, typeCode("comment")}], Back: l.Here}
+			}
+		}
+		if data.Flat() && depth > 1 {
+			cv.IsReply = true
+			if parent, ok := byPath[c.Path[:len(c.Path)-pathPerLvl]]; ok {
+				cv.ReplyTo, cv.ReplyToID = names[parent.WriterID], parent.CommentID
+				if blocked[parent.WriterID] {
+					cv.ReplyTo = "a user you blocked"
+				}
+			}
+		}
+		data.Comments = append(data.Comments, cv)
 	}
 	if v != nil && r.Method == http.MethodGet { // a HEAD is no visit
 		s.countView(v, articleID)
 	}
 	return s.render(w, r, http.StatusOK, articlePageView(data))
+}
+
+// typeCode tells an article's id from a comment's in one map key.
+func typeCode(targetType string) int64 {
+	if targetType == "comment" {
+		return 1
+	}
+	return 0
+}
+
+// commentLikeAsks bounds the like service calls a page makes at once to learn which comments the reader likes.
+const commentLikeAsks = 8
+
+// commentsLiked says which of comments v likes. The like service answers one comment at a time, so only the
+// comments it can be true of are asked: those with likes, and those v liked or unliked through this web lately (a
+// comment's count follows its likes a moment later). A failure is logged and shown as not liked.
+func (s *Service) commentsLiked(ctx context.Context, v *viewer, comments []comment) map[int64]bool {
+	var ask []int64
+	for _, c := range comments {
+		if !c.Deleted && c.Hidden == "" && (c.LikeCount > 0 || s.likedLately.recent(v.ID, c.CommentID)) {
+			ask = append(ask, c.CommentID)
+		}
+	}
+	out := make(map[int64]bool, len(ask))
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		tokens = make(chan struct{}, commentLikeAsks)
+	)
+	for _, cid := range ask {
+		tokens <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-tokens }()
+			liked, err := s.api.commentLiked(ctx, cid, v.ID)
+			if err != nil {
+				s.cfg.Logger.WarnContext(ctx, "comment like state unavailable", "comment", cid, "err", err)
+				return
+			}
+			mu.Lock()
+			out[cid] = liked
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // countView counts the visit behind the page: a slow view service must not slow the page, and a failed count is
@@ -414,7 +644,8 @@ const viewDedupe = 10 * time.Minute
 // maxRecentViews bounds the memory of views counted; when full, it starts over.
 const maxRecentViews = 100_000
 
-// recentViews remembers when this web last had a reader's view of an article counted.
+// recentViews remembers when this web last had a reader's view of an article counted (and, as likedLately, when a
+// reader liked or unliked a comment: the pair is then user and comment).
 type recentViews struct {
 	now func() time.Time
 	mu  sync.Mutex

@@ -125,12 +125,19 @@ func writeCancel(p writePage) string {
 	return "/boards/" + id(p.Board.ID)
 }
 
-// commentBack is the article page a comment's form came from.
+// commentBack is the article page a comment's form came from: its comment page, in its order.
 func commentBack(p commentFormPage) string {
-	if p.CPage != "" {
-		return "/articles/" + id(p.ArticleID) + "?cpage=" + p.CPage
+	q := url.Values{}
+	if p.Sort != "" {
+		q.Set("sort", p.Sort)
 	}
-	return "/articles/" + id(p.ArticleID)
+	if p.CPage != "" {
+		q.Set("cpage", p.CPage)
+	}
+	if len(q) == 0 {
+		return "/articles/" + id(p.ArticleID)
+	}
+	return "/articles/" + id(p.ArticleID) + "?" + q.Encode()
 }
 
 // flagAction is the path of the form that turns an article's lock or pin ("lock", "pin") to the other state.
@@ -147,4 +154,12 @@ func bellLabel(l layout) string {
 		return "Notifications, " + strconv.FormatInt(l.Unread, 10) + " unread"
 	}
 	return "Notifications"
+}
+
+// commentClass is a comment's class: its depth in the tree, or the first level for all in a flat order.
+func commentClass(p articlePage, c commentView) string {
+	if p.Flat() {
+		return "comment depth-1 flat"
+	}
+	return "comment depth-" + strconv.Itoa(c.Depth)
 }

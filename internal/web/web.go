@@ -94,9 +94,15 @@ type Service struct {
 	// viewsInFlight holds a token for each view being counted behind its page.
 	viewsInFlight chan struct{}
 	views         *recentViews
-	// bellResting is until when (Unix nanoseconds) no unread count is asked, after one failed.
+	// likedLately remembers the comments a reader liked or unliked here lately, whose counts may not show it yet.
+	likedLately *recentViews
+	// bellResting is until when (Unix nanoseconds) the notification service is not asked for what a page shows beside
+	// its content (the bell's count, a watch, bookmarks), after one such ask failed.
 	bellResting atomic.Int64
-	bells       bells
+	// blocksResting is the same for the reader's blocks, asked of the user service.
+	blocksResting atomic.Int64
+	bells         bells
+	blockSets     blockSets
 }
 
 // maxViewsInFlight bounds the views being counted at once (see countView).
@@ -128,7 +134,8 @@ func New(cfg Config) *Service {
 	}
 	api := &backend{origins: cfg.Origins, client: cfg.Client}
 	s := &Service{cfg: cfg, api: api, names: newNames(api, cfg.Logger), cache: newPageCache(cfg.Now), boards: map[int64]Board{},
-		viewsInFlight: make(chan struct{}, maxViewsInFlight), views: newRecentViews(cfg.Now), bells: bells{counts: map[int64]*unreadCount{}}}
+		viewsInFlight: make(chan struct{}, maxViewsInFlight), views: newRecentViews(cfg.Now), likedLately: newRecentViews(cfg.Now), bells: bells{counts: map[int64]*unreadCount{}},
+		blockSets: blockSets{sets: map[int64]blockSet{}}}
 	for _, b := range cfg.Boards {
 		s.boards[b.ID] = b
 	}
@@ -176,6 +183,13 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("GET /moderation/reports", s.queue)
 	handle("POST /moderation/reports/resolve", s.resolve)
 	handle("GET /users/{userId}", s.userProfile)
+	handle("POST /users/{userId}/block", s.block(true))
+	handle("POST /users/{userId}/unblock", s.block(false))
+	handle("GET /u/{name}", s.mention)
+	// Not a page: the names the script offers as a mention is typed.
+	pages.Handle("GET /usernames", http.HandlerFunc(s.usernames))
+	handle("POST /articles/{articleId}/comments/{commentId}/like", s.commentLike(true))
+	handle("POST /articles/{articleId}/comments/{commentId}/unlike", s.commentLike(false))
 	handle("POST /users/{userId}/ban", s.banUser)
 	handle("POST /users/{userId}/unban", s.unbanUser)
 	handle("GET /modlog", s.modlog)
@@ -191,6 +205,14 @@ func (s *Service) Routes() *http.ServeMux {
 		handle("POST /notifications/{notificationId}/read", s.markRead)
 		handle("POST /notifications/read-all", s.markAllRead)
 		handle("POST /notifications/preferences", s.savePreferences)
+		handle("POST /articles/{articleId}/watch", s.setWatch("article"))
+		handle("POST /boards/{boardId}/watch", s.setWatch("board"))
+		handle("POST /articles/{articleId}/bookmark", s.setBookmark("article", true))
+		handle("POST /articles/{articleId}/unbookmark", s.setBookmark("article", false))
+		handle("POST /articles/{articleId}/comments/{commentId}/bookmark", s.setBookmark("comment", true))
+		handle("POST /articles/{articleId}/comments/{commentId}/unbookmark", s.setBookmark("comment", false))
+		handle("GET /bookmarks", s.bookmarksList)
+		handle("POST /bookmarks/remove", s.removeBookmark)
 		// Not a page: an event stream, for as long as the reader stays (see stream).
 		pages.Handle("GET /notifications/stream", http.HandlerFunc(s.stream))
 	}

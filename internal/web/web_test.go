@@ -372,8 +372,8 @@ func TestCallsPerPage(t *testing.T) {
 		if res.code != http.StatusOK {
 			t.Fatalf("status %d", res.code)
 		}
-		if res.calls != 3 {
-			t.Errorf("%d backend calls (%q), want 3: article-read, comments and the like state", res.calls, res.timing)
+		if res.calls != 4 {
+			t.Errorf("%d backend calls (%q), want 4: article-read, comments, the like state and the reader's blocks", res.calls, res.timing)
 		}
 		once.Do(func() { close(release) })
 		polltest.Until(t, 10*time.Second, func() (bool, string) {

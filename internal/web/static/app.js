@@ -38,21 +38,29 @@ document.addEventListener("submit", (event) => {
   if (form.matches("form[data-confirm]") && !window.confirm(form.dataset.confirm)) event.preventDefault();
 });
 
-// A form with data-swap is sent in the background; the answer is the new HTML of the element it names. Anything
-// else (a sign-in page, an error) falls back to sending the form the ordinary way.
+// A form with data-swap is sent in the background, with the value of the button pressed (the watch buttons have
+// one each); the answer is the new HTML of the element it names, and the focus goes to its pressed button, or its
+// first. Anything else (a sign-in page, an error) falls back to sending the form the ordinary way.
 document.addEventListener("submit", async (event) => {
   const form = event.target;
   if (event.defaultPrevented || !form.matches("form[data-swap]")) return;
   event.preventDefault();
-  const button = form.querySelector("button");
-  if (button) button.disabled = true;
+  const body = new URLSearchParams(new FormData(form, event.submitter));
+  const buttons = [...form.querySelectorAll("button")];
+  for (const b of buttons) b.disabled = true;
   try {
-    const res = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)), headers: { "X-Fragment": "1" } });
+    const res = await fetch(form.action, { method: "POST", body, headers: { "X-Fragment": "1" } });
     if (!res.ok || !res.headers.has("X-Fragment")) throw new Error(String(res.status));
     const target = document.getElementById(form.dataset.swap);
     target.replaceWith(fragment(await res.text()));
-    document.querySelector(`#${form.dataset.swap} button`)?.focus();
+    const swapped = document.getElementById(form.dataset.swap);
+    (swapped?.querySelector("button[aria-pressed=true]") ?? swapped?.querySelector("button"))?.focus();
   } catch {
+    // submit() sends no button's value: the pressed one's goes along in a field of its own.
+    if (event.submitter?.name) {
+      const pressed = Object.assign(document.createElement("input"), { type: "hidden", name: event.submitter.name, value: event.submitter.value });
+      form.append(pressed);
+    }
     form.submit();
   }
 });
@@ -307,8 +315,88 @@ function watchUploads() {
   }
 }
 
+// Mentions: typing @ and the start of a name in a post offers up to 8 names that start so (the user service's,
+// through /usernames), as a list under the text box. Up and Down move in it, Enter or Tab puts the name in, Escape
+// closes it; a click puts one in. Without the script, names are typed whole.
+const mentionBefore = /(?:^|[^A-Za-z0-9_])@([A-Za-z0-9_]{1,30})$/;
+function watchMentions() {
+  let lists = 0;
+  for (const area of document.querySelectorAll("form textarea[name=content]")) {
+    const list = document.createElement("ul");
+    list.id = `mentions-${++lists}`;
+    list.className = "mentions";
+    list.setAttribute("role", "listbox");
+    list.setAttribute("aria-label", "People to mention");
+    list.hidden = true;
+    area.after(list);
+    // The box stays a multi-line text box (a combobox is one line); it names the list and its option in view.
+    area.setAttribute("aria-autocomplete", "list");
+    area.setAttribute("aria-controls", list.id);
+    let names = [], active = -1, timer = null;
+    const typed = () => mentionBefore.exec(area.value.slice(0, area.selectionStart))?.[1] ?? null;
+    const show = () => {
+      list.replaceChildren(...names.map((name, i) => {
+        const option = document.createElement("li");
+        option.id = `${list.id}-${i}`;
+        option.setAttribute("role", "option");
+        option.setAttribute("aria-selected", String(i === active));
+        option.textContent = `@${name}`;
+        // Down, not click: the text box keeps the focus, and with it the cursor the name goes to.
+        option.addEventListener("mousedown", (e) => { e.preventDefault(); pick(i); });
+        return option;
+      }));
+      list.hidden = names.length === 0;
+      if (active >= 0 && !list.hidden) area.setAttribute("aria-activedescendant", `${list.id}-${active}`);
+      else area.removeAttribute("aria-activedescendant");
+    };
+    const close = () => { names = []; active = -1; show(); };
+    const pick = (i) => {
+      const start = typed();
+      if (start !== null) {
+        const at = area.selectionStart;
+        area.setRangeText(`${names[i]} `, at - start.length, at, "end");
+        area.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      close();
+    };
+    area.addEventListener("input", () => {
+      clearTimeout(timer);
+      const start = typed();
+      if (start === null) { close(); return; }
+      timer = setTimeout(async () => {
+        try {
+          const res = await fetch(`/usernames?prefix=${encodeURIComponent(start.toLowerCase())}`);
+          // An answer to what is no longer being typed is dropped.
+          if (!res.ok || typed() !== start) return;
+          names = await res.json();
+          active = names.length > 0 ? 0 : -1;
+          show();
+        } catch {
+          close();
+        }
+      }, 150);
+    });
+    area.addEventListener("keydown", (e) => {
+      if (list.hidden) return;
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        active = (active + (e.key === "ArrowDown" ? 1 : names.length - 1)) % names.length;
+        show();
+      } else if ((e.key === "Enter" || e.key === "Tab") && active >= 0) {
+        e.preventDefault();
+        pick(active);
+      } else if (e.key === "Escape") {
+        e.preventDefault();
+        close();
+      }
+    });
+    area.addEventListener("blur", close);
+  }
+}
+
 localTimes(document);
 watchMore();
+watchMentions();
 watchQuotes();
 watchNotifications();
 watchUploads();
