@@ -82,6 +82,15 @@ func bookmarkPath(targetType string, targetID int64) string {
 	return "/v1/bookmarks/" + targetType + "/" + id(targetID)
 }
 
+// bookmarked says whether v bookmarked the target.
+func (b *backend) bookmarked(ctx context.Context, v *viewer, targetType string, targetID int64) (bool, error) {
+	err := b.do(ctx, call{service: "notification", method: http.MethodGet, url: b.origins.Notification + bookmarkPath(targetType, targetID), token: v.token}, nil)
+	if statusOf(err) == http.StatusNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // setBookmark bookmarks the target as v, or removes the bookmark; both are idempotent in the service.
 func (b *backend) setBookmark(ctx context.Context, v *viewer, targetType string, targetID int64, on bool) error {
 	method := http.MethodPut

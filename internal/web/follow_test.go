@@ -3,10 +3,13 @@ package web
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -755,4 +758,50 @@ func TestBlocks(t *testing.T) {
 	}
 	mustContain(t, "blocks unknown", w.Body.String(), "Second post")
 	mustNotContain(t, "blocks unknown", get(t, fresh, "/users/11", alice).Body.String(), `id="block-form"`)
+}
+
+// TestCommentLikesAskedUntilAFailure: the like state of a thread's comments is asked a few at a time, and a failing
+// like service's first answer ends the asking, rather than every comment waiting its own timeout.
+func TestCommentLikesAskedUntilAFailure(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	var asked atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/comment-likes/") {
+			asked.Add(1)
+		}
+		http.Error(w, `{"code":"BROKEN","message":"broken"}`, http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	h := f.handler(t, func(c *Config) { c.Origins.Like = failing.URL })
+	bob := f.token(t, 11, auth.RoleUser)
+	f.mu.Lock()
+	for i := range int64(5 * commentLikeAsks) {
+		f.comments[1] = append(f.comments[1], fakeComment{ID: 200 + i, Article: 1, Writer: 10, Content: "liked",
+			Path: fmt.Sprintf("%05d", 10+i), Created: time.Now(), Likes: 1})
+	}
+	f.mu.Unlock()
+
+	if w := get(t, h, "/articles/1", bob); w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	if n := asked.Load(); n > commentLikeAsks {
+		t.Errorf("a failing like service was asked of %d comments, want at most %d (those in flight at the first failure)", n, commentLikeAsks)
+	}
+}
+
+// TestBookmarkedLongAgo: an article bookmarked before the reader's newest bookmarksSeen shows as bookmarked all the
+// same, asked for by name, so its button can take the bookmark away.
+func TestBookmarkedLongAgo(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := followPages(t, f)
+	alice := f.token(t, 10, auth.RoleUser)
+	f.mu.Lock()
+	f.bookmarks = append(f.bookmarks, fakeBookmark{User: 10, TargetType: "article", TargetID: 1, ArticleID: 1, Created: today})
+	for i := range int64(bookmarksSeen) {
+		f.bookmarks = append(f.bookmarks, fakeBookmark{User: 10, TargetType: "article", TargetID: 1000 + i, ArticleID: 1000 + i, Created: today})
+	}
+	f.mu.Unlock()
+	mustContain(t, "an article bookmarked long ago", get(t, h, "/articles/1", alice).Body.String(), `action="/articles/1/unbookmark"`)
 }

@@ -306,6 +306,12 @@ func inboxItemOf(n notification, names map[int64]string) inboxItem {
 		if n.ArticleID == 0 {
 			it.Title = ""
 		}
+	case "mention":
+		it.Says = "mentioned you in"
+	case "watched-comment":
+		it.Says = "commented on"
+	case "watched-article":
+		it.Says = "posted on a board you watch:"
 	default:
 		it.Says = "did something on"
 	}

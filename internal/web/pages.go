@@ -443,7 +443,15 @@ func (s *Service) article(w http.ResponseWriter, r *http.Request) error {
 	if bookmarksOn {
 		wg.Go(func() {
 			marksErr = s.notificationExtra(ctx, func(ctx context.Context) (err error) {
-				marks, err = s.api.bookmarks(ctx, v, "", bookmarksSeen)
+				if marks, err = s.api.bookmarks(ctx, v, "", bookmarksSeen); err != nil || marks.NextCursor == "" {
+					return err
+				}
+				// More bookmarks than the page read: the article's own button asks for it by name (its comments' may
+				// show an older bookmark as none; a second one is harmless, a bookmark keeps its first date).
+				var on bool
+				if on, err = s.api.bookmarked(ctx, v, "article", articleID); on {
+					marks.Bookmarks = append(marks.Bookmarks, bookmark{TargetType: "article", TargetID: articleID, ArticleID: articleID})
+				}
 				return err
 			})
 		})
@@ -589,6 +597,10 @@ func (s *Service) commentsLiked(ctx context.Context, v *viewer, comments []comme
 		}
 	}
 	out := make(map[int64]bool, len(ask))
+	// The asks share one deadline, as the page's other extras, and the first failure ends them: a slow or failing
+	// like service costs a page at most bellTimeout, not a timeout per comment.
+	ctx, cancel := context.WithTimeout(ctx, bellTimeout)
+	defer cancel()
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
@@ -596,10 +608,14 @@ func (s *Service) commentsLiked(ctx context.Context, v *viewer, comments []comme
 	)
 	for _, cid := range ask {
 		tokens <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-tokens }()
 			liked, err := s.api.commentLiked(ctx, cid, v.ID)
 			if err != nil {
+				cancel()
 				s.cfg.Logger.WarnContext(ctx, "comment like state unavailable", "comment", cid, "err", err)
 				return
 			}
