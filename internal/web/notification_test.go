@@ -434,7 +434,7 @@ func TestStreamLastEventID(t *testing.T) {
 	}
 }
 
-// TestInboxItemOf: what an item says of its people and of a moderation without a moderator.
+// TestInboxItemOf: what an item says of its people, of each kind, and of a moderation without a moderator.
 func TestInboxItemOf(t *testing.T) {
 	t.Parallel()
 	names := map[int64]string{1: "ann", 2: "ben", 3: "cy"}
@@ -455,6 +455,9 @@ func TestInboxItemOf(t *testing.T) {
 		{notification{Kind: "moderation", ArticleID: 5, CommentID: 6, Action: "hide"}, "Readers' reports", "hid your comment on", ""},
 		{notification{Kind: "moderation", ArticleID: 5, Action: "lock", ActorIDs: ids(3), ActorCount: 1}, "cy", "locked your article", ""},
 		{notification{Kind: "moderation", Action: "unban"}, "A moderator", "lifted your ban", ""},
+		{notification{Kind: "mention", ArticleID: 5, ActorIDs: ids(1), ActorCount: 1}, "ann", "mentioned you in", ""},
+		{notification{Kind: "watched-comment", ArticleID: 5, CommentID: 6, ActorIDs: ids(2), ActorCount: 1}, "ben", "commented on", ""},
+		{notification{Kind: "watched-article", ArticleID: 5, ActorIDs: ids(3), ActorCount: 1}, "cy", "posted on a board you watch:", ""},
 	} {
 		it := inboxItemOf(c.n, names)
 		if it.Who != c.who || it.Says != c.says || it.Names != c.names {
