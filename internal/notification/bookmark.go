@@ -172,30 +172,38 @@ func (s *Service) GetBookmark(ctx context.Context, userID int64, typ BookmarkTar
 	return bs[0], nil
 }
 
+// bookmarkRounds bounds the batches one list reads to fill a page past bookmarks whose targets are gone: a user
+// with thousands of those gets a short page and a cursor, not a request that reads them all.
+const bookmarkRounds = 10
+
 // Bookmarks returns up to n of the user's bookmarks older than bookmark before (0: from the newest), newest first,
 // with their titles and excerpts. A bookmark whose target is deleted or hidden is left out, and the next ones are
-// read in its place.
-func (s *Service) Bookmarks(ctx context.Context, userID, before int64, n int) ([]Bookmark, error) {
+// read in its place, for bookmarkRounds batches at most: scannedTo is then the last bookmark read (0 when the
+// answer is whole), from which a next page goes on.
+func (s *Service) Bookmarks(ctx context.Context, userID, before int64, n int) (bs []Bookmark, scannedTo int64, err error) {
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
 	var out []Bookmark
-	for len(out) < n {
+	for round := 0; len(out) < n; round++ {
+		if round == bookmarkRounds {
+			return out, before, nil
+		}
 		batch, err := s.bookmarks(ctx, "WHERE user_id = ? AND bookmark_id < ? ORDER BY bookmark_id DESC LIMIT ?", userID, before, n)
 		if err != nil || len(batch) == 0 {
-			return out, err
+			return out, 0, err
 		}
 		before = batch[len(batch)-1].ID
 		shown, err := s.shown(ctx, batch)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, shown...)
 		if len(batch) < n {
 			break
 		}
 	}
-	return out[:min(len(out), n)], nil
+	return out[:min(len(out), n)], 0, nil
 }
 
 func (s *Service) bookmarks(ctx context.Context, where string, args ...any) ([]Bookmark, error) {

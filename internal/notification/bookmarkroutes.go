@@ -28,6 +28,9 @@ func bookmarkTarget(r *http.Request) (userID int64, typ BookmarkTarget, id int64
 	if id, err = httpio.PathID(r, "targetId"); err != nil {
 		return 0, "", 0, err
 	}
+	if id <= 0 {
+		return 0, "", 0, fault.Invalidf("INVALID_TARGET_ID", "targetId must be positive")
+	}
 	p, err := auth.Acting(r.Context())
 	return p.UserID, typ, id, err
 }
@@ -85,7 +88,7 @@ func (h handlers) listBookmarks(w http.ResponseWriter, r *http.Request) error {
 		return fault.Invalidf("INVALID_CURSOR", "cursor must be a nextCursor of your own bookmarks")
 	}
 	// One more than asked says whether a next page exists.
-	bs, err := h.svc.Bookmarks(r.Context(), p.UserID, before, int(pageSize)+1)
+	bs, scannedTo, err := h.svc.Bookmarks(r.Context(), p.UserID, before, int(pageSize)+1)
 	if err != nil {
 		return err
 	}
@@ -98,9 +101,12 @@ func (h handlers) listBookmarks(w http.ResponseWriter, r *http.Request) error {
 		Bookmarks  []listed `json:"bookmarks"`
 		NextCursor string   `json:"nextCursor"`
 	}{Bookmarks: make([]listed, 0, len(bs))}
-	if len(bs) > int(pageSize) {
+	switch {
+	case len(bs) > int(pageSize):
 		bs = bs[:pageSize]
 		out.NextCursor = cursor(p.UserID, bs[len(bs)-1].ID)
+	case scannedTo > 0: // a short page: the rest is read from there
+		out.NextCursor = cursor(p.UserID, scannedTo)
 	}
 	for _, b := range bs {
 		out.Bookmarks = append(out.Bookmarks, listed{toBookmarkJSON(b), b.Title, b.Excerpt})

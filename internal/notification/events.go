@@ -53,11 +53,12 @@ func (s *Service) articleCreated(ctx context.Context, env event.Envelope) error 
 		s.db.OnConflictUpdate("article_id", "title = ?, excerpt = ?"), a.id, a.writerID, a.title, a.excerpt, a.title, a.excerpt); err != nil {
 		return err
 	}
-	var deleted, announced bool
-	if err := s.db.QueryRowContext(ctx, "SELECT deleted, announced FROM article_ref WHERE article_id = ?", a.id).Scan(&deleted, &announced); err != nil {
+	// An article hidden before its create is read (its moderation event came first) tells no one.
+	var deleted, announced, hidden bool
+	if err := s.db.QueryRowContext(ctx, "SELECT deleted, announced, hidden FROM article_ref WHERE article_id = ?", a.id).Scan(&deleted, &announced, &hidden); err != nil {
 		return err
 	}
-	if deleted || announced {
+	if deleted || announced || hidden {
 		return nil
 	}
 	mentioned, err := s.mentioned(ctx, p.Content)
@@ -93,12 +94,12 @@ func (s *Service) articleUpdated(ctx context.Context, env event.Envelope) error 
 	if err := s.saveArticle(ctx, a); err != nil {
 		return err
 	}
-	var deleted, announced bool
+	var deleted, announced, hidden bool
 	var before string
-	if err := s.db.QueryRowContext(ctx, "SELECT deleted, announced, mentioned FROM article_ref WHERE article_id = ?", a.id).Scan(&deleted, &announced, &before); err != nil {
+	if err := s.db.QueryRowContext(ctx, "SELECT deleted, announced, hidden, mentioned FROM article_ref WHERE article_id = ?", a.id).Scan(&deleted, &announced, &hidden, &before); err != nil {
 		return err
 	}
-	if deleted || !announced {
+	if deleted || !announced || hidden {
 		return nil
 	}
 	at := s.at(time.Time(p.ModifiedAt))
@@ -467,8 +468,8 @@ func (s *Service) article(ctx context.Context, id int64) (article, bool, error) 
 	}
 	// Only inserted: an ARTICLE_UPDATED handled while the lookup ran has the newer title.
 	// Not announced: its create, when it is read, tells its watchers and mentions.
-	_, err = s.db.ExecContext(ctx, s.insertIgnore()+" article_ref (article_id, writer_id, title, announced) VALUES (?, ?, ?, FALSE)",
-		looked.id, looked.writerID, looked.title)
+	_, err = s.db.ExecContext(ctx, s.insertIgnore()+" article_ref (article_id, writer_id, title, announced, hidden) VALUES (?, ?, ?, FALSE, ?)",
+		looked.id, looked.writerID, looked.title, looked.hidden)
 	return looked.article, true, err
 }
 
@@ -483,20 +484,22 @@ func (s *Service) articleRef(ctx context.Context, id int64) (a article, found, d
 
 type lookedUp struct {
 	article
-	ok bool
+	hidden bool // by moderation, as the article service answered
+	ok     bool
 }
 
 // lookUpArticle GETs the article at the article service within the lookup deadline.
 func (s *Service) lookUpArticle(ctx context.Context, id int64) (lookedUp, error) {
 	var a struct {
-		Title    string     `json:"title"`
-		WriterID apijson.ID `json:"writerId"`
+		Title    string       `json:"title"`
+		WriterID apijson.ID   `json:"writerId"`
+		Hidden   event.Hidden `json:"hidden"`
 	}
 	found, err := s.lookUp(ctx, "article", s.cfg.ArticleOrigin, "/v1/articles/"+strconv.FormatInt(id, 10), &a)
 	if err != nil || !found {
 		return lookedUp{}, err
 	}
-	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, ok: true}, nil
+	return lookedUp{article: article{id: id, writerID: int64(a.WriterID), title: a.Title}, hidden: a.Hidden != event.Visible, ok: true}, nil
 }
 
 // lookUp GETs path at the named service's origin within the lookup deadline, and decodes its answer into v: found

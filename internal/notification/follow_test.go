@@ -357,3 +357,23 @@ func TestFanout(t *testing.T) {
 		})
 	}
 }
+
+// TestHiddenBeforeItsCreate: an article whose hide is read before its create (the moderation topic ahead of the
+// article topic) tells neither its board's watchers nor the names it mentions, then or at an edit.
+func TestHiddenBeforeItsCreate(t *testing.T) {
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		f := newFixture(t, db, b, Config{})
+		f.noAutoWatch(author, replier, other)
+		f.watch(other, "board/1", "watching")
+		f.origin.add(a1, author, "T") // the article service has it: the hide's handler looks it up
+		f.deliver(event.ArticleModerated, event.ArticleModeration{ArticleID: a1, BoardID: 1, WriterID: author,
+			Hidden: event.Pending, Action: event.ActionHide, ModeratedAt: apijson.Time(t0)})
+		f.deliver(event.ArticleCreated, articleOn(a1, author, 1, "hello @u"+idStr(replier)))
+		f.deliver(event.ArticleUpdated, articleOn(a1, author, 1, "hello @u"+idStr(replier)+" and @u"+idStr(mod)))
+		for _, user := range []int64{other, replier, mod} {
+			if got := f.kinds(user); len(got) != 0 {
+				t.Errorf("user %d was told %v of a hidden article", user, got)
+			}
+		}
+	})
+}

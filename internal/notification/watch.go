@@ -68,7 +68,11 @@ func (s *Service) PutWatch(ctx context.Context, userID int64, targetType string,
 			userID, targetType, targetID))
 		return err
 	})
-	return w, err
+	if err != nil {
+		return w, err
+	}
+	// Again once the watch is in: a DELETE between the first entry and the watch may have taken the entry away.
+	return w, s.indexWatcher(ctx, userID, targetType, targetID)
 }
 
 // indexWatcher puts the user in the index of the target's watchers.
@@ -96,14 +100,26 @@ func (s *Service) insertWatch(ctx context.Context, tx *sql.Tx, userID int64, tar
 	return n == 1, err
 }
 
-// DeleteWatch ends the user's watch of the target, if any: the truth first, the index after.
+// DeleteWatch ends the user's watch of the target, if any: the truth first, the index after. A watch made again
+// meanwhile (a PUT, or a comment's autoWatch, between the two) gets its entry back: the index stays a superset.
 func (s *Service) DeleteWatch(ctx context.Context, userID int64, targetType string, targetID int64) error {
 	if _, err := s.db.ExecContext(ctx, "DELETE FROM watch WHERE user_id = ? AND target_type = ? AND target_id = ?",
 		userID, targetType, targetID); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, "DELETE FROM watcher WHERE target_id = ? AND target_type = ? AND user_id = ?", targetID, targetType, userID)
-	return err
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM watcher WHERE target_id = ? AND target_type = ? AND user_id = ?", targetID, targetType, userID); err != nil {
+		return err
+	}
+	var one int
+	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM watch WHERE user_id = ? AND target_type = ? AND target_id = ?",
+		userID, targetType, targetID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.indexWatcher(ctx, userID, targetType, targetID)
 }
 
 // GetWatch returns the user's watch of the target: WATCH_NOT_FOUND when there is none.
@@ -166,7 +182,7 @@ func (s *Service) autoWatch(ctx context.Context, userID, articleID int64) error 
 	if err := s.indexWatcher(ctx, userID, TargetArticle, articleID); err != nil {
 		return err
 	}
-	return s.db.Transact(ctx, func(tx *sql.Tx) error {
+	if err := s.db.Transact(ctx, func(tx *sql.Tx) error {
 		// Looked at again where it counts: turned off since, it leaves only an index entry, which the truth drops.
 		var auto bool
 		err := tx.QueryRowContext(ctx, "SELECT auto_watch FROM inbox WHERE user_id = ?"+s.db.ForShare(), userID).Scan(&auto)
@@ -175,7 +191,11 @@ func (s *Service) autoWatch(ctx context.Context, userID, articleID int64) error 
 		}
 		_, err = s.insertWatch(ctx, tx, userID, TargetArticle, articleID, LevelWatching)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	// Again once the watch is in, as PutWatch does.
+	return s.indexWatcher(ctx, userID, TargetArticle, articleID)
 }
 
 // Wire forms and handlers.
