@@ -44,11 +44,18 @@ type Comments struct {
 	flight  singleflight.Group
 
 	mu       sync.Mutex
-	articles map[int64]int64 // comment -> article, bounded by maxRemembered
+	articles map[int64]int64     // comment -> article, bounded by maxRemembered
+	missing  map[int64]time.Time // comment -> until when the comment service's 404 stands, bounded likewise
 }
 
-// maxRemembered bounds the comments whose article Comments remembers; past it, it forgets them all and reads again.
+// maxRemembered bounds the comments whose article Comments remembers, and those it remembers missing; past it, it
+// forgets them all and reads again.
 const maxRemembered = 100_000
+
+// missingTTL is how long a comment the comment service did not have is answered as missing without asking again: a
+// client asking for made-up ids then costs the comment service one lookup per id a minute, not one per request. A
+// comment is committed before its id is given out, so a real one is never missing when first asked for.
+const missingTTL = time.Minute
 
 // NewComments returns the record of comments in db (prepared by Migrate), looking unknown ones up at the comment
 // service at origin; now is the clock (nil for time.Now).
@@ -58,7 +65,7 @@ func NewComments(db *sqldb.DB, origin string, now func() time.Time) *Comments {
 	}
 	return &Comments{db: db, origin: strings.TrimSuffix(origin, "/"), timeout: existence.DefaultLookupTimeout, now: now,
 		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: existence.DefaultMaxLookups, IdleConnTimeout: time.Minute}},
-		lookups: make(chan struct{}, existence.DefaultMaxLookups), articles: map[int64]int64{}}
+		lookups: make(chan struct{}, existence.DefaultMaxLookups), articles: map[int64]int64{}, missing: map[int64]time.Time{}}
 }
 
 // CommentNotFound is the error of a like or unlike of a comment that does not exist, or is deleted (404).
@@ -175,13 +182,29 @@ func (c *Comments) require(ctx context.Context, tx *sql.Tx, articleID, commentID
 // lookUp asks the comment service for a comment, v2 first and then v1 (each version's GET finds only its own), and
 // records it. Concurrent lookups of one id share one call, which runs to its own deadline.
 func (c *Comments) lookUp(ctx context.Context, commentID int64) (int64, error) {
-	if snowflake.Timestamp(commentID).After(c.now().Add(10 * time.Second)) {
+	now := c.now()
+	if snowflake.Timestamp(commentID).After(now.Add(10 * time.Second)) {
 		return 0, CommentNotFound(commentID) // not issued yet by any clock within the skew: nothing to ask
+	}
+	c.mu.Lock()
+	until, missing := c.missing[commentID]
+	c.mu.Unlock()
+	if missing && now.Before(until) {
+		return 0, CommentNotFound(commentID)
 	}
 	done := c.flight.DoChan(strconv.FormatInt(commentID, 10), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 		defer cancel()
-		return c.fetch(ctx, commentID)
+		articleID, err := c.fetch(ctx, commentID)
+		if fault.KindOf(err) == fault.NotFound {
+			c.mu.Lock()
+			if len(c.missing) >= maxRemembered {
+				clear(c.missing)
+			}
+			c.missing[commentID] = c.now().Add(missingTTL)
+			c.mu.Unlock()
+		}
+		return articleID, err
 	})
 	select {
 	case res := <-done:

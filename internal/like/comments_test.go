@@ -215,7 +215,8 @@ func TestCommentsThatDoNotExist(t *testing.T) {
 }
 
 // TestCommentLookedUpOnce: a comment whose COMMENT_CREATED has not arrived is looked up at the comment service once
-// (v2, then v1), and its likes go to its article; later likes ask nothing.
+// (v2, then v1), and its likes go to its article; later likes ask nothing, and neither do likes of a comment found
+// missing a moment ago.
 func TestCommentLookedUpOnce(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
@@ -236,6 +237,15 @@ func TestCommentLookedUpOnce(t *testing.T) {
 		}
 		if n := len(outboxOf(t, db, 70)); n != 6 {
 			t.Errorf("%d events under article 70, want 6", n)
+		}
+		// One the comment service does not have is asked for once (v2, then v1) and then answered as missing for a
+		// while, however often it is asked for.
+		for range 3 {
+			_, err := env.svc.LikeComment(ctx, "", 79, 1)
+			wantKind(t, err, fault.NotFound, "COMMENT_NOT_FOUND", "like of a comment no one has")
+		}
+		if got := env.commentOrigin.calls.Load(); got != 3+2 {
+			t.Errorf("%d lookups after three likes of a missing comment, want 5", got)
 		}
 	})
 }
