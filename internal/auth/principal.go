@@ -27,10 +27,13 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("role %q: want user or moderator", s)
 }
 
-// Principal is the user a request acts for: the subject and role of its access token.
+// Principal is the user a request acts for: the subject and role of its access token, and the user's token epoch
+// when it was signed. A password change, a reset or a deletion raises the user's epoch (event.Session): a token
+// whose epoch is below the user's epoch now is void.
 type Principal struct {
-	UserID int64
-	Role   Role
+	UserID     int64
+	Role       Role
+	TokenEpoch int64
 }
 
 func (p Principal) String() string { return strconv.FormatInt(p.UserID, 10) + "/" + string(p.Role) }

@@ -38,10 +38,12 @@ func (k Key) PublicJWK() jose.JSONWebKey {
 	return jose.JSONWebKey{Key: k.Private.Public(), KeyID: k.ID, Algorithm: string(jose.EdDSA), Use: "sig"}
 }
 
-// claims are a token's claims: the registered ones and the role.
+// claims are a token's claims: the registered ones, the role and the user's token epoch when it was signed (absent:
+// 0, as in tokens signed before there were epochs).
 type claims struct {
 	jwt.Claims
-	Role Role `json:"role"`
+	Role       Role  `json:"role"`
+	TokenEpoch int64 `json:"sep,omitempty"`
 }
 
 // Sign mints an access token for p, signed with k, valid from now for ttl.
@@ -55,7 +57,7 @@ func Sign(k Key, p Principal, now time.Time, ttl time.Duration) (token string, e
 	now = now.Truncate(time.Second)
 	expires = now.Add(ttl)
 	c := claims{Claims: jwt.Claims{Subject: strconv.FormatInt(p.UserID, 10), IssuedAt: jwt.NewNumericDate(now),
-		Expiry: jwt.NewNumericDate(expires)}, Role: p.Role}
+		Expiry: jwt.NewNumericDate(expires)}, Role: p.Role, TokenEpoch: p.TokenEpoch}
 	token, err = jwt.Signed(signer).Claims(c).Serialize()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("sign token: %w", err)
@@ -105,5 +107,8 @@ func verify(tok *jwt.JSONWebToken, pub ed25519.PublicKey, now time.Time) (Princi
 	if err != nil {
 		return Principal{}, time.Time{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
-	return Principal{UserID: id, Role: role}, c.Expiry.Time().Add(clockLeeway), nil
+	if c.TokenEpoch < 0 {
+		return Principal{}, time.Time{}, fmt.Errorf("%w: negative token epoch", errBadToken)
+	}
+	return Principal{UserID: id, Role: role, TokenEpoch: c.TokenEpoch}, c.Expiry.Time().Add(clockLeeway), nil
 }

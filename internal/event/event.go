@@ -57,6 +57,16 @@ const (
 	// Media (SPEC §3.12): an image uploaded, and one deleted by its owner, a moderator or the collection.
 	MediaUploaded Type = "MEDIA_UPLOADED"
 	MediaDeleted  Type = "MEDIA_DELETED"
+
+	// Accounts (SPEC §3.14), from the user service. A password changed or reset, or every session ended, voids the
+	// user's tokens signed before it; a deleted user's tokens are all void, and every service forgets the user.
+	UserPasswordChanged Type = "USER_PASSWORD_CHANGED"
+	UserDeleted         Type = "USER_DELETED"
+	// UserEmailVerified: the user proved they read this address (the notification service mails it when asked).
+	UserEmailVerified Type = "USER_EMAIL_VERIFIED"
+	// MailRequested is a mail to send, written to the outbox with the change that causes it; the mail service sends
+	// it over SMTP.
+	MailRequested Type = "MAIL_REQUESTED"
 )
 
 // topics maps each type to its topic's base name; the deployment's prefix goes in front (SPEC §4: "board-").
@@ -73,6 +83,13 @@ var topics = map[Type]string{
 	// A block is keyed by the pair "blocker:blocked", so compaction keeps each pair's latest state.
 	UserBlocked: "block", UserUnblocked: "block",
 	MediaUploaded: "media", MediaDeleted: "media",
+	// A user's sessions: the token epoch in force, and deletion (final), keyed by user id and compacted like the
+	// bans, so that every instance reads every user's latest one at start.
+	UserPasswordChanged: "session", UserDeleted: "session",
+	// The latest verified address per user, keyed by user id, compacted.
+	UserEmailVerified: "account",
+	// Mails to send, keyed by the recipient's address.
+	MailRequested: "mail",
 }
 
 // Known reports whether t is one of the event types.
@@ -84,13 +101,14 @@ func (t Type) Topic(prefix string) string { return prefix + topics[t] }
 // Topics returns every topic under prefix, each once.
 func Topics(prefix string) []string {
 	return []string{prefix + "article", prefix + "comment", prefix + "like", prefix + "view", prefix + "moderation",
-		prefix + "ban", prefix + "user", prefix + "block", prefix + "media"}
+		prefix + "ban", prefix + "user", prefix + "block", prefix + "media", prefix + "session", prefix + "account",
+		prefix + "mail"}
 }
 
 // CompactedTopics are the topics under prefix whose records are a user's latest standing, kept per key for good
 // (cleanup.policy=compact) rather than for a retention time.
 func CompactedTopics(prefix string) []string {
-	return []string{prefix + "ban", prefix + "user", prefix + "block"}
+	return []string{prefix + "ban", prefix + "user", prefix + "block", prefix + "session", prefix + "account"}
 }
 
 // DeadLetterTopic is where a consumer puts the records of topic it could not handle.
@@ -331,4 +349,71 @@ type Media struct {
 const (
 	HeaderType    = "eventType"
 	HeaderEventID = "eventId"
+)
+
+// Session is the payload of USER_PASSWORD_CHANGED; the key is UserID. Tokens of the user that carry a token epoch
+// below TokenEpoch are void (auth.Principal.TokenEpoch): it is bumped, in the transaction that changes the password,
+// by a password change, a reset and "end every session". It orders the user's session events like a version.
+type Session struct {
+	UserID     apijson.ID   `json:"userId"`
+	TokenEpoch int64        `json:"tokenEpoch"`
+	Reason     string       `json:"reason"` // one of the Session* reasons
+	At         apijson.Time `json:"at"`
+}
+
+// Why a user's token epoch moved (Session.Reason).
+const (
+	SessionPasswordChanged = "password-changed"
+	SessionPasswordReset   = "password-reset"
+	SessionsEnded          = "sessions-ended"
+)
+
+// UserDeletion is the payload of USER_DELETED; the key is UserID. Every token of the user is void from then on.
+// Content says what becomes of what they wrote: DeleteRemove removes their articles, comments and likes, DeleteKeep
+// keeps them, shown as a deleted user's. Every service forgets the rest of what it holds about the user (their inbox,
+// watches, bookmarks, e-mail). TokenEpoch is the user's epoch after the deletion, higher than any before it.
+type UserDeletion struct {
+	UserID     apijson.ID   `json:"userId"`
+	Content    string       `json:"content"`
+	TokenEpoch int64        `json:"tokenEpoch"`
+	At         apijson.Time `json:"at"`
+}
+
+// What a deleted user's content becomes (UserDeletion.Content).
+const (
+	DeleteKeep   = "keep"
+	DeleteRemove = "remove"
+)
+
+// EmailVerified is the payload of USER_EMAIL_VERIFIED; the key is UserID. EmailVersion is bumped with every change of
+// the user's verified address, so that an older address never replaces a newer one.
+type EmailVerified struct {
+	UserID       apijson.ID   `json:"userId"`
+	Email        string       `json:"email"`
+	EmailVersion int64        `json:"emailVersion"`
+	At           apijson.Time `json:"at"`
+}
+
+// Mail is the payload of MAIL_REQUESTED; the key is To, lower-cased. The mail service sends it as it is: its writer
+// renders it. MailID names it for good (the Message-ID, and the dedupe of a redelivered record).
+type Mail struct {
+	MailID  apijson.ID `json:"mailId"`
+	Kind    string     `json:"kind"` // one of the Mail* kinds
+	UserID  apijson.ID `json:"userId"`
+	To      string     `json:"to"`
+	Subject string     `json:"subject"`
+	Text    string     `json:"text"`           // the plain-text body
+	HTML    string     `json:"html,omitempty"` // an HTML alternative, if any
+	// Unsubscribe, when set, is the one-click unsubscribe URL (RFC 8058): the mail carries List-Unsubscribe and
+	// List-Unsubscribe-Post headers with it.
+	Unsubscribe string       `json:"unsubscribe,omitempty"`
+	At          apijson.Time `json:"at"`
+}
+
+// Mail kinds.
+const (
+	MailVerifyEmail   = "verify-email"
+	MailPasswordReset = "password-reset"
+	MailNotification  = "notification"
+	MailDigest        = "digest"
 )

@@ -92,13 +92,16 @@ func TestTopics(t *testing.T) {
 		UserBanned: "board-ban", UserUnbanned: "board-ban", UserRoleChanged: "board-user",
 		CommentLiked: "board-like", CommentUnliked: "board-like", UserBlocked: "board-block", UserUnblocked: "board-block",
 		MediaUploaded: "board-media", MediaDeleted: "board-media",
+		UserPasswordChanged: "board-session", UserDeleted: "board-session", UserEmailVerified: "board-account",
+		MailRequested: "board-mail",
 	} {
 		if got := typ.Topic("board-"); got != want {
 			t.Errorf("%s.Topic = %s, want %s", typ, got, want)
 		}
 	}
 	if diff := cmp.Diff([]string{"board-article", "board-comment", "board-like", "board-view", "board-moderation",
-		"board-ban", "board-user", "board-block", "board-media"}, Topics("board-")); diff != "" {
+		"board-ban", "board-user", "board-block", "board-media", "board-session", "board-account", "board-mail"},
+		Topics("board-")); diff != "" {
 		t.Errorf("Topics (-want +got):\n%s", diff)
 	}
 	if _, err := Encode(1, "NOPE", []byte(`{}`)); err == nil {
