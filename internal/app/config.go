@@ -111,7 +111,10 @@ type Config struct {
 	MediaUnreferencedFor time.Duration
 	MediaGCInterval      time.Duration
 
-	WebAddr       string
+	WebAddr string
+	// PublicURL is the site's address as its readers reach it: the links in mails (verify an address, reset a
+	// password, unsubscribe) point under it.
+	PublicURL     string
 	Boards        []web.Board
 	SecureCookies bool
 
@@ -188,6 +191,7 @@ func Default() Config {
 		MediaUnreferencedFor: media.DefaultUnreferencedFor,
 		MediaGCInterval:      media.DefaultGCInterval,
 		WebAddr:              ":8080",
+		PublicURL:            "http://localhost:8080",
 		Boards:               web.DefaultBoards,
 		NodeLeaseTTL:         30 * time.Second,
 		RequestTimeout:       httpio.DefaultRequestTimeout,
@@ -381,6 +385,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.MediaUnreferencedFor, "media-unreferenced-for", c.MediaUnreferencedFor, "how long an image no post or avatar shows is kept before it is collected")
 	fs.DurationVar(&c.MediaGCInterval, "media-gc-interval", c.MediaGCInterval, "how often the media service collects unreferenced images")
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's address as readers reach it, e.g. https://board.example.com: links in mails point under it")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
 	fs.Func("boards", "the site's boards, as id=name pairs separated by commas (default 1=General,2=Questions,3=Showcase)",
 		func(v string) (err error) { c.Boards, err = web.ParseBoards(v); return err })
