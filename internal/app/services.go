@@ -132,7 +132,7 @@ var services = []service{
 		openAPI: media.OpenAPI, streams: map[string]bool{media.UploadPath: true}, files: []string{media.BlobPrefix},
 		addr: func(c *Config) string { return c.MediaAddr }, build: buildMedia},
 	// web comes last: in one process, it calls every other service where it listens.
-	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
+	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true, "/account/export": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }
 
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by

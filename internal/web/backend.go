@@ -94,17 +94,45 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	defer countCall(ctx, time.Now())
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	req, err := c.request(ctx)
+	if err != nil {
+		return err
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return &serviceError{service: c.service, err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplySize))
+	if err != nil {
+		return &serviceError{service: c.service, err: err}
+	}
+	if resp.StatusCode >= 300 {
+		return answerError(c.service, resp, raw)
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	// json v2 decodes a page of articles in under half the time of encoding/json, which scans it twice.
+	if err := jsonv2.Unmarshal(raw, out); err != nil {
+		return &serviceError{service: c.service, status: http.StatusBadGateway, err: fmt.Errorf("%s %s: %w", c.method, c.url, err)}
+	}
+	return nil
+}
+
+// request is c as an HTTP request, with the headers every call carries.
+func (c call) request(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
 	if c.body != nil {
 		raw, err := json.Marshal(c.body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.body != nil {
@@ -122,38 +150,24 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	if id := httpio.RequestID(ctx); id != "" {
 		req.Header.Set("X-Request-Id", id)
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return &serviceError{service: c.service, err: err}
+	return req, nil
+}
+
+// answerError is a service's answer other than success, from its status and its {code, message} body raw.
+func answerError(service string, resp *http.Response, raw []byte) *serviceError {
+	se := &serviceError{service: service, status: resp.StatusCode}
+	var e struct {
+		Code, Message string
+		banInfo
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplySize))
-	if err != nil {
-		return &serviceError{service: c.service, err: err}
-	}
-	if resp.StatusCode >= 300 {
-		se := &serviceError{service: c.service, status: resp.StatusCode}
-		var e struct {
-			Code, Message string
-			banInfo
+	if json.Unmarshal(raw, &e) == nil {
+		se.code, se.message = e.Code, e.Message
+		if e.Code == codeBanned {
+			se.ban = &e.banInfo
 		}
-		if json.Unmarshal(raw, &e) == nil {
-			se.code, se.message = e.Code, e.Message
-			if e.Code == codeBanned {
-				se.ban = &e.banInfo
-			}
-		}
-		se.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
-		return se
 	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
-	}
-	// json v2 decodes a page of articles in under half the time of encoding/json, which scans it twice.
-	if err := jsonv2.Unmarshal(raw, out); err != nil {
-		return &serviceError{service: c.service, status: http.StatusBadGateway, err: fmt.Errorf("%s %s: %w", c.method, c.url, err)}
-	}
-	return nil
+	se.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
+	return se
 }
 
 // The shapes the pages read, as the services write them (SPEC §3): ids as strings, times in RFC 3339.

@@ -122,6 +122,7 @@ type fakes struct {
 	issued    []tokenIssued
 	moderation
 	following
+	accounts
 
 	servers map[string]*httptest.Server
 }
@@ -165,6 +166,7 @@ func newFakes(t *testing.T) *fakes {
 		servers:    map[string]*httptest.Server{},
 		moderation: moderation{bans: map[int64]fakeBan{}},
 		following:  newFollowing(),
+		accounts:   newAccounts(),
 	}
 	f.putArticle(&fakeArticle{ID: 1, Board: 1, Writer: 10, Title: "First post", Content: "Hello, board.", Created: t0, Modified: t0,
 		Comments: 2, Likes: 2, Views: 5})
@@ -749,6 +751,7 @@ func (f *fakes) userMux() http.Handler {
 		writeJSON(w, http.StatusOK, list)
 	})
 	f.blockRoutes(mux)
+	f.accountRoutes(mux)
 	mux.HandleFunc("GET /v1/users/{userId}", func(w http.ResponseWriter, r *http.Request) {
 		n, ok := pathID(w, r, "userId")
 		if !ok {

@@ -33,6 +33,8 @@ type accountPage struct {
 	Next     string
 	Username string
 	Error    string
+	// Providers are the identity providers to sign in with (Config.OIDCProviders).
+	Providers []string
 }
 
 func (s *Service) signInForm(w http.ResponseWriter, r *http.Request) error {
@@ -41,7 +43,7 @@ func (s *Service) signInForm(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	data := accountPage{layout: s.layout(r, "Sign in"), Next: next}
+	data := accountPage{layout: s.layout(r, "Sign in"), Next: next, Providers: s.cfg.OIDCProviders}
 	if r.URL.Query().Get("expired") != "" {
 		data.Notice = "Your session has ended. Please sign in again."
 	}
@@ -55,7 +57,7 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	data := accountPage{layout: s.layout(r, "Sign in"), Next: localPath(r.PostFormValue("next")),
-		Username: strings.TrimSpace(r.PostFormValue("username"))}
+		Username: strings.TrimSpace(r.PostFormValue("username")), Providers: s.cfg.OIDCProviders}
 	tok, err := s.api.signIn(r.Context(), data.Username, r.PostFormValue("password"), s.cfg.ClientAddr(r))
 	if status, msg := formFailure(err, "Wrong username or password."); msg != "" {
 		data.Error = msg

@@ -51,6 +51,9 @@ type preferences struct {
 	Mention   bool `json:"mention"`
 	Watched   bool `json:"watched"`
 	AutoWatch bool `json:"autoWatch"`
+	// Email is how notifications come by e-mail (SPEC §3.14): "off", "immediate" or "daily"; "" is not sent, which
+	// keeps it as it is (the inbox's form does not show it).
+	Email string `json:"email,omitempty"`
 }
 
 func (b *backend) notifications(ctx context.Context, v *viewer, cursor string, size int64) (notificationPage, error) {

@@ -57,6 +57,14 @@ var notices = map[string]string{
 	"markedread":  "The notification is marked read.",
 	"allread":     "All your notifications are marked read.",
 	"preferences": "Your notification preferences are saved.",
+	// Accounts.
+	"emailsent":       "If that address can be used, a link to verify it is on its way to it. The link works for 24 hours.",
+	"passwordchanged": "Your password is changed. Every other session of your account is ended; this one goes on.",
+	"sessionsended":   "Every other session of your account is ended; this one goes on.",
+	"emailpreference": "Your notification e-mail choice is saved.",
+	"connected":       "The provider's account is connected: you may sign in with it.",
+	"passwordreset":   "Your password is set. Sign in with it.",
+	"accountdeleted":  "Your account is deleted and you are signed out.",
 }
 
 func (s *Service) layout(r *http.Request, title string) layout {

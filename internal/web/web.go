@@ -73,6 +73,8 @@ type Config struct {
 	// SecureCookies marks the session cookie Secure on every answer, for a site whose TLS a proxy in front ends;
 	// without it, only answers over TLS mark it.
 	SecureCookies bool
+	// OIDCProviders names the identity providers the user service signs in with, for the sign-in page's buttons.
+	OIDCProviders []string
 	Client        *http.Client
 	Logger        *slog.Logger
 	Now           func() time.Time
@@ -200,11 +202,28 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("GET /signup", s.signUpForm)
 	handle("POST /signup", s.signUp)
 	handle("POST /signout", s.signOut)
+	handle("GET /account", s.account)
+	handle("POST /account/email", s.changeEmail)
+	handle("POST /account/password", s.changePassword)
+	handle("POST /account/sessions", s.endSessions)
+	handle("POST /account/delete", s.deleteAccount)
+	handle("GET "+exportPath, s.exportData)
+	handle("GET /forgot-password", s.forgotForm)
+	handle("POST /forgot-password", s.askReset)
+	handle("GET /reset-password/{token}", s.resetForm)
+	handle("POST /reset-password/{token}", s.resetPassword)
+	handle("GET /verify-email/{token}", s.verifyForm)
+	handle("POST /verify-email/{token}", s.verifyEmail)
+	handle("POST /oidc/{provider}/start", s.oidcStart)
+	handle("GET /oidc/{provider}/callback", s.oidcCallback)
 	if s.cfg.Origins.Notification != "" {
 		handle("GET /notifications", s.inbox)
 		handle("POST /notifications/{notificationId}/read", s.markRead)
 		handle("POST /notifications/read-all", s.markAllRead)
 		handle("POST /notifications/preferences", s.savePreferences)
+		handle("POST /account/notification-email", s.setEmailPreference)
+		handle("GET /unsubscribe/{token}", s.unsubscribeForm)
+		handle("POST /unsubscribe/{token}", s.unsubscribe)
 		handle("POST /articles/{articleId}/watch", s.setWatch("article"))
 		handle("POST /boards/{boardId}/watch", s.setWatch("board"))
 		handle("POST /articles/{articleId}/bookmark", s.setBookmark("article", true))
@@ -223,6 +242,9 @@ func (s *Service) Routes() *http.ServeMux {
 	pages.Handle("GET /static/{file}", http.HandlerFunc(serveAsset))
 
 	csrf := http.NewCrossOriginProtection()
+	// A mail client's one-click unsubscribe (RFC 8058) comes from no page of this site; the link's token is its
+	// authority, and it does nothing else.
+	csrf.AddInsecureBypassPattern("POST /unsubscribe/{token}")
 	csrf.SetDenyHandler(s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return fault.Forbiddenf("This form was sent from another site, so it was not accepted. Go back, reload the page and try again.")
 	}))
@@ -289,6 +311,9 @@ func (w *timedWriter) WriteHeader(status int) {
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
+
+// Unwrap lets a page that streams (the export) flush and set deadlines through http.ResponseController.
+func (w *timedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *timedWriter) Write(b []byte) (int, error) {
 	if !w.done {

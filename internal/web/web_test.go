@@ -1040,6 +1040,10 @@ func TestEveryPageRenders(t *testing.T) {
 		{target: "/modlog", out: 200, in: 200, want: "<h1>Moderation log</h1>"},
 		{target: "/users/11", out: 200, in: 200, want: `<h1 id="user-name">bob</h1>`},
 		{target: "/moderation/reports", out: 303, in: 403},
+		{target: "/account", out: 303, in: 200, want: "<h1>Your account</h1>"},
+		{target: "/forgot-password", out: 200, in: 200, want: `<form id="forgot-form"`},
+		{target: "/reset-password/10.abc", out: 200, in: 200, want: `<form id="reset-form"`},
+		{target: "/verify-email/10.abc", out: 200, in: 200, want: `<form id="verify-form"`},
 		{target: "/nope", out: 404, in: 404},
 	}
 	for _, signedIn := range []bool{false, true} {

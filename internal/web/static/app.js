@@ -21,8 +21,11 @@ function fragment(html) {
 // loaded again, signed out. The sign-out's answer clears that cache itself (Clear-Site-Data), but browsers honour it
 // only on HTTPS and localhost.
 const loadedAt = Date.now();
-document.addEventListener("submit", (event) => {
-  if (event.target.matches("form#signout")) localStorage.setItem("board-signed-out", String(Date.now()));
+// Deleting the account signs out too; on window, after the document's listener that may cancel it (data-confirm).
+window.addEventListener("submit", (event) => {
+  if (!event.defaultPrevented && event.target.matches("form#signout, form#delete-account")) {
+    localStorage.setItem("board-signed-out", String(Date.now()));
+  }
 });
 window.addEventListener("pageshow", (event) => {
   const signedOut = Number(localStorage.getItem("board-signed-out"));

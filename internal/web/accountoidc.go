@@ -1,0 +1,147 @@
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"board/internal/fault"
+)
+
+// Sign-in with an OpenID Connect provider. The user service runs the flow (PKCE, state, nonce, the ID token's checks)
+// and keeps its state; the web starts it, sends the browser to the provider, and takes the provider's answer back to
+// the user service. The flow's state is also kept in a cookie of this site, so that only the browser that started a
+// sign-in can finish it: a callback address sent to someone else's browser signs no one in there.
+
+// oidcCookie holds the state of the sign-in a browser started, for its callback to match.
+const oidcCookie = "board_oidc"
+
+// oidcCookieAge bounds how long a sign-in at the provider may take.
+const oidcCookieAge = 10 * 60
+
+// oidcStarted is the user service's start of a sign-in: where to send the browser, and the flow's state.
+type oidcStarted struct {
+	AuthorizationURL string `json:"authorizationUrl"`
+	State            string `json:"state"`
+}
+
+// oidcSignedIn is the user service's end of a sign-in: a session's token, and whether the account was made or
+// connected by it.
+type oidcSignedIn struct {
+	tokenReply
+	Created bool `json:"created"`
+	Linked  bool `json:"linked"`
+}
+
+// oidcStart starts a sign-in with the provider; with the reader's token (v not nil), one that connects the
+// provider's account to theirs.
+func (b *backend) oidcStart(ctx context.Context, provider string, v *viewer, client string) (oidcStarted, error) {
+	var out oidcStarted
+	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/start",
+		token: v.Token(), client: client}, &out)
+	return out, err
+}
+
+func (b *backend) oidcCallback(ctx context.Context, provider string, query url.Values, client string) (oidcSignedIn, error) {
+	var out oidcSignedIn
+	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/callback?" + query.Encode(),
+		client: client}, &out)
+	return out, tokenIn(out.tokenReply, err)
+}
+
+// oidcProvider is the path's {provider}, if the site has it configured.
+func (s *Service) oidcProvider(r *http.Request) (string, error) {
+	p := r.PathValue("provider")
+	if !slices.Contains(s.cfg.OIDCProviders, p) {
+		return "", fault.NotFoundf("NO_PROVIDER", "This site does not sign in with that provider.")
+	}
+	return p, nil
+}
+
+// oidcStart sends the browser to the provider. A signed-in reader connects the provider's account to theirs; anyone
+// else signs in with it (or signs up, the first time).
+func (s *Service) oidcStart(w http.ResponseWriter, r *http.Request) error {
+	provider, err := s.oidcProvider(r)
+	if err != nil {
+		return err
+	}
+	if err := form(w, r); err != nil {
+		return err
+	}
+	started, err := s.api.oidcStart(r.Context(), provider, s.reader(w, r), s.cfg.ClientAddr(r))
+	if err != nil {
+		return err
+	}
+	to, err := url.Parse(started.AuthorizationURL)
+	if err != nil || (to.Scheme != "https" && to.Scheme != "http") || to.Host == "" || started.State == "" {
+		return &serviceError{service: "user", status: http.StatusBadGateway, err: errInvalidStart}
+	}
+	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: started.State, Path: "/oidc/" + provider + "/", MaxAge: oidcCookieAge,
+		HttpOnly: true, Secure: s.cfg.SecureCookies || r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	return nil
+}
+
+var errInvalidStart = errors.New("the user service's start of a sign-in has no address or state")
+
+// oidcCallback takes the provider's answer to the user service, if this browser started the sign-in, and keeps the
+// session it gives as signing in does.
+func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) error {
+	provider, err := s.oidcProvider(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: "", Path: "/oidc/" + provider + "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.cfg.SecureCookies || r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	data := oidcPage{layout: s.layout(r, "Sign in with "+providerLabel(provider)), Provider: provider}
+	if q.Get("error") != "" {
+		// The provider's own refusal (the reader said no, or it would not sign them in): its words, as text.
+		data.Message = providerLabel(provider) + " did not sign you in"
+		if d := q.Get("error_description"); d != "" {
+			data.Message += ": " + d
+		} else {
+			data.Message += " (" + q.Get("error") + ")."
+		}
+		return s.render(w, r, http.StatusBadRequest, oidcErrorView(data))
+	}
+	c, err := r.Cookie(oidcCookie)
+	if err != nil || q.Get("state") == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(q.Get("state"))) != 1 {
+		data.Message = "This sign-in was not started in this browser, or it took too long. Please start it again."
+		return s.render(w, r, http.StatusBadRequest, oidcErrorView(data))
+	}
+	done, err := s.api.oidcCallback(r.Context(), provider, url.Values{"code": {q.Get("code")}, "state": {q.Get("state")}}, s.cfg.ClientAddr(r))
+	if se, ok := errors.AsType[*serviceError](err); ok && se.status >= 400 && se.status < 500 && se.status != http.StatusTooManyRequests {
+		data.Message = se.message
+		if data.Message == "" {
+			data.Message = "The sign-in could not be completed."
+		}
+		return s.render(w, r, se.status, oidcErrorView(data))
+	}
+	if err != nil {
+		return err
+	}
+	s.setSession(w, r, done.AccessToken, done.ExpiresAt)
+	switch {
+	case done.Linked:
+		http.Redirect(w, r, "/account?notice=connected#providers", http.StatusSeeOther)
+	case done.Created:
+		http.Redirect(w, r, "/?notice=welcome", http.StatusSeeOther)
+	default:
+		http.Redirect(w, r, "/?notice=signedin", http.StatusSeeOther)
+	}
+	return nil
+}
+
+// oidcPage is a sign-in with a provider that did not end signed in: why.
+type oidcPage struct {
+	layout
+	Provider string
+	Message  string
+}
+
+// oidcStartPath is where a button starts a sign-in with the provider.
+func oidcStartPath(provider string) string { return "/oidc/" + url.PathEscape(provider) + "/start" }
