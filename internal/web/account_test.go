@@ -195,11 +195,12 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 	// Sign-in with a provider: the flow's state is "s-acme"; code "alice" signs alice in (or links to the signed-in
 	// user), code "unverified" is refused as a provider's unverified address is.
 	mux.HandleFunc("GET /v1/oidc/{provider}/start", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"authorizationUrl": "https://idp.example/authorize?client_id=board&state=s-acme", "state": "s-acme"})
+		http.SetCookie(w, &http.Cookie{Name: "board_oidc_state", Value: "s-acme", Path: "/", HttpOnly: true})
+		writeJSON(w, http.StatusOK, map[string]any{"authorizationUrl": "https://idp.example/authorize?client_id=board&state=s-acme"})
 	})
 	mux.HandleFunc("GET /v1/oidc/{provider}/callback", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		if q.Get("state") != "s-acme" {
+		if c, err := r.Cookie("board_oidc_state"); err != nil || c.Value != q.Get("state") || q.Get("state") != "s-acme" {
 			writeError(w, http.StatusBadRequest, "INVALID_STATE", "This sign-in is unknown or expired.")
 			return
 		}

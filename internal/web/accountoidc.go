@@ -22,11 +22,15 @@ const oidcCookie = "board_oidc"
 // oidcCookieAge bounds how long a sign-in at the provider may take.
 const oidcCookieAge = 10 * 60
 
-// oidcStarted is the user service's start of a sign-in: where to send the browser, and the flow's state.
+// oidcStarted is the user service's start of a sign-in: where to send the browser, and the flow's state, which the
+// user service gives as a cookie for the browser (stateCookie) and wants back with the callback.
 type oidcStarted struct {
 	AuthorizationURL string `json:"authorizationUrl"`
-	State            string `json:"state"`
+	State            string `json:"-"`
 }
+
+// stateCookie is the user service's cookie that carries a sign-in's state.
+const stateCookie = "board_oidc_state"
 
 // oidcSignedIn is the user service's end of a sign-in: a session's token, and whether the account was made or
 // connected by it.
@@ -39,16 +43,25 @@ type oidcSignedIn struct {
 // oidcStart starts a sign-in with the provider; with the reader's token (v not nil), one that connects the
 // provider's account to theirs.
 func (b *backend) oidcStart(ctx context.Context, provider string, v *viewer, client string) (oidcStarted, error) {
-	var out oidcStarted
+	var (
+		out    oidcStarted
+		header http.Header
+	)
 	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/start",
-		token: v.Token(), client: client}, &out)
+		token: v.Token(), client: client, header: &header}, &out)
+	for _, c := range (&http.Response{Header: header}).Cookies() {
+		if c.Name == stateCookie {
+			out.State = c.Value
+		}
+	}
 	return out, err
 }
 
+// oidcCallback finishes the sign-in whose state the browser held.
 func (b *backend) oidcCallback(ctx context.Context, provider string, query url.Values, client string) (oidcSignedIn, error) {
 	var out oidcSignedIn
 	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/callback?" + query.Encode(),
-		client: client}, &out)
+		client: client, cookie: (&http.Cookie{Name: stateCookie, Value: query.Get("state")}).String()}, &out)
 	return out, tokenIn(out.tokenReply, err)
 }
 

@@ -86,6 +86,10 @@ type call struct {
 	client  string // the browser's address, for the user service's per-address limits
 	// key is the write's Idempotency-Key, from its form (see formKey): a form sent twice writes once.
 	key string
+	// cookie is a Cookie header to send, and header where to keep the answer's headers: for the sign-in with a
+	// provider, whose state the user service binds to a cookie (see oidcStart).
+	cookie string
+	header *http.Header
 }
 
 // do sends c and decodes a successful JSON answer into out (unless out is nil). Every call counts toward the page's
@@ -109,6 +113,9 @@ func (b *backend) do(ctx context.Context, c call, out any) error {
 	}
 	if resp.StatusCode >= 300 {
 		return answerError(c.service, resp, raw)
+	}
+	if c.header != nil {
+		*c.header = resp.Header
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -146,6 +153,9 @@ func (c call) request(ctx context.Context) (*http.Request, error) {
 	}
 	if c.key != "" {
 		req.Header.Set("Idempotency-Key", c.key)
+	}
+	if c.cookie != "" {
+		req.Header.Set("Cookie", c.cookie)
 	}
 	if id := httpio.RequestID(ctx); id != "" {
 		req.Header.Set("X-Request-Id", id)

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/base64"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// mailText is the text of an .eml file, its parts decoded (quoted-printable, base64), for a test to find a link in.
+func mailText(raw io.Reader) (to, text string, err error) {
+	m, err := mail.ReadMessage(raw)
+	if err != nil {
+		return "", "", err
+	}
+	var out strings.Builder
+	var walk func(h mimeHeader, body io.Reader) error
+	walk = func(h mimeHeader, body io.Reader) error {
+		media, params, _ := mime.ParseMediaType(h.Get("Content-Type"))
+		if strings.HasPrefix(media, "multipart/") {
+			r := multipart.NewReader(body, params["boundary"])
+			for {
+				part, err := r.NextRawPart()
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if err := walk(part.Header, part); err != nil {
+					return err
+				}
+			}
+		}
+		switch strings.ToLower(h.Get("Content-Transfer-Encoding")) {
+		case "quoted-printable":
+			body = quotedprintable.NewReader(body)
+		case "base64":
+			body = base64.NewDecoder(base64.StdEncoding, body)
+		}
+		b, err := io.ReadAll(body)
+		out.Write(b)
+		out.WriteString("\n")
+		return err
+	}
+	err = walk(m.Header, m.Body)
+	return m.Header.Get("To"), out.String(), err
+}
+
+// mimeHeader is the headers of a mail or of a part of one.
+type mimeHeader interface{ Get(string) string }
+
+// waitMailLink waits for a mail to the address, written by the embedded mail default as an .eml file under
+// dataDir/mail, that holds a link whose path starts with prefix, and returns the link's path, a link it has not
+// returned before.
+func waitMailLink(t *testing.T, dataDir, to, prefix string, seen map[string]bool) string {
+	t.Helper()
+	link := regexp.MustCompile(`https?://[^\s"'<>]+` + regexp.QuoteMeta(prefix) + `[A-Za-z0-9._~-]+`)
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		files, _ := filepath.Glob(filepath.Join(dataDir, "mail", "*.eml"))
+		for _, name := range files {
+			f, err := os.Open(name)
+			if err != nil {
+				continue
+			}
+			addr, text, err := mailText(f)
+			f.Close()
+			if err != nil || !strings.Contains(strings.ToLower(addr), strings.ToLower(to)) {
+				continue
+			}
+			for _, found := range link.FindAllString(text, -1) {
+				u, err := url.Parse(found)
+				if err == nil && !seen[u.Path] {
+					seen[u.Path] = true
+					return u.Path
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mail to %s with a link to %s… in %s/mail after %v (files: %v)", to, prefix, dataDir, settleTimeout, files)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBrowserAccounts is issue 41's walk through the account pages, as a member does it, against every real
+// service and the embedded mail default: fay signs up, adds her address and verifies it through the link mailed to
+// her (the link's page uses it only when she presses its button), changes her password (her other browser's session
+// ends, this one goes on), chooses a daily digest, forgets her password and sets a new one through the mailed link,
+// downloads her data, and deletes her account. With BOARD_WEB_SCREENSHOTS set it photographs the account page and
+// the reset page for docs/web.md.
+func TestBrowserAccounts(t *testing.T) {
+	t.Parallel()
+	needBrowser(t)
+	dataDir := t.TempDir()
+	p := startWeb(t, "--data-dir", dataDir)
+	shots := os.Getenv(screenshotsEnv)
+	seen := map[string]bool{}
+
+	b := newTab(t, "fay", p.urls["web"])
+	if shots != "" {
+		b.do("the screen", chromedp.EmulateViewport(1280, 900))
+	}
+	b.signUpWith("fay")
+	// Her other browser, signed in before the password change.
+	other := newTab(t, "fay-elsewhere", p.urls["web"])
+	other.openOK("/signin")
+	other.signInWith("fay", "fay-password")
+	expect(other, "signed in elsewhere", other.text("#nav-user"), "fay")
+
+	// Her account, with no address yet; she adds one.
+	b.followOK("open the account page", "#nav-account")
+	expect(b, "the account page", b.path(), "/account")
+	b.checkPage("the account page")
+	expect(b, "the account's name", b.text("#account-name"), "fay")
+	if !strings.Contains(b.text("#email-current"), "no verified address") {
+		b.failf("a new account says %q of its address", b.text("#email-current"))
+	}
+	b.fill("her address", "#new-email", "fay@example.com")
+	b.fill("her password", "#email-password", "fay-password")
+	b.followOK("send the verification link", "#email-form button[type=submit]")
+	expect(b, "the page after", b.location(), "/account?notice=emailsent#email")
+	if !strings.Contains(b.text("#email-pending"), "fay@example.com") {
+		b.failf("the pending address: %q", b.text("#email-pending"))
+	}
+
+	// The mailed link shows a button; only pressing it verifies.
+	verify := waitMailLink(t, dataDir, "fay@example.com", "/verify-email/", seen)
+	b.openOK(verify)
+	b.checkPage("the verification page")
+	b.openOK(verify) // a second visit, as a mail scanner's before hers: the link still works
+	b.followOK("verify the address", "#verify-form button[type=submit]")
+	if !strings.Contains(b.text("#verified"), "fay@example.com") {
+		b.failf("after verifying: %q", b.text("main"))
+	}
+	b.openOK(verify)
+	b.follow("the link again", "#verify-form button[type=submit]")
+	if b.count("#link-invalid") != 1 {
+		b.failf("a used verification link: %q", b.text("main"))
+	}
+	b.openOK("/account")
+	if !strings.Contains(b.text("#email-current"), "fay@example.com") {
+		b.failf("the verified address: %q", b.text("#email-current"))
+	}
+
+	// She changes her password: this session goes on, the other ends.
+	b.fill("the current password", "#current-password", "fay-password")
+	b.fill("the new password", "#new-password", "fay-second-password")
+	b.followOK("change the password", "#password-form button[type=submit]")
+	expect(b, "the page after", b.location(), "/account?notice=passwordchanged#password")
+	expect(b, "still signed in", b.text("#nav-user"), "fay")
+	other.reloadUntil("the other session ends", "/", `!document.querySelector("#nav-user")`)
+
+	// A daily digest of her notifications.
+	b.click("a daily digest", "#email-pref-daily")
+	b.followOK("save the choice", "#notify-form button[type=submit]")
+	expect(b, "the notice", b.text("#notice"), "Your notification e-mail choice is saved.")
+	expect(b, "the choice kept", eval[bool](b, `document.querySelector("#email-pref-daily").checked`), true)
+	if shots != "" {
+		shoot(t, b, filepath.Join(shots, "account-desktop.png"))
+	}
+
+	// Signed out, she forgets her password and sets a new one through the mailed link.
+	b.followOK("sign out", "#signout button")
+	b.openOK("/signin")
+	b.followOK("forgot the password", "#forgot-link")
+	b.checkPage("the forgotten password page")
+	b.fill("her address", "#forgot-email", "fay@example.com")
+	b.followOK("ask for a link", "#forgot-form button[type=submit]")
+	if b.count("#reset-sent") != 1 {
+		b.failf("after asking: %q", b.text("main"))
+	}
+	reset := waitMailLink(t, dataDir, "fay@example.com", "/reset-password/", seen)
+	b.openOK(reset)
+	b.checkPage("the reset page")
+	if shots != "" {
+		shoot(t, b, filepath.Join(shots, "reset-desktop.png"))
+	}
+	b.fill("a new password", "#reset-password", "fay-third-password")
+	b.followOK("set it", "#reset-form button[type=submit]")
+	expect(b, "the page after the reset", b.location(), "/signin?notice=passwordreset")
+	b.openOK(reset)
+	b.fill("the link again", "#reset-password", "fay-fourth-password")
+	b.follow("set it again", "#reset-form button[type=submit]")
+	expect(b, "a used reset link", b.attr("#ask-again", "href"), "/forgot-password")
+	b.openOK("/signin")
+	if status := b.signInWith("fay", "fay-second-password"); status != 401 {
+		b.failf("the password before the reset signed in (%d)", status)
+	}
+	b.openOK("/signin?next=/account")
+	if status := b.signInWith("fay", "fay-third-password"); status != 200 {
+		b.fatalf("the new password: %d", status)
+	}
+	expect(b, "back to the account", b.path(), "/account")
+
+	// Her data, as the download link fetches it.
+	expect(b, "the link downloads", b.attr("#export-link", "download"), "")
+	type download struct {
+		Status      int            `json:"status"`
+		Disposition string         `json:"disposition"`
+		Archive     map[string]any `json:"archive"`
+	}
+	got := result(b, "download her data", chromedp.Evaluate[download](`fetch(document.querySelector("#export-link").href)
+		.then(async r => ({status: r.status, disposition: r.headers.get("content-disposition"), archive: await r.json()}))`,
+		chromedp.EvalAwaitPromise))
+	expect(b, "the download's status", got.Status, 200)
+	if !strings.HasPrefix(got.Disposition, `attachment; filename="board-fay-`) {
+		b.failf("the download's Content-Disposition: %q", got.Disposition)
+	}
+	profile, _ := got.Archive["profile"].(map[string]any)
+	if profile["username"] != "fay" {
+		b.failf("the archive's profile: %v", got.Archive["profile"])
+	}
+	for _, part := range []string{"articles", "comments", "likes", "bookmarks", "notifications"} {
+		if _, ok := got.Archive[part].([]any); !ok {
+			b.failf("the archive has no %s: %v", part, got.Archive)
+		}
+	}
+
+	// She deletes her account, removing what she wrote; she is signed out and cannot sign in again.
+	b.click("remove her content", "#delete-remove")
+	b.fill("her password", "#delete-password", "fay-third-password")
+	b.click("confirm", "#delete-confirm")
+	b.followOK("delete the account", "#delete-account button[type=submit]")
+	expect(b, "the page after", b.location(), "/?notice=accountdeleted")
+	expect(b, "signed out", b.count("#nav-user"), 0)
+	b.openOK("/signin")
+	if status := b.signInWith("fay", "fay-third-password"); status != 401 {
+		b.failf("the deleted account signed in (%d)", status)
+	}
+}
