@@ -66,13 +66,13 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 		defer f.mu.Unlock()
 		u := f.users[p.UserID]
 		var email, pending any
-		if e, ok := f.accounts.email[u.ID]; ok {
+		if e, ok := f.email[u.ID]; ok {
 			email = e
 		}
-		if e, ok := f.accounts.pending[u.ID]; ok {
+		if e, ok := f.pending[u.ID]; ok {
 			pending = e
 		}
-		ids := f.accounts.identities[u.ID]
+		ids := f.identities[u.ID]
 		if ids == nil {
 			ids = []map[string]any{}
 		}
@@ -94,7 +94,7 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 			return
 		}
 		f.mu.Lock()
-		f.accounts.pending[p.UserID] = in.Email
+		f.pending[p.UserID] = in.Email
 		f.mu.Unlock()
 		writeJSON(w, http.StatusAccepted, map[string]any{})
 	})
@@ -146,7 +146,7 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 			return
 		}
 		f.mu.Lock()
-		export := f.accounts.export
+		export := f.export
 		f.mu.Unlock()
 		if export != nil {
 			export(w, r)
@@ -161,11 +161,11 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 	useToken := func(w http.ResponseWriter, token, want string) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if token != want || f.accounts.used[token] {
+		if token != want || f.used[token] {
 			writeError(w, http.StatusBadRequest, codeInvalidToken, "This link is used, expired or not whole.")
 			return false
 		}
-		f.accounts.used[token] = true
+		f.used[token] = true
 		return true
 	}
 	mux.HandleFunc("POST /v1/password-resets/{token}", func(w http.ResponseWriter, r *http.Request) {
@@ -185,9 +185,9 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/email-verifications/{token}", func(w http.ResponseWriter, r *http.Request) {
 		if useToken(w, r.PathValue("token"), "10.verify") {
 			f.mu.Lock()
-			email := f.accounts.pending[10]
-			f.accounts.email[10] = email
-			delete(f.accounts.pending, 10)
+			email := f.pending[10]
+			f.email[10] = email
+			delete(f.pending, 10)
 			f.mu.Unlock()
 			writeJSON(w, http.StatusOK, map[string]any{"userId": "10", "email": email})
 		}
@@ -467,7 +467,7 @@ func TestExportStreams(t *testing.T) {
 	release := make(chan struct{})
 	cut := make(chan bool, 1)
 	f.mu.Lock()
-	f.accounts.export = func(w http.ResponseWriter, r *http.Request) {
+	f.export = func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"profile":{"username":"alice"},"articles":[`+"\n")
 		w.(http.Flusher).Flush()
@@ -482,7 +482,7 @@ func TestExportStreams(t *testing.T) {
 		_, _ = io.WriteString(w, `]}`)
 	}
 	f.mu.Unlock()
-	download := func() (*http.Response, *bufio.Reader) {
+	download := func() (int, http.Header, *bufio.Reader) {
 		req, _ := http.NewRequest(http.MethodGet, site.URL+"/account/export", nil)
 		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: alice})
 		resp, err := site.Client().Do(req)
@@ -490,13 +490,13 @@ func TestExportStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { resp.Body.Close() })
-		return resp, bufio.NewReader(resp.Body)
+		return resp.StatusCode, resp.Header, bufio.NewReader(resp.Body)
 	}
 
-	resp, body := download()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" ||
-		resp.Header.Get("Content-Disposition") != `attachment; filename="board-alice-2026-11-22.json"` {
-		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	status, header, body := download()
+	if status != http.StatusOK || header.Get("Content-Type") != "application/json" ||
+		header.Get("Content-Disposition") != `attachment; filename="board-alice-2026-11-22.json"` {
+		t.Fatalf("%d %v", status, header)
 	}
 	// The first part arrives while the rest is still held back at the user service.
 	if line, err := body.ReadString('\n'); err != nil || !strings.HasPrefix(line, `{"profile"`) {
@@ -508,7 +508,7 @@ func TestExportStreams(t *testing.T) {
 		t.Errorf("the rest: %q %v", rest, err)
 	}
 
-	_, body = download()
+	_, _, body = download()
 	if _, err := body.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
