@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net"
+	"net/http"
 	"net/mail"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,4 +247,134 @@ func TestBrowserAccounts(t *testing.T) {
 	if status := b.signInWith("fay", "fay-third-password"); status != 401 {
 		b.failf("the deleted account signed in (%d)", status)
 	}
+}
+
+// oidcProviderEnv names the test OIDC provider's binary, zitadel/oidc's example server (scripts/oidc-provider build
+// prints it); without it the test builds the provider when the Go toolchain can, and skips when it cannot.
+const oidcProviderEnv = "BOARD_TEST_OIDC_PROVIDER"
+
+var oidcProviderBuild = sync.OnceValues(func() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("../../scripts/oidc-provider", "build", "--build-dir", filepath.Join(cache, "board-oidc-provider")).Output()
+	if err != nil {
+		return "", fmt.Errorf("scripts/oidc-provider build: %w", err)
+	}
+	_, bin, _ := strings.Cut(strings.TrimSpace(string(out)), "=")
+	return bin, nil
+})
+
+// startOIDCProvider runs the provider on a free port, its one user dev (dev-password, dev@example.com, verified)
+// and its client web (secret "secret") sending browsers back to redirect; it returns the issuer.
+func startOIDCProvider(t *testing.T, redirect string) string {
+	t.Helper()
+	bin := os.Getenv(oidcProviderEnv)
+	if bin == "" {
+		var err error
+		if bin, err = oidcProviderBuild(); err != nil {
+			t.Skipf("%s is not set, and the provider could not be built here: %v", oidcProviderEnv, err)
+		}
+	}
+	dir := t.TempDir()
+	users := `{"dev": {"ID": "dev", "Username": "dev", "Password": "dev-password", "Email": "dev@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
+	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte(users), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freeLoopbackPort(t)
+	var log bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "USERS_FILE="+filepath.Join(dir, "users.json"), "REDIRECT_URI="+redirect)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	for deadline := time.Now().Add(time.Minute); ; {
+		resp, err := http.Get(issuer + ".well-known/openid-configuration")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return issuer
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the OIDC provider exited: %s", log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the OIDC provider did not come up: %v %s", err, log.String())
+		}
+	}
+}
+
+// freeLoopbackPort is a loopback port nothing listens on now.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestBrowserSignInWithProvider signs in with a real OpenID Connect provider through the pages: dev presses "Sign in
+// with Dev" on the sign-in page, signs in at the provider, and comes back signed in to an account made for him,
+// which his account page shows connected; a callback that reaches another browser is refused. With
+// BOARD_WEB_SCREENSHOTS set it photographs the sign-in page with its button for docs/web.md.
+func TestBrowserSignInWithProvider(t *testing.T) {
+	t.Parallel()
+	needBrowser(t)
+	webAddr := "127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t))
+	callback := "http://" + webAddr + "/oidc/dev/callback"
+	issuer := startOIDCProvider(t, callback)
+	p := startWeb(t, "--web-addr", webAddr, "--public-url", "http://"+webAddr,
+		"--oidc-provider", "name=dev,issuer="+issuer+",client-id=web,client-secret=secret,redirect-url="+callback)
+	shots := os.Getenv(screenshotsEnv)
+
+	b := newTab(t, "dev", p.urls["web"])
+	if shots != "" {
+		b.do("the screen", chromedp.EmulateViewport(1280, 900))
+	}
+	b.openOK("/signin")
+	b.checkPage("the sign-in page with a provider")
+	expect(b, "the provider's button", b.text(`#providers button[data-provider="dev"]`), "Sign in with Dev")
+	if shots != "" {
+		shoot(t, b, filepath.Join(shots, "signin-provider-desktop.png"))
+	}
+	b.followOK("sign in with the provider", `#providers button[data-provider="dev"]`)
+	if !strings.HasPrefix(b.location(), "http://localhost:") {
+		b.fatalf("the button led to %s, not the provider", b.location())
+	}
+	b.fill("the provider's username", `input[name="username"]`, "dev")
+	b.fill("the provider's password", `input[name="password"]`, "dev-password")
+	b.followOK("sign in at the provider", `form button[type="submit"], form input[type="submit"]`)
+	expect(b, "back on the site", b.path(), "/")
+	if b.text("#nav-user") == "" {
+		b.fatalf("not signed in after the provider: %q", b.text("main"))
+	}
+	b.openOK("/account")
+	if !strings.Contains(b.text(`#provider-list li[data-provider="dev"]`), "connected as dev@example.com") {
+		b.failf("the account's provider: %q", b.text("#provider-list"))
+	}
+	expect(b, "an account without a password", b.count("#no-password"), 1)
+
+	// The provider's answer, opened in another browser that did not start the sign-in: refused there.
+	other := newTab(t, "someone-else", p.urls["web"])
+	if status := other.open("/oidc/dev/callback?code=stolen&state=stolen"); status != http.StatusBadRequest {
+		other.failf("a callback of another browser answered %d, want 400", status)
+	}
+	if !strings.Contains(other.text("#oidc-error"), "not started in this browser") {
+		other.failf("the refusal says %q", other.text("main"))
+	}
+	expect(other, "signed out", other.count("#nav-user"), 0)
 }
