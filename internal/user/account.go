@@ -491,6 +491,41 @@ func (s *Service) issueToken(ctx context.Context, tx *sql.Tx, userID int64, purp
 	return token, nil
 }
 
+// tokenPurgeEvery is how often each instance deletes the expired mailed tokens, so that the table holds about a
+// day's worth. Every instance does; a delete that finds nothing costs little.
+const tokenPurgeEvery = time.Hour
+
+// purgeTokensEvery deletes the expired mailed tokens every interval until ctx ends. A failure is logged; the next
+// round deletes them.
+func (s *Service) purgeTokensEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		purgeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.purgeTokens(purgeCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("deleting expired mailed tokens failed", "err", err)
+		}
+	}
+}
+
+// purgeTokens deletes the mailed tokens that have expired: used or not, they can no longer be redeemed. Behind
+// Vitess each shard deletes its own by itself (MULTI_SHARD_AUTOCOMMIT): the rows are independent.
+func (s *Service) purgeTokens(ctx context.Context) error {
+	directive := ""
+	if s.db.Vitess() {
+		directive = "/*vt+ MULTI_SHARD_AUTOCOMMIT=1 */ "
+	}
+	_, err := s.db.ExecContext(ctx, "DELETE "+directive+"FROM account_token WHERE expires_at <= ?", apijson.Millis(s.cfg.Now()))
+	return err
+}
+
 // errNoRow is what oneRow returns when the statement changed no row.
 var errNoRow = errors.New("no row changed")
 

@@ -340,7 +340,7 @@ func TestPasswordReset(t *testing.T) {
 		a.clock.Add(ResetTTL - time.Millisecond)
 		httpiotest.WantStatus(t, a.as(0, "POST", "/v1/password-resets/"+token, `{"new":"brand new horse"}`), http.StatusNoContent)
 		httpiotest.WantError(t, a.as(0, "POST", "/v1/password-resets/"+token, `{"new":"other new horse"}`), 400, "INVALID_TOKEN") // replayed
-		if _, err := a.svc.SignIn(context.Background(), "ann", "correct horse"); err != errBadCredentials {
+		if _, err := a.svc.SignIn(context.Background(), "ann", "correct horse"); !errors.Is(err, errBadCredentials) {
 			t.Errorf("the old password: %v", err)
 		}
 		tok, err := a.svc.SignIn(context.Background(), "ann", "brand new horse")
@@ -526,4 +526,36 @@ func TestAccountRateLimits(t *testing.T) {
 			t.Errorf("verification %d from one client: %d %s, want %d", i, r.Status, r.Body, want)
 		}
 	}
+}
+
+// Run deletes the expired mailed tokens, used or not, and keeps the live ones.
+func TestExpiredTokensArePurged(t *testing.T) {
+	t.Parallel()
+	sqldbtest.RunIn(t, "user", Migrate, func(t *testing.T, db *sqldb.DB) {
+		a := newAccounts(t, db, Config{})
+		ann := signUps(t, a.svc, "ann")[0]
+		change := `{"email":"ann@example.org","password":"correct horse"}`
+		httpiotest.WantStatus(t, a.as(ann, "PUT", "/v1/users/me/email", change), http.StatusAccepted)
+		httpiotest.WantStatus(t, a.as(ann, "PUT", "/v1/users/me/email", change), http.StatusAccepted) // voids the first
+		a.clock.Add(VerifyTTL)
+		httpiotest.WantStatus(t, a.as(ann, "PUT", "/v1/users/me/email", change), http.StatusAccepted)
+		live := a.link("verify-email", "ann@example.org")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.svc.purgeTokensEvery(ctx, time.Millisecond); close(done) }()
+		count := func() (n int) {
+			if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM account_token").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for deadline := time.Now().Add(10 * time.Second); count() != 1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d tokens after 10 s of purges, want the live one", count())
+			}
+		}
+		cancel()
+		<-done
+		httpiotest.WantStatus(t, a.as(0, "POST", "/v1/email-verifications/"+live, ""), http.StatusOK)
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -91,8 +92,14 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys}, nil
 }
 
-// Run reloads the signing keys every Reload until ctx ends (KeyRing.Run).
-func (s *Service) Run(ctx context.Context) { s.keys.Run(ctx) }
+// Run reloads the signing keys every Reload (KeyRing.Run) and deletes the expired mailed tokens every
+// tokenPurgeEvery, until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.keys.Run(ctx) })
+	s.purgeTokensEvery(ctx, tokenPurgeEvery)
+	wg.Wait()
+}
 
 // NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_].
 func NormalizeUsername(name string) (string, error) {
