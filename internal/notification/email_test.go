@@ -2,6 +2,7 @@ package notification
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"modernc.org/sqlite"
+
 	"board/internal/apijson"
 	"board/internal/event"
 	"board/internal/httpio/httpiotest"
@@ -20,6 +23,15 @@ import (
 )
 
 const publicURL = "https://board.example"
+
+// statements counts the calls of the SQLite function test_count_statement.
+var statements atomic.Int64
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("test_count_statement", 0, func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) {
+		return statements.Add(1), nil
+	})
+}
 
 // clock is the tests' injected clock.
 type clock struct{ now atomic.Int64 }
@@ -228,9 +240,23 @@ func TestFanoutMail(t *testing.T) {
 			}
 		}
 		f.noAutoWatch(author)
+		if db.Dialect == sqldb.SQLite {
+			// Each statement that reads the addresses counts once (a deterministic function of no argument is
+			// evaluated once per statement).
+			for _, q := range []string{"ALTER TABLE email_address RENAME TO email_address_rows",
+				"CREATE VIEW email_address AS SELECT * FROM email_address_rows WHERE test_count_statement() > 0"} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		statements.Store(0)
 		env := f.deliver(event.ArticleCreated, articleOn(a1, author, 9, ""))
 		if err := f.handle(env); err != nil {
 			t.Fatal(err)
+		}
+		if n := statements.Load(); db.Dialect == sqldb.SQLite && n != watchers/DefaultFanoutBatch {
+			t.Errorf("the addresses were read by %d statements, want one per batch of %d inboxes: %d", n, DefaultFanoutBatch, watchers/DefaultFanoutBatch)
 		}
 		mails := f.mails()
 		if len(mails) != watchers/2 {
@@ -451,4 +477,39 @@ func userRange(from int64, n int) []int64 {
 		out[i] = from + int64(i)
 	}
 	return out
+}
+
+// TestRunDigests: the worker looks at once when it starts, and then every DigestEvery.
+func TestRunDigests(t *testing.T) {
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		clk := newClock(t0.Add(time.Hour))
+		f := newFixture(t, db, b, emailConfig(clk, Config{DigestEvery: 20 * time.Millisecond}))
+		f.noAutoWatch(author, replier)
+		f.setEmail(author, EmailDaily)
+		f.verified(author, addressOf(author), 1)
+		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
+		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.svc.RunDigests(ctx)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		wantMails := func(n int) {
+			t.Helper()
+			for deadline := time.Now().Add(10 * time.Second); len(f.mails()) != n; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d mails, want %d", len(f.mails()), n)
+				}
+			}
+		}
+		wantMails(1)
+		f.deliver(event.CommentCreated, commentV2(c(2), a1, replier, "00001"))
+		clk.advance(digestPeriod)
+		wantMails(2)
+	})
 }

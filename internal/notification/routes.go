@@ -208,8 +208,8 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 		Like         *bool `json:"like"`
 		Moderation   *bool `json:"moderation"`
 		// Newer than the others: a client that does not send them keeps them as they are.
-		Mention   *bool `json:"mention"`
-		Watched   *bool `json:"watched"`
+		Mention   *bool   `json:"mention"`
+		Watched   *bool   `json:"watched"`
 		AutoWatch *bool   `json:"autoWatch"`
 		Email     *string `json:"email"`
 	}
