@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"board/internal/apijson"
 	"board/internal/event"
@@ -62,11 +63,21 @@ func (s *Service) emailVerified(ctx context.Context, env event.Envelope) error {
 	return err
 }
 
+// startDigests starts the user's digests after the inbox's sequence number seq: what came before is not news to a
+// digest.
+func (s *Service) startDigests(ctx context.Context, tx *sql.Tx, user, seq int64) error {
+	if _, err := tx.ExecContext(ctx, s.insertIgnore()+" email_address (user_id) VALUES (?)", user); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE email_address SET digest_seq = ? WHERE user_id = ?", seq, user)
+	return err
+}
+
 // told is a user a transaction added a notification for, of kind, with the user's e-mail preference.
 type told struct {
-	user  int64
-	kind  Kind
-	email string
+	user int64
+	kind Kind
+	mode string
 }
 
 // mailNew asks, in the transaction that added n (its kind chosen per user) to the users' inboxes, for the mails
@@ -74,11 +85,11 @@ type told struct {
 // the addresses of the whole batch in one query.
 func (s *Service) mailNew(ctx context.Context, tx *sql.Tx, emit outbox.Emit, n Notification, users []told) error {
 	var mailing []int64
-	mode := map[int64]told{}
+	byUser := map[int64]told{}
 	for _, t := range users {
-		if t.email == EmailImmediate || t.email == EmailDaily {
+		if t.mode == EmailImmediate || t.mode == EmailDaily {
 			mailing = append(mailing, t.user)
-			mode[t.user] = t
+			byUser[t.user] = t
 		}
 	}
 	if len(mailing) == 0 {
@@ -93,8 +104,8 @@ func (s *Service) mailNew(ctx context.Context, tx *sql.Tx, emit outbox.Emit, n N
 		if err := rows.Scan(&a.user, &a.email, &pending); err != nil {
 			return err
 		}
-		switch t := mode[a.user]; {
-		case t.email == EmailImmediate:
+		switch t := byUser[a.user]; {
+		case t.mode == EmailImmediate:
 			a.kind = t.kind
 			immediate = append(immediate, a)
 		case !pending:
@@ -210,9 +221,18 @@ func (s *Service) Unsubscribe(ctx context.Context, token string) error {
 	})
 }
 
-// subjectOf says what n tells of, in the inbox's words.
+// subjectOf says what n tells of, in the inbox's words, on one line (it is a mail's subject).
 func subjectOf(n Notification) string {
-	title := strconv.Quote(n.ArticleTitle)
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, subjectLine(n))
+}
+
+func subjectLine(n Notification) string {
+	title := `"` + n.ArticleTitle + `"`
 	switch n.Kind {
 	case ArticleComment:
 		return "New comment on your article " + title

@@ -375,10 +375,11 @@ func TestDigest(t *testing.T) {
 		clk := newClock(t0.Add(time.Hour))
 		f := newFixture(t, db, b, emailConfig(clk, Config{}))
 		f.noAutoWatch(author, replier)
+		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
+		f.deliver(event.CommentCreated, commentV2(c(500), a1, replier, "00500")) // before the digests: not news to them
 		f.setEmail(author, EmailDaily)
 		f.setEmail(replier, EmailDaily) // no address
 		f.verified(author, addressOf(author), 1)
-		f.deliver(event.ArticleCreated, articleEvent(a1, author, "One"))
 		for i := range int64(25) {
 			f.deliver(event.CommentCreated, commentV2(c(i), a1, replier, fmt.Sprintf("%05d", i)))
 		}
@@ -512,4 +513,13 @@ func TestRunDigests(t *testing.T) {
 		clk.advance(digestPeriod)
 		wantMails(2)
 	})
+}
+
+// TestMailSubjectIsOneLine: a title cannot add lines (headers) to a mail.
+func TestMailSubjectIsOneLine(t *testing.T) {
+	t.Parallel()
+	got := subjectOf(Notification{Kind: Mention, ArticleTitle: "Hi\r\nBcc: everyone@example.org"})
+	if want := `You were mentioned in "Hi  Bcc: everyone@example.org"`; got != want {
+		t.Errorf("subject %q, want %q", got, want)
+	}
 }

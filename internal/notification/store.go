@@ -260,8 +260,12 @@ func (s *Service) Preferences(ctx context.Context, userID int64) (Preferences, e
 func (s *Service) SetPreferences(ctx context.Context, userID int64, change func(*Preferences)) (Preferences, error) {
 	var p Preferences
 	_, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
+		was := in.prefs.Email
 		change(&in.prefs)
 		p = in.prefs
+		if p.Email == EmailDaily && was != EmailDaily {
+			return s.startDigests(ctx, tx, userID, in.seq)
+		}
 		return nil
 	})
 	return p, err
