@@ -27,6 +27,9 @@ const (
 	digestTimeout      = time.Minute
 )
 
+// dueQuery reads, through idx_digest_due, the pending users whose last digest is before a time, oldest first.
+const dueQuery = "SELECT user_id FROM email_address WHERE digest_pending = TRUE AND last_digest_at <= ? ORDER BY last_digest_at LIMIT ?"
+
 // RunDigests sends the digests due every DigestEvery until ctx ends.
 func (s *Service) RunDigests(ctx context.Context) {
 	t := time.NewTicker(s.cfg.DigestEvery)
@@ -50,8 +53,7 @@ func (s *Service) sendDigests(ctx context.Context) (int, error) {
 	now := s.cfg.Now()
 	sent := 0
 	for {
-		users, err := sqldb.IDs(s.db.QueryContext(ctx, "SELECT user_id FROM email_address WHERE digest_pending = TRUE AND last_digest_at <= ? ORDER BY last_digest_at LIMIT ?",
-			millis(now.Add(-digestPeriod)), digestBatch))
+		users, err := sqldb.IDs(s.db.QueryContext(ctx, dueQuery, millis(now.Add(-digestPeriod)), digestBatch))
 		if err != nil {
 			return sent, err
 		}

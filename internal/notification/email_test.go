@@ -2,6 +2,7 @@ package notification
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
@@ -522,4 +523,67 @@ func TestMailSubjectIsOneLine(t *testing.T) {
 	if want := `You were mentioned in "Hi  Bcc: everyone@example.org"`; got != want {
 		t.Errorf("subject %q, want %q", got, want)
 	}
+}
+
+// TestDigestsDueByIndex: the worker's read of the digests due walks idx_digest_due over the pending users only, so
+// that users with nothing to send cost it nothing.
+func TestDigestsDueByIndex(t *testing.T) {
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		ctx := context.Background()
+		// Many users with nothing to send, a few pending, enough that MariaDB's planner weighs its choices.
+		var rows []string
+		var args []any
+		for i := range int64(2000) {
+			rows = append(rows, "(?, 'x@example.org', ?)")
+			args = append(args, 9000+i, i%100 == 0)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO email_address (user_id, email, digest_pending) VALUES "+strings.Join(rows, ", "), args...); err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect == sqldb.MySQL {
+			if _, err := db.ExecContext(ctx, "ANALYZE TABLE email_address"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		explain := "EXPLAIN "
+		if db.Dialect == sqldb.SQLite {
+			explain = "EXPLAIN QUERY PLAN "
+		}
+		res, err := db.QueryContext(ctx, explain+dueQuery, t0, digestBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Close()
+		columns, err := res.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []map[string]string
+		for res.Next() {
+			values := make([]sql.NullString, len(columns))
+			dest := make([]any, len(values))
+			for i := range values {
+				dest[i] = &values[i]
+			}
+			if err := res.Scan(dest...); err != nil {
+				t.Fatal(err)
+			}
+			row := map[string]string{}
+			for i, c := range columns {
+				row[c] = values[i].String
+			}
+			plan = append(plan, row)
+		}
+		if err := res.Err(); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(plan) != 1:
+			t.Errorf("plan %v, want one step", plan)
+		case db.Dialect == sqldb.SQLite && !strings.Contains(plan[0]["detail"], "idx_digest_due (digest_pending=? AND last_digest_at<?)"):
+			t.Errorf("plan %v, want a search of idx_digest_due", plan)
+		case db.Dialect == sqldb.MySQL && (plan[0]["key"] != "idx_digest_due" || plan[0]["type"] != "range" || strings.Contains(plan[0]["Extra"], "filesort")):
+			t.Errorf("plan %v, want a range of idx_digest_due, in its order", plan)
+		}
+	})
 }
