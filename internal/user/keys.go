@@ -65,6 +65,8 @@ type Config struct {
 	Outbox *outbox.Outbox
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OIDC are the identity providers people may sign in with (oidc.go).
+	OIDC []OIDCProvider
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -35,6 +35,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("PUT /v1/blocks/{userId}", h.block)
 	handle("DELETE /v1/blocks/{userId}", h.unblock)
 	handle("GET /v1/blocks", h.blocks)
+	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
+	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
 	return mux
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -62,6 +63,7 @@ type Service struct {
 	cfg    Config
 	hasher *hasher
 	keys   *KeyRing
+	oidc   map[string]*oidcProvider // by name
 }
 
 // NewService returns the user service over db, whose schema Migrate has prepared. It makes the dummy password hash
@@ -82,11 +84,21 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	if cfg.Outbox == nil {
 		cfg.Outbox = outbox.New(db, outbox.DefaultShards, ids, cfg.Now, nil, nil)
 	}
-	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys}, nil
+	providers, err := newOIDCProviders(cfg.OIDC)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys, oidc: providers}, nil
 }
 
-// Run reloads the signing keys every Reload until ctx ends (KeyRing.Run).
-func (s *Service) Run(ctx context.Context) { s.keys.Run(ctx) }
+// Run reloads the signing keys every Reload (KeyRing.Run) and does the OIDC sign-in's background work (runOIDC)
+// until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runOIDC(ctx) })
+	s.keys.Run(ctx)
+	wg.Wait()
+}
 
 // NormalizeUsername checks a username and returns it lower-cased: 3..30 of [A-Za-z0-9_].
 func NormalizeUsername(name string) (string, error) {
