@@ -151,15 +151,20 @@ func login(t *testing.T, authURL, username, password string) url.Values {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	next := func(resp *http.Response) *url.URL {
+	// redirect sends req and returns where the answer, which must be a redirect, points.
+	redirect := func(req *http.Request) *url.URL {
 		t.Helper()
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusFound && resp.StatusCode != http.StatusSeeOther {
 			var b bytes.Buffer
 			_, _ = b.ReadFrom(resp.Body)
-			t.Fatalf("%s %s: %d %s, want a redirect", resp.Request.Method, resp.Request.URL, resp.StatusCode, b.String())
+			t.Fatalf("%s %s: %d %s, want a redirect", req.Method, req.URL, resp.StatusCode, b.String())
 		}
-		loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+		loc, err := req.URL.Parse(resp.Header.Get("Location"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,20 +172,21 @@ func login(t *testing.T, authURL, username, password string) url.Values {
 	}
 	get := func(u string) *url.URL {
 		t.Helper()
-		resp, err := browser.Get(u)
+		req, err := http.NewRequest("GET", u, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return next(resp)
+		return redirect(req)
 	}
 	loginPage := get(authURL) // /login/username?authRequestID=ID
 	id := loginPage.Query().Get("authRequestID")
-	resp, err := browser.PostForm(loginPage.Scheme+"://"+loginPage.Host+"/login/username",
-		url.Values{"id": {id}, "username": {username}, "password": {password}})
+	form := url.Values{"id": {id}, "username": {username}, "password": {password}}
+	req, err := http.NewRequest("POST", loginPage.Scheme+"://"+loginPage.Host+"/login/username", strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := get(next(resp).String()) // /auth/callback?id=ID, then the redirect URI
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	back := get(redirect(req).String()) // /auth/callback?id=ID, then the redirect URI
 	if got := back.Scheme + "://" + back.Host + back.Path; got != testRedirect {
 		t.Fatalf("the provider sent the browser to %s, want %s", back, testRedirect)
 	}
