@@ -79,7 +79,7 @@ type providerUser struct {
 // testProvider is a running instance of the provider.
 type testProvider struct {
 	issuer string
-	port   int
+	stop   func() // kills it, at once
 }
 
 const testRedirect = "http://localhost:8080/oidc/zit/callback"
@@ -121,11 +121,12 @@ func startProvider(t *testing.T, port int, users ...providerUser) *testProvider 
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Kill()
 		<-exited
-	})
-	p := &testProvider{issuer: fmt.Sprintf("http://localhost:%d/", port), port: port}
+	}
+	t.Cleanup(stop)
+	p := &testProvider{issuer: fmt.Sprintf("http://localhost:%d/", port), stop: stop}
 	for deadline := time.Now().Add(time.Minute); ; {
 		resp, err := http.Get(p.issuer + ".well-known/openid-configuration")
 		if err == nil {
@@ -479,6 +480,17 @@ func TestOIDCProviderDown(t *testing.T) {
 	startProvider(t, port, provUser("ann", "ann@example.com", true))
 	r.clock.Add(oidcRetry)
 	r.wantSignIn(r.signIn("zit", "ann", 0), true, false)
+}
+
+// A provider that goes down between the browser's visit and the callback: 503, and the state is spent.
+func TestOIDCProviderDownMidSignIn(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t, freePort(t), provUser("ann", "ann@example.com", true))
+	r := newOIDCRig(t, sqldbtest.OpenSQLite(t, Migrate), zit(p.issuer))
+	authURL, cookie := r.start("zit", 0)
+	back := login(t, authURL, "ann", "pw-ann")
+	p.stop()
+	wantCode(t, r.callback("zit", back, cookie), http.StatusServiceUnavailable, "OIDC_PROVIDER_UNAVAILABLE")
 }
 
 // Expired states are swept; live ones stay.
