@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,18 +147,50 @@ func (p *oidcProvider) endpoints(ctx context.Context, now time.Time) (*oidcEndpo
 		p.retryAt = now.Add(oidcRetry)
 		return nil, errProviderDown(p.Name, err)
 	}
-	p.ready = p.use(op)
+	if p.ready, err = p.use(op); err != nil {
+		p.retryAt = now.Add(oidcRetry)
+		return nil, errProviderDown(p.Name, err)
+	}
 	return p.ready, nil
 }
 
-// use returns the endpoints of the provider op describes, for this client.
-func (p *oidcProvider) use(op *oidc.Provider) *oidcEndpoints {
+// signingAlgs are the ID token algorithms go-oidc verifies.
+var signingAlgs = map[string]bool{oidc.RS256: true, oidc.RS384: true, oidc.RS512: true, oidc.ES256: true,
+	oidc.ES384: true, oidc.ES512: true, oidc.PS256: true, oidc.PS384: true, oidc.PS512: true, oidc.EdDSA: true}
+
+// use returns the endpoints of the provider op describes (from its discovery document), for this client.
+func (p *oidcProvider) use(op *oidc.Provider) (*oidcEndpoints, error) {
+	var meta struct {
+		JWKSURL string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := op.Claims(&meta); err != nil {
+		return nil, err
+	}
+	keys := keySet{oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), p.client), meta.JWKSURL)}
+	algs := slices.DeleteFunc(meta.Algs, func(a string) bool { return !signingAlgs[a] })
 	return &oidcEndpoints{
 		provider: op,
 		oauth: oauth2.Config{ClientID: p.ClientID, ClientSecret: p.ClientSecret, Endpoint: op.Endpoint(),
 			RedirectURL: p.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
-		verifier: op.Verifier(&oidc.Config{ClientID: p.ClientID}),
+		// Discovery checked that the provider names itself p.Issuer.
+		verifier: oidc.NewVerifier(p.Issuer, keys, &oidc.Config{ClientID: p.ClientID, SupportedSigningAlgs: algs}),
+	}, nil
+}
+
+// keySet is the provider's key set, which tells the keys' fetch failing (the provider is down: 503) from a bad
+// signature (401): go-oidc's verifier turns the fetch's error into text, so it is noted in the context instead.
+type keySet struct{ oidc.KeySet }
+
+// keysDown is the context key of the *error where keySet notes a failed fetch.
+type keysDown struct{}
+
+func (k keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	payload, err := k.KeySet.VerifySignature(ctx, jwt)
+	if noted, ok := ctx.Value(keysDown{}).(*error); ok && fault.IsDependencyDown(err) {
+		*noted = err
 	}
+	return payload, err
 }
 
 func (s *Service) oidcProvider(name string) (*oidcProvider, error) {
@@ -346,14 +379,20 @@ func (s *Service) FinishOIDC(ctx context.Context, name string, query url.Values,
 		return OIDCSignIn{}, err
 	}
 	claims, err := p.exchange(ctx, e, code, st)
+	if fe, ok := fault.As(err); ok && fe.Code == "INVALID_ID_TOKEN" {
+		s.cfg.Logger.InfoContext(ctx, "ID token refused", "provider", name, "err", fe.Err)
+	}
 	if err != nil {
 		return OIDCSignIn{}, err
 	}
 	return s.signInIdentity(ctx, name, claims, st.linkUser)
 }
 
-func errInvalidIDToken(format string, args ...any) error {
-	return fault.Unauthenticatedf("INVALID_ID_TOKEN", "the identity provider's ID token is not valid for this site: "+format, args...)
+// errInvalidIDToken refuses an ID token. The reason is logged (FinishOIDC), not answered: it would help only a
+// forger.
+func errInvalidIDToken(cause error) error {
+	return &fault.Error{Kind: fault.Unauthenticated, Code: "INVALID_ID_TOKEN", Err: cause,
+		Message: "the identity provider's ID token is not valid for this site (signature, issuer, audience or expiry); sign in again"}
 }
 
 // exchange trades the code for tokens and returns who they say signed in.
@@ -369,11 +408,15 @@ func (p *oidcProvider) exchange(ctx context.Context, e *oidcEndpoints, code stri
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return oidcClaims{}, errInvalidIDToken("the provider sent none")
+		return oidcClaims{}, errInvalidIDToken(errors.New("the provider sent none"))
 	}
-	idToken, err := e.verifier.Verify(ctx, raw)
+	var down error
+	idToken, err := e.verifier.Verify(context.WithValue(ctx, keysDown{}, &down), raw)
+	if down != nil {
+		return oidcClaims{}, errProviderDown(p.Name, down)
+	}
 	if err != nil {
-		return oidcClaims{}, errInvalidIDToken("%v", err)
+		return oidcClaims{}, errInvalidIDToken(err)
 	}
 	// go-oidc leaves the nonce to its caller.
 	if subtle.ConstantTimeCompare([]byte(idToken.Nonce), []byte(st.nonce)) != 1 {
@@ -385,7 +428,7 @@ func (p *oidcProvider) exchange(ctx context.Context, e *oidcEndpoints, code stri
 		PreferredUsername string `json:"preferred_username"`
 	}
 	if err := idToken.Claims(&c); err != nil {
-		return oidcClaims{}, errInvalidIDToken("%v", err)
+		return oidcClaims{}, errInvalidIDToken(err)
 	}
 	// Many providers (the test one too) give the e-mail only at the userinfo endpoint; its answer counts only for the
 	// subject the ID token names (OIDC Core §5.3.2).
@@ -395,7 +438,7 @@ func (p *oidcProvider) exchange(ctx context.Context, e *oidcEndpoints, code stri
 			return oidcClaims{}, errProviderDown(p.Name, err)
 		}
 		if info.Subject != idToken.Subject {
-			return oidcClaims{}, errInvalidIDToken("the userinfo endpoint names another subject")
+			return oidcClaims{}, errInvalidIDToken(errors.New("the userinfo endpoint names another subject"))
 		}
 		if info.Email != "" {
 			c.Email, c.EmailVerified = info.Email, info.EmailVerified

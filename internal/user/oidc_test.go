@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -461,7 +462,9 @@ func TestOIDCForeignIDTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zp.ready = zp.use(swapped)
+		if zp.ready, err = zp.use(swapped); err != nil {
+			t.Fatal(err)
+		}
 		wantCode(t, r.signIn("zit", "ann", 0), http.StatusUnauthorized, "INVALID_ID_TOKEN")
 
 		zp.ready = e
@@ -491,6 +494,25 @@ func TestOIDCProviderDownMidSignIn(t *testing.T) {
 	back := login(t, authURL, "ann", "pw-ann")
 	p.stop()
 	wantCode(t, r.callback("zit", back, cookie), http.StatusServiceUnavailable, "OIDC_PROVIDER_UNAVAILABLE")
+}
+
+// The provider's keys out of reach when the ID token is verified: 503, not a bad token.
+func TestOIDCKeysUnreachable(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t, freePort(t), provUser("ann", "ann@example.com", true))
+	r := newOIDCRig(t, sqldbtest.OpenSQLite(t, Migrate), zit(p.issuer))
+	r.svc.oidc["zit"].client = &http.Client{Transport: keysRefused{http.DefaultTransport}}
+	wantCode(t, r.signIn("zit", "ann", 0), http.StatusServiceUnavailable, "OIDC_PROVIDER_UNAVAILABLE")
+}
+
+// keysRefused fails every request for the provider's keys as a connection refused would, and sends the others.
+type keysRefused struct{ http.RoundTripper }
+
+func (k keysRefused) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/keys" {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return k.RoundTripper.RoundTrip(req)
 }
 
 // Expired states are swept; live ones stay.
