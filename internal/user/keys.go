@@ -70,6 +70,8 @@ type Config struct {
 	PublicURL string
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// OIDC are the identity providers people may sign in with (oidc.go).
+	OIDC []OIDCProvider
 }
 
 func (c Config) withDefaults() (Config, error) {
