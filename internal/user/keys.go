@@ -63,8 +63,12 @@ type Config struct {
 	// USER_UNBLOCKED, in the transaction that makes the change; nil: an outbox of outbox.DefaultShards without a
 	// relay, whose rows wait for the service's relay to poll them.
 	Outbox *outbox.Outbox
-	Now    func() time.Time
-	Logger *slog.Logger
+	// UsernameGrace is how long a deleted account's username stays taken (delete.go); 0: DefaultUsernameGrace.
+	UsernameGrace time.Duration
+	// Exports are where an export's parts are read (export.go).
+	Exports ExportOrigins
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {

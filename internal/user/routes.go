@@ -35,6 +35,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("PUT /v1/blocks/{userId}", h.block)
 	handle("DELETE /v1/blocks/{userId}", h.unblock)
 	handle("GET /v1/blocks", h.blocks)
+	handle("DELETE /v1/users/me", h.deleteMe)
+	handle("GET "+ExportPath, h.export)
 	return mux
 }
 
@@ -43,10 +45,15 @@ type userJSON struct {
 	Username  string       `json:"username"`
 	Role      string       `json:"role"`
 	CreatedAt apijson.Time `json:"createdAt"`
+	Deleted   bool         `json:"deleted,omitempty"`
 }
 
+// toJSON is a user's wire form; a deleted account's name reads as DeletedName.
 func toJSON(u User) userJSON {
-	return userJSON{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt)}
+	if u.Deleted {
+		u.Username = DeletedName
+	}
+	return userJSON{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt), u.Deleted}
 }
 
 type handlers struct {
