@@ -68,8 +68,8 @@ func TestDeleteAccount(t *testing.T) {
 
 		for body, code := range map[string]string{
 			`{"password":"correct horse","content":"shred"}`: "INVALID_CONTENT",
-			`{"password":"correct horse"}`:                    "INVALID_CONTENT",
-			`[1]`:                                             "INVALID_JSON",
+			`{"password":"correct horse"}`:                   "INVALID_CONTENT",
+			`[1]`:                                            "INVALID_JSON",
 		} {
 			httpiotest.WantError(t, httpiotest.Call(me, "DELETE", "/v1/users/me", body), http.StatusBadRequest, code)
 		}
