@@ -98,7 +98,7 @@ type producer struct {
 var services = []service{
 	// user comes first: in one process, the others fetch its signing keys where it listens.
 	{Service: Service{Name: "user", Database: "user", Publishes: true}, migrate: user.Migrate, openAPI: user.OpenAPI,
-		open: user.OpenRoutes, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
+		open: user.OpenRoutes, streams: map[string]bool{user.ExportPath: true}, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
 	// article consumes the moderation topic for its articles' moderation state, and USER_DELETED. Exports are streams.
 	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, streams: map[string]bool{article.ExportPath: true},
@@ -141,7 +141,8 @@ var services = []service{
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
-		Standing: e.Standing, Outbox: r.ob, Logger: e.Logger}
+		Standing: e.Standing, Outbox: r.ob, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
+		Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) }}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}
@@ -151,6 +152,12 @@ func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	}
 	r.workers.run(ctx, svc.Run)
 	return user.Routes(svc, e.Logger), []httpio.Check{{Name: "database", Ping: r.db.Ping}}, nil
+}
+
+// exportAddr is where a service whose part a user's export reads listens by default (user.ExportOrigins).
+func exportAddr(c *Config, service string) string {
+	return map[string]string{"article": c.ArticleAddr, "comment": c.CommentAddr, "like": c.LikeAddr,
+		"notification": c.NotificationAddr}[service]
 }
 
 func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {

@@ -3,6 +3,7 @@ package user
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -17,10 +18,10 @@ import (
 // ExportPath is where a user downloads the archive of their data (SPEC §3.14).
 const ExportPath = "/v1/users/me/export"
 
-// ExportOrigins are the base URLs of the services that own a part of an export.
-type ExportOrigins struct {
-	Article, Comment, Like, Notification string
-}
+// ExportOrigins returns the base URL of the named service that owns parts of an export: "article", "comment",
+// "like" or "notification". It is asked at each export: in one process, those services listen only after the user
+// service is made.
+type ExportOrigins func(service string) string
 
 // Timeouts of an export, served as a stream (without the request deadline): each part's call to its service, and the
 // whole.
@@ -29,18 +30,11 @@ const (
 	exportTimeout = 5 * time.Minute
 )
 
-// exportPart is a part of the archive that another service streams: its key, and where the service serves it.
-type exportPart struct{ key, url string }
-
-func (o ExportOrigins) parts() []exportPart {
-	return []exportPart{
-		{"articles", o.Article + "/v1/exports/articles"},
-		{"comments", o.Comment + "/v1/exports/comments"},
-		{"likes", o.Like + "/v1/exports/likes"},
-		{"bookmarks", o.Notification + "/v1/exports/bookmarks"},
-		{"notifications", o.Notification + "/v1/exports/notifications"},
-		{"watches", o.Notification + "/v1/exports/watches"},
-	}
+// exportParts are the parts of the archive that other services stream, in its order: each its key and its service,
+// which serves it at /v1/exports/{key}.
+var exportParts = []struct{ key, service string }{
+	{"articles", "article"}, {"comments", "comment"}, {"likes", "like"},
+	{"bookmarks", "notification"}, {"notifications", "notification"}, {"watches", "notification"},
 }
 
 type profileJSON struct {
@@ -61,6 +55,9 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 	p, err := auth.Acting(r.Context())
 	if err != nil {
 		return err
+	}
+	if h.svc.cfg.Exports == nil {
+		return fault.Unavailablef(errors.New("no export origins configured"), "EXPORT_UNAVAILABLE", "exports are not set up here")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), exportTimeout)
 	defer cancel()
@@ -94,8 +91,9 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := &flusher{w: w, rc: http.NewResponseController(w)}
-	for _, part := range h.svc.cfg.Exports.parts() {
-		if err := h.copyPart(ctx, out, head, part, r.Header.Get("Authorization")); err != nil {
+	for _, part := range exportParts {
+		url := h.svc.cfg.Exports(part.service) + "/v1/exports/" + part.key
+		if err := h.copyPart(ctx, out, head, part.key, url, r.Header.Get("Authorization")); err != nil {
 			if !out.started {
 				return err
 			}
@@ -112,10 +110,10 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 
 // copyPart streams one part into the archive: ,"key": and the service's answer. The archive's head goes out with the
 // first part that answers, so that a service down from the start is a plain 503.
-func (h handlers) copyPart(ctx context.Context, out *flusher, head []byte, part exportPart, authorization string) error {
+func (h handlers) copyPart(ctx context.Context, out *flusher, head []byte, key, url, authorization string) error {
 	ctx, cancel := context.WithTimeout(ctx, partTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, part.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -123,12 +121,12 @@ func (h handlers) copyPart(ctx context.Context, out *flusher, head []byte, part 
 	req.Header.Set("Accept", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fault.Unavailablef(err, "EXPORT_UNAVAILABLE", "the %s of the export cannot be read now", part.key)
+		return fault.Unavailablef(err, "EXPORT_UNAVAILABLE", "the %s of the export cannot be read now", key)
 	}
 	defer resp.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "application/json" {
 		return fault.Unavailablef(fmt.Errorf("status %d, %s", resp.StatusCode, resp.Header.Get("Content-Type")),
-			"EXPORT_UNAVAILABLE", "the %s of the export cannot be read now", part.key)
+			"EXPORT_UNAVAILABLE", "the %s of the export cannot be read now", key)
 	}
 	if !out.started {
 		out.w.Header().Set("Content-Type", "application/json")
@@ -139,11 +137,11 @@ func (h handlers) copyPart(ctx context.Context, out *flusher, head []byte, part 
 			return err
 		}
 	}
-	if _, err := fmt.Fprintf(out, ",%q:", part.key); err != nil {
+	if _, err := fmt.Fprintf(out, ",%q:", key); err != nil {
 		return err
 	}
 	if _, err := io.Copy(out, resp.Body); err != nil {
-		return fmt.Errorf("the %s of the export: %w", part.key, err)
+		return fmt.Errorf("the %s of the export: %w", key, err)
 	}
 	return nil
 }

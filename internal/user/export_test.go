@@ -53,7 +53,7 @@ func partsServer(t *testing.T, set *atomic.Pointer[faults]) *httptest.Server {
 func exportClient(t *testing.T, db *sqldb.DB, parts *httptest.Server, user *int64) *httptest.Server {
 	t.Helper()
 	cfg := Config{Hash: cheap, Now: snowflaketest.NewClock(t0).Now,
-		Exports: ExportOrigins{Article: parts.URL, Comment: parts.URL, Like: parts.URL, Notification: parts.URL}}
+		Exports: func(string) string { return parts.URL }}
 	svc, err := NewService(context.Background(), db, snowflaketest.NewIDs(firstID), cfg)
 	if err != nil {
 		t.Fatal(err)
