@@ -68,7 +68,8 @@ func exportClient(t *testing.T, db *sqldb.DB, parts *httptest.Server, user *int6
 	return srv
 }
 
-func getExport(t *testing.T, url string) (*http.Response, []byte, error) {
+// getExport asks for the export and returns the answer's status, its body and the error that ended its reading.
+func getExport(t *testing.T, url string) (int, []byte, error) {
 	t.Helper()
 	req, err := http.NewRequest("GET", url+ExportPath, nil)
 	if err != nil {
@@ -81,7 +82,7 @@ func getExport(t *testing.T, url string) (*http.Response, []byte, error) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return resp, body, err
+	return resp.StatusCode, body, err
 }
 
 // TestExport checks GET /v1/users/me/export: the archive holds the profile, every part as its service sent it (asked
@@ -94,9 +95,9 @@ func TestExport(t *testing.T) {
 		var set atomic.Pointer[faults]
 		set.Store(&faults{})
 		srv := exportClient(t, db, partsServer(t, &set), &user)
-		resp, body, err := getExport(t, srv.URL)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("export: %d, %v: %s", resp.StatusCode, err, body)
+		status, body, err := getExport(t, srv.URL)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("export: %d, %v: %s", status, err, body)
 		}
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		var keys []string
@@ -140,17 +141,17 @@ func TestExport(t *testing.T) {
 
 		// The first part's service is down: nothing is sent yet, so it is a plain 503.
 		set.Store(&faults{fail: "articles"})
-		if resp, body, _ := getExport(t, srv.URL); resp.StatusCode != http.StatusServiceUnavailable ||
+		if status, body, _ := getExport(t, srv.URL); status != http.StatusServiceUnavailable ||
 			!strings.Contains(string(body), "EXPORT_UNAVAILABLE") {
-			t.Errorf("export with the article service down: %d %s, want 503 EXPORT_UNAVAILABLE", resp.StatusCode, body)
+			t.Errorf("export with the article service down: %d %s, want 503 EXPORT_UNAVAILABLE", status, body)
 		}
 
 		// A later part's service fails, or breaks off its answer, once the archive has begun: the archive is cut short.
 		for _, f := range []faults{{fail: "likes"}, {cut: "comments"}} {
 			set.Store(&f)
-			resp, body, err := getExport(t, srv.URL)
-			if resp.StatusCode != http.StatusOK || err == nil {
-				t.Errorf("export with %+v: %d, %v, want 200 and a body cut short", f, resp.StatusCode, err)
+			status, body, err := getExport(t, srv.URL)
+			if status != http.StatusOK || err == nil {
+				t.Errorf("export with %+v: %d, %v, want 200 and a body cut short", f, status, err)
 			}
 			if json.Valid(body) {
 				t.Errorf("export with %+v: a whole JSON document %s", f, body)
