@@ -90,8 +90,8 @@ func TestDeleteAccount(t *testing.T) {
 		if bs, err := svc.Blocks(ctx, leaver); err != nil || len(bs) != 0 {
 			t.Errorf("the leaver's blocks after the deletion: %v, %v; want none", bs, err)
 		}
-		if bs, err := svc.Blocks(ctx, foe); err != nil || len(bs) != 1 {
-			t.Errorf("a block of the leaver by another: %v, %v; want it kept", bs, err)
+		if bs, err := svc.Blocks(ctx, foe); err != nil || len(bs) != 1 || bs[0].Username != DeletedName {
+			t.Errorf("a block of the leaver by another: %v, %v; want it kept, naming a deleted user", bs, err)
 		}
 		wantEvents := []string{
 			"USER_BLOCKED " + pair(leaver, friend) + " v1", "USER_BLOCKED " + pair(leaver, foe) + " v1",
