@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"board/internal/httpio"
+	"board/internal/user"
 	"board/internal/web"
 )
 
@@ -25,6 +26,7 @@ func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.C
 		Boards:        e.Config.Boards,
 		Tokens:        newVerifier(e, r),
 		Sessions:      e.Standing,
+		OIDCProviders: oidcNames(e.Config.OIDCProviders),
 		Location:      e.Config.HotArticleTimeZone,
 		ClientAddr:    clientAddr(e.Config.ClientIPHeader, e.Config.TrustedProxies),
 		SecureCookies: e.Config.SecureCookies,
@@ -50,4 +52,13 @@ func warnUnbelievedWeb(e *Engines, userOrigin string) {
 		e.Logger.Warn("the user service will not believe the browser addresses the web passes on, so every browser shares the web's sign-in and sign-up limits; "+
 			"give the user service --client-ip-header X-Forwarded-For and the web's address in --trusted-proxies", "user_origin", userOrigin)
 	}
+}
+
+// oidcNames are the names of the identity providers, all the web needs of them: the user service runs the sign-in.
+func oidcNames(providers []user.OIDCProvider) []string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name
+	}
+	return names
 }
