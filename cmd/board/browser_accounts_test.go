@@ -347,11 +347,11 @@ func TestBrowserSignInWithProvider(t *testing.T) {
 	}
 	b.openOK("/signin")
 	b.checkPage("the sign-in page with a provider")
-	expect(b, "the provider's button", b.text(`#providers button[data-provider="dev"]`), "Sign in with Dev")
+	expect(b, "the provider's button", b.text(`#providers a[data-provider="dev"]`), "Sign in with Dev")
 	if shots != "" {
 		shoot(t, b, filepath.Join(shots, "signin-provider-desktop.png"))
 	}
-	b.followOK("sign in with the provider", `#providers button[data-provider="dev"]`)
+	b.followOK("sign in with the provider", `#providers a[data-provider="dev"]`)
 	if !strings.HasPrefix(b.location(), "http://localhost:") {
 		b.fatalf("the button led to %s, not the provider", b.location())
 	}

@@ -287,7 +287,7 @@ func TestAccountPage(t *testing.T) {
 		`Waiting for verification: <strong>alice@new.example</strong>`,
 		`<form id="password-form"`, `<form id="sessions-form"`,
 		`<li data-provider="acme"><strong>Acme</strong>: connected as alice@acme.example`,
-		`<form class="provider-start" method="post" action="/oidc/globex/start"><button type="submit" class="secondary">Connect Globex</button>`,
+		`<a class="button secondary provider-start" href="/oidc/globex/start">Connect Globex</a>`,
 		`<input id="email-pref-daily" type="radio" name="email" value="daily" checked>`,
 		`<a id="export-link" class="button secondary" href="/account/export" download>`,
 		`<form id="delete-account" class="stack" method="post" action="/account/delete" data-confirm=`,
@@ -667,11 +667,11 @@ func TestSignInWithProvider(t *testing.T) {
 	f := newFakes(t)
 	h := accountPages(t, f)
 	mustContain(t, "the sign-in page", get(t, h, "/signin", "").Body.String(),
-		`<form class="provider-start" method="post" action="/oidc/acme/start"><button type="submit" class="secondary" data-provider="acme">Sign in with Acme</button>`,
-		`action="/oidc/globex/start"`)
+		`<a class="button secondary provider-start" href="/oidc/acme/start" data-provider="acme">Sign in with Acme</a>`,
+		`href="/oidc/globex/start"`)
 	mustNotContain(t, "a site without providers", get(t, f.handler(t), "/signin", "").Body.String(), `id="providers"`)
 
-	w := post(t, h, "/oidc/acme/start", nil, "")
+	w := get(t, h, "/oidc/acme/start", "")
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "https://idp.example/authorize?client_id=board&state=s-acme" {
 		t.Fatalf("start: %d to %q", w.Code, w.Header().Get("Location"))
 	}
@@ -689,7 +689,7 @@ func TestSignInWithProvider(t *testing.T) {
 	}
 	// Signed in, the start connects: the reader's token goes along.
 	alice := f.token(t, 10, auth.RoleUser)
-	post(t, h, "/oidc/globex/start", nil, alice)
+	get(t, h, "/oidc/globex/start", alice)
 	if got := lastCall(t, f, "user"); got.String() != "GET /v1/oidc/globex/start" || got.Auth != "Bearer "+alice {
 		t.Errorf("a connecting start sent %v with %q", got, got.Auth)
 	}
@@ -730,7 +730,7 @@ func TestSignInWithProvider(t *testing.T) {
 	if got := lastCall(t, f, "user"); got.String() != "GET /v1/oidc/acme/callback?code=alice&state=s-acme" {
 		t.Errorf("callback sent %v", got)
 	}
-	if w := post(t, h, "/oidc/initech/start", nil, ""); w.Code != http.StatusNotFound {
+	if w := get(t, h, "/oidc/initech/start", ""); w.Code != http.StatusNotFound {
 		t.Errorf("an unknown provider: %d", w.Code)
 	}
 }

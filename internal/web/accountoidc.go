@@ -75,13 +75,12 @@ func (s *Service) oidcProvider(r *http.Request) (string, error) {
 }
 
 // oidcStart sends the browser to the provider. A signed-in reader connects the provider's account to theirs; anyone
-// else signs in with it (or signs up, the first time).
+// else signs in with it (or signs up, the first time). It is a link, not a form: the pages' form-action 'self' would
+// stop a form's redirect to the provider. Started from another site, it does no harm: only this browser can finish
+// the sign-in (the state cookie), and only as whom the reader signs in as at the provider.
 func (s *Service) oidcStart(w http.ResponseWriter, r *http.Request) error {
 	provider, err := s.oidcProvider(r)
 	if err != nil {
-		return err
-	}
-	if err := form(w, r); err != nil {
 		return err
 	}
 	started, err := s.api.oidcStart(r.Context(), provider, s.reader(w, r), s.cfg.ClientAddr(r))

@@ -217,7 +217,7 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("POST /reset-password/{token}", s.resetPassword)
 	handle("GET /verify-email/{token}", s.verifyForm)
 	handle("POST /verify-email/{token}", s.verifyEmail)
-	handle("POST /oidc/{provider}/start", s.oidcStart)
+	handle("GET /oidc/{provider}/start", s.oidcStart)
 	handle("GET /oidc/{provider}/callback", s.oidcCallback)
 	if s.cfg.Origins.Notification != "" {
 		handle("GET /notifications", s.inbox)
