@@ -93,24 +93,40 @@ type Account struct {
 func (s *Service) Account(ctx context.Context, userID int64) (Account, error) {
 	var a Account
 	var email, pending sql.NullString
-	var deleted sql.NullTime
-	row := s.db.QueryRowContext(ctx, "SELECT "+userColumns+", email, pending_email, deleted_at FROM users WHERE user_id = ?", userID)
-	u, hash, err := scanUser(row, &email, &pending, &deleted)
+	row := s.db.QueryRowContext(ctx, "SELECT "+userColumns+", email, pending_email FROM users WHERE user_id = ?", userID)
+	u, hash, err := scanUser(row, &email, &pending)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, notFound(userID)
 	} else if err != nil {
 		return Account{}, err
 	}
-	a.User, a.Email, a.PendingEmail, a.HasPassword, a.Deleted = u, email.String, pending.String, hash != "", deleted.Valid
+	a.User, a.Email, a.PendingEmail, a.HasPassword, a.Deleted = u, email.String, pending.String, hash != "", u.Deleted
 	if a.Identities, err = s.identitiesOf(ctx, userID); err != nil {
 		return Account{}, err
 	}
 	return a, nil
 }
 
-// identitiesOf returns the identities linked to a user. The OIDC sign-in fills it in (it owns the table); until then
-// an account has none.
-func (s *Service) identitiesOf(context.Context, int64) ([]Identity, error) { return []Identity{}, nil }
+// identitiesOf returns the identities linked to a user (the OIDC sign-in's user_identity), the oldest first: a read
+// of the user's shard.
+func (s *Service) identitiesOf(ctx context.Context, userID int64) ([]Identity, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT provider, email, linked_at FROM user_identity WHERE user_id = ? ORDER BY linked_at, provider", userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Identity{}
+	for rows.Next() {
+		var id Identity
+		var email sql.NullString
+		if err := rows.Scan(&id.Provider, &email, &id.LinkedAt); err != nil {
+			return nil, err
+		}
+		id.Email = email.String
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
 
 // withPassword returns the user and its password hash, checking password against it: 401 BAD_CREDENTIALS when it
 // does not match. An account without a password (an identity provider's) is confirmed by its token alone.
