@@ -217,7 +217,7 @@ func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux,
 		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
 		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
 		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
-		Blocks: e.Blocks, Logger: e.Logger})
+		Blocks: e.Blocks, Sessions: e.Standing, Logger: e.Logger})
 	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
+	"board/internal/auth"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -114,6 +115,12 @@ type Config struct {
 	// Blocks says whether a user blocks another: a recipient who blocks the actor is not told of the actor's acts
 	// (any kind but moderation). Nil: nobody blocks anyone.
 	Blocks interface{ Blocks(user, other int64) bool }
+	// Sessions says whether a principal's session has ended since its stream opened (a password change, the
+	// account deleted): the stream then ends at its next heartbeat, and its reconnect is refused by the Guard. Nil:
+	// streams end only at their lifetime.
+	Sessions interface {
+		Ended(auth.Principal) (bool, error)
+	}
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
