@@ -185,6 +185,7 @@ func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	store := like.NewStore(r.db, r.ob, articles, comments)
 	handlers := articles.Handlers()
 	maps.Copy(handlers, comments.Handlers())
+	maps.Copy(handlers, store.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
 	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
