@@ -219,7 +219,9 @@ func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux,
 		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
 		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
 		Blocks: e.Blocks, Logger: e.Logger})
-	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
+	handlers := svc.Handlers()
+	maps.Copy(handlers, svc.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
 	r.workers.run(ctx, svc.Run)
