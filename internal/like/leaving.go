@@ -53,7 +53,7 @@ func (s *Store) userDeleted(ctx context.Context, env event.Envelope) error {
 	}
 	for {
 		bctx, cancel := context.WithTimeout(ctx, leaveBatchTimeout)
-		done, err := s.RemoveUserLikes(bctx, int64(p.UserID))
+		done, err := s.removeUserLikes(bctx, int64(p.UserID))
 		cancel()
 		if err != nil || done {
 			return err
@@ -61,10 +61,10 @@ func (s *Store) userDeleted(ctx context.Context, env event.Envelope) error {
 	}
 }
 
-// RemoveUserLikes removes one batch of the user's likes, newest first, articles' before comments', and reports done
+// removeUserLikes removes one batch of the user's likes, newest first, articles' before comments', and reports done
 // when it found none left. Behind Vitess a batch holds the likes of one article only, so that its transaction stays
 // on that article's shard.
-func (s *Store) RemoveUserLikes(ctx context.Context, userID int64) (done bool, err error) {
+func (s *Store) removeUserLikes(ctx context.Context, userID int64) (done bool, err error) {
 	likes, err := s.userLikes(ctx, userID, articleTables, 0, leaveBatchSize)
 	if err != nil {
 		return false, err

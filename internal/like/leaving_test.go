@@ -163,7 +163,7 @@ func TestUserLeaves(t *testing.T) {
 		}
 
 		// One batch, then the handler is "killed": what a reader sees is whole, and bounded.
-		if done, err := store.RemoveUserLikes(ctx, f.leaver); err != nil || done {
+		if done, err := store.removeUserLikes(ctx, f.leaver); err != nil || done {
 			t.Fatalf("first batch: done %v, %v", done, err)
 		}
 		if left := f.check(t, db); left != total-leaveBatchSize {

@@ -37,11 +37,11 @@ func (s *Service) userDeleted(ctx context.Context, env event.Envelope) error {
 	if p.UserID <= 0 {
 		return fault.Invalidf("INVALID_USER_ID", "%s without a valid userId", env.Type)
 	}
-	return s.Forget(ctx, int64(p.UserID))
+	return s.forget(ctx, int64(p.UserID))
 }
 
-// Forget forgets everything the service keeps of a user, a bounded batch at a time.
-func (s *Service) Forget(ctx context.Context, userID int64) error {
+// forget forgets everything the service keeps of a user, a bounded batch at a time.
+func (s *Service) forget(ctx context.Context, userID int64) error {
 	for _, step := range []func(context.Context, int64) (bool, error){
 		s.forgetLikers, s.forgetBookmarks, s.forgetWatches, s.forgetInbox,
 	} {
