@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -139,7 +140,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 	if len(p.n.ActorIDs) > 0 {
 		actor = p.n.ActorIDs[0]
 	}
-	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
+	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		changed = changed[:0]
 		got, err := s.readForDelivery(ctx, tx, p, users)
 		if err != nil {
@@ -147,6 +148,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 		}
 
 		var added []int64
+		var fresh []told
 		var rows []string
 		var values []any
 		for _, r := range rs {
@@ -192,6 +194,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 			values = append(values, r.user, id, in.seq+1, string(kind), p.key, n.ArticleID, n.ArticleTitle, n.CommentID,
 				formatActors(n.ActorIDs), len(n.ActorIDs), millis(n.CreatedAt), millis(n.UpdatedAt))
 			added = append(added, r.user)
+			fresh = append(fresh, told{r.user, kind, in.prefs.Email})
 		}
 		if len(added) == 0 {
 			return nil
@@ -207,7 +210,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 			return err
 		}
 		changed = append(changed, added...)
-		return nil
+		return s.mailNew(ctx, tx, emit, p.n, fresh)
 	})
 	if err != nil {
 		return nil, err
