@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"time"
 
 	"board/internal/event"
@@ -43,7 +44,7 @@ func (s *Service) userDeleted(ctx context.Context, env event.Envelope) error {
 // forget forgets everything the service keeps of a user, a bounded batch at a time.
 func (s *Service) forget(ctx context.Context, userID int64) error {
 	for _, step := range []func(context.Context, int64) (bool, error){
-		s.forgetLikers, s.forgetBookmarks, s.forgetWatches, s.forgetInbox,
+		s.forgetLikers, s.forgetBookmarks, s.forgetWatches, s.forgetInbox, s.forgetUnsubscribeTokens, s.forgetEmail,
 	} {
 		for {
 			bctx, cancel := context.WithTimeout(ctx, forgetBatchTimeout)
@@ -116,6 +117,40 @@ func (s *Service) forgetBookmarks(ctx context.Context, userID int64) (done bool,
 	in, args := sqldb.In("bookmark_id", ids)
 	_, err = s.db.ExecContext(ctx, "DELETE FROM bookmark WHERE user_id = ? AND "+in, append([]any{userID}, args...)...)
 	return false, err
+}
+
+// forgetUnsubscribeTokens forgets a batch of the user's unsubscribe tokens.
+func (s *Service) forgetUnsubscribeTokens(ctx context.Context, userID int64) (done bool, err error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT token_hash FROM unsubscribe_token WHERE user_id = ? ORDER BY token_hash LIMIT ?",
+		userID, forgetBatchSize)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var last string
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&last); err != nil {
+			return false, err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || n == 0 {
+		return err == nil, err
+	}
+	_, err = s.db.ExecContext(ctx, "DELETE FROM unsubscribe_token WHERE user_id = ? AND token_hash <= ?", userID, last)
+	return false, err
+}
+
+// forgetEmail forgets the user's address, and leaves the highest emailVersion in its place: a USER_EMAIL_VERIFIED of
+// theirs read after this (the account topic is another topic, read at its own pace) then changes nothing.
+func (s *Service) forgetEmail(ctx context.Context, userID int64) (done bool, err error) {
+	if _, err := s.db.ExecContext(ctx, s.insertIgnore()+" email_address (user_id) VALUES (?)", userID); err != nil {
+		return false, err
+	}
+	_, err = s.db.ExecContext(ctx, "UPDATE email_address SET email = '', email_version = ?, digest_pending = FALSE WHERE user_id = ?",
+		int64(math.MaxInt64), userID)
+	return err == nil, err
 }
 
 // forgetWatches forgets a batch of the user's watches and mutes. Their index entries go first, then the watches:

@@ -3,6 +3,7 @@ package notification
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -131,6 +132,48 @@ func TestUserLeaves(t *testing.T) {
 		}
 		if err := h(ctx, envelope(t, event.UserDeleted, event.UserDeletion{Content: event.DeleteKeep})); fault.KindOf(err) != fault.Invalid {
 			t.Errorf("without a user: %v, want Invalid", err)
+		}
+	})
+}
+
+// TestLeaverEmailForgotten: a deleted user's address and unsubscribe tokens are forgotten, and a verification of
+// theirs read after the deletion does not bring the address back.
+func TestLeaverEmailForgotten(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		ctx := context.Background()
+		f := newFixture(t, db, b, Config{})
+		const leaver = 7
+		verified := func(version int64) {
+			t.Helper()
+			err := f.svc.emailVerified(ctx, envelope(t, event.UserEmailVerified,
+				event.EmailVerified{UserID: leaver, Email: "ann@example.org", EmailVersion: version}))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		verified(1)
+		var tokens [][]any
+		for i := range forgetBatchSize + 20 {
+			tokens = append(tokens, []any{leaver, fmt.Sprintf("%064x", i), t0})
+		}
+		insertRows(t, db, "unsubscribe_token", "user_id, token_hash, created_at", tokens)
+
+		h := f.svc.LeavingHandlers()[event.UserDeleted]
+		if err := h(ctx, envelope(t, event.UserDeleted, event.UserDeletion{UserID: leaver, Content: event.DeleteKeep})); err != nil {
+			t.Fatal(err)
+		}
+		verified(2) // late, from the account topic
+		var email string
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT email FROM email_address WHERE user_id = ?", leaver).Scan(&email); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM unsubscribe_token WHERE user_id = ?", leaver).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if email != "" || n != 0 {
+			t.Errorf("after leaving: address %q, %d unsubscribe tokens; want none", email, n)
 		}
 	})
 }
