@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"board/internal/auth"
 	"board/internal/event"
 	"board/internal/fault"
 	"board/internal/redisclient/redisclienttest"
@@ -174,6 +175,27 @@ func TestLeaverEmailForgotten(t *testing.T) {
 		}
 		if email != "" || n != 0 {
 			t.Errorf("after leaving: address %q, %d unsubscribe tokens; want none", email, n)
+		}
+	})
+}
+
+// leftUsers says the users in it deleted their accounts.
+type leftUsers map[int64]bool
+
+func (leftUsers) Ended(auth.Principal) (bool, error) { return false, nil }
+func (l leftUsers) Deleted(user int64) bool          { return l[user] }
+
+// TestLeaverToldNothingMore: a comment on the article a deleted user kept, read after their USER_DELETED, starts
+// no inbox for them; the others are told as before.
+func TestLeaverToldNothingMore(t *testing.T) {
+	t.Parallel()
+	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
+		f := newFixture(t, db, b, Config{Sessions: leftUsers{author: true}})
+		f.deliver(event.ArticleCreated, articleEvent(a1, author, "Kept"))
+		f.deliver(event.CommentCreated, commentV2(c(1), a1, replier, "00000"))
+		f.deliver(event.ArticleLiked, likeEvent(a1, replier))
+		if got := rowsOf(t, db, author); got != (userRows{}) {
+			t.Errorf("the user who left: %+v, want nothing", got)
 		}
 	})
 }

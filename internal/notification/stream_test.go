@@ -382,6 +382,8 @@ func (e endedSessions) Ended(auth.Principal) (bool, error) {
 	}
 }
 
+func (e endedSessions) Deleted(int64) bool { return false }
+
 // TestStreamEndsWithItsSession: a stream opened before its user's password changed ends at its next heartbeat, not
 // at its lifetime.
 func TestStreamEndsWithItsSession(t *testing.T) {
