@@ -36,6 +36,7 @@ Usage:
   board bench search-freshness  time creates until a running board's search finds them
   board bench notifications  time comments until two instances' streams deliver them, and hold 10,000 streams
   board bench media          serve a stored image against http.FileServer; 50 concurrent 12-megapixel uploads
+  board bench delete-user    time a user's export and departure (10,000 likes) in the like and notification services
   board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`

@@ -101,8 +101,9 @@ type Config struct {
 	SearchCacheMB  int           // memory of the cached answers, in MiB
 
 	NotificationAddr  string
-	MaxStreams        int // open notification streams per instance
-	MaxStreamsPerUser int // open notification streams per user per instance
+	MaxStreams        int           // open notification streams per instance
+	MaxStreamsPerUser int           // open notification streams per user per instance
+	EmailDigestEvery  time.Duration // how often the notification service looks for daily digests due
 
 	MediaAddr            string
 	MediaS3              blob.S3Config // the S3-compatible store of the images; no Endpoint: a directory under DataDir
@@ -186,6 +187,7 @@ func Default() Config {
 		NotificationAddr:     ":9009",
 		MaxStreams:           notification.DefaultMaxStreams,
 		MaxStreamsPerUser:    notification.DefaultMaxStreamsPerUser,
+		EmailDigestEvery:     notification.DefaultDigestEvery,
 		MediaAddr:            ":9010",
 		MediaS3:              blob.S3Config{Bucket: "board-media"},
 		MediaDailyQuotaMB:    media.DefaultDailyQuota >> 20,
@@ -216,7 +218,11 @@ var rateLimits = []struct{ name, flag, def, what string }{
 	{"sign-in", "sign-in-rate-limit", "10/1m", "sign-in attempts per client address"},
 	{user.SignInAccountLimit, "sign-in-account-rate-limit", "20/10m", "sign-in attempts per username, from all addresses together"},
 	{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
+	{"password-reset", "password-reset-rate-limit", "10/1h", "password reset requests and redemptions per client address"},
+	{"email-verification", "email-verification-rate-limit", "30/1h", "e-mail verification links redeemed per client address"},
+	{user.MailAddressLimit, "mail-address-rate-limit", "3/1h", "verification and reset mails per recipient address (over it: answered alike, nothing sent)"},
 	{media.UploadLimit, "media-upload-rate-limit", "60/1h", "image uploads per user"},
+	{notification.UnsubscribeLimit, "email-unsubscribe-rate-limit", "30/1h", "one-click unsubscribes from notification mails per client address"},
 }
 
 // The embedded Redis engines (--embedded-redis).
@@ -375,6 +381,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NotificationAddr, "notification-addr", c.NotificationAddr, "listen address of the notification service")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams, "open notification streams this instance holds at most (each costs about a goroutine and a socket)")
 	fs.IntVar(&c.MaxStreamsPerUser, "max-streams-per-user", c.MaxStreamsPerUser, "open notification streams one user may hold on this instance")
+	fs.DurationVar(&c.EmailDigestEvery, "email-digest-every", c.EmailDigestEvery, "how often the notification service looks for the daily e-mail digests due")
 	fs.StringVar(&c.MediaAddr, "media-addr", c.MediaAddr, "listen address of the media service")
 	fs.StringVar(&c.MediaS3.Endpoint, "media-s3-endpoint", c.MediaS3.Endpoint, "URL of an S3-compatible store for the images, e.g. https://s3.eu-west-1.amazonaws.com or http://10.0.0.9:7070 (empty: files under --data-dir/media)")
 	fs.StringVar(&c.MediaS3.Region, "media-s3-region", c.MediaS3.Region, "region of the S3 bucket (empty: us-east-1)")

@@ -33,8 +33,8 @@ type Engines struct {
 	redisAddrs   []string
 	KafkaBrokers []string    // found by StartKafka
 	Producer     *kgo.Client // publishes events; made by StartKafka
-	// Standing is the process's table of users' bans and roles, which every service's Guard consults; started by Run
-	// after Kafka, before the services.
+	// Standing is the process's table of users' bans, roles and sessions, which every service's Guard consults;
+	// started by Run after Kafka, before the services.
 	Standing *standing.Table
 	// Blocks is the process's table of who blocks whom, started with Standing.
 	Blocks  *blocks.Table

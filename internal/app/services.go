@@ -126,8 +126,9 @@ var services = []service{
 		build: buildSearch},
 	// notification looks up, at the article and comment services, an article or comment whose event it has not read
 	// yet, and at the user service the names that posts mention.
-	{Service: Service{Name: "notification", Database: "notification", Group: "notification"}, migrate: notification.Migrate,
-		openAPI: notification.OpenAPI, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
+	// It mails notifications through its outbox, and reads the account topic for the addresses.
+	{Service: Service{Name: "notification", Database: "notification", Group: "notification", Publishes: true}, migrate: notification.Migrate,
+		openAPI: notification.OpenAPI, open: notification.OpenRoutes, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
 	// media consumes the article and comment topics for which posts show which images.
 	{Service: Service{Name: "media", Database: "media", Group: "media", Publishes: true}, migrate: media.Migrate,
@@ -141,7 +142,7 @@ var services = []service{
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
-		Standing: e.Standing, Outbox: r.ob, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
+		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
 		Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) }}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
@@ -194,6 +195,7 @@ func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	store := like.NewStore(r.db, r.ob, articles, comments)
 	handlers := articles.Handlers()
 	maps.Copy(handlers, comments.Handlers())
+	maps.Copy(handlers, store.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
 	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
@@ -220,17 +222,21 @@ func buildView(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 }
 
 // buildNotification starts the service's consumer, and among the workers its listener of the other instances'
-// announcements, which its streams wait on.
+// announcements, which its streams wait on, and its digest worker.
 func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	svc := notification.New(r.db, r.ids, e.Redis, notification.Config{
 		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
 		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
 		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
-		Blocks: e.Blocks, Logger: e.Logger})
-	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
+		Blocks: e.Blocks, Sessions: e.Standing, Logger: e.Logger,
+		PublicURL: e.Config.PublicURL, Outbox: r.ob, DigestEvery: e.Config.EmailDigestEvery})
+	handlers := svc.Handlers()
+	maps.Copy(handlers, svc.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
 	r.workers.run(ctx, svc.Run)
+	r.workers.run(ctx, svc.RunDigests)
 	return notification.Routes(svc, e.Logger), r.checks(e), nil
 }
 

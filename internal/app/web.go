@@ -24,6 +24,7 @@ func buildWeb(_ context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.C
 			Notification: origin("notification", e.Config.NotificationAddr), Media: origin("media", e.Config.MediaAddr)},
 		Boards:        e.Config.Boards,
 		Tokens:        newVerifier(e, r),
+		Sessions:      e.Standing,
 		Location:      e.Config.HotArticleTimeZone,
 		ClientAddr:    clientAddr(e.Config.ClientIPHeader, e.Config.TrustedProxies),
 		SecureCookies: e.Config.SecureCookies,

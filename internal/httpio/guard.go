@@ -16,7 +16,8 @@ import (
 // access token, whose principal the handler finds with auth.FromContext, a user not banned, and the acting user's
 // rate limit. A read (GET, HEAD) that carries an Authorization header has its token verified too, and its principal
 // put in the context, so that a handler can show more to its writer or to moderators; a read without one passes
-// untouched, and reads are never rate-limited nor refused for a ban.
+// untouched, and reads are never rate-limited nor refused for a ban. A token whose session has ended is refused on
+// both, as if it had expired: a read must not show its writer's view to someone who holds their old password.
 type Guard struct {
 	// Verify checks a bearer token: auth.Verifier.Verify.
 	Verify func(ctx context.Context, token string) (auth.Principal, error)
@@ -24,6 +25,9 @@ type Guard struct {
 	// refused with 403 BANNED, and the principal's role is the one the user holds now when it changed since the
 	// token was signed (a demoted moderator loses their powers at once, not at the token's expiry).
 	Standing Standing
+	// Sessions, when not nil, is what ends tokens before their expiry: a token of a session that has ended (signed
+	// before the user's password changed, or of a deleted user) is refused with 401 UNAUTHENTICATED.
+	Sessions Sessions
 	// Limiter, when not nil, rate-limits writes: each user's under the limit "write", keyed by service and user, and
 	// the open routes under their own limits, keyed by client address.
 	Limiter Limiter
@@ -40,6 +44,15 @@ type Guard struct {
 type Standing interface {
 	Lookup(userID int64) (auth.Role, *auth.Ban, error)
 }
+
+// Sessions is what the process knows of users' sessions from the events (internal/standing): whether p's token
+// belongs to a session that has ended. It answers a fault.Unavailable error while it cannot tell.
+type Sessions interface {
+	Ended(p auth.Principal) (bool, error)
+}
+
+// errSessionEnded is the answer to a token of a session that has ended.
+var errSessionEnded = fault.Unauthenticatedf("UNAUTHENTICATED", "this session has ended; sign in again")
 
 // Limiter takes one request from the named limit's budget for key: nil when it is allowed, a fault.RateLimited
 // error when it is over, a fault.Unavailable one when the budget cannot be checked.
@@ -83,6 +96,15 @@ func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 	p, err := g.Verify(ctx, token)
 	if err != nil {
 		return r, err
+	}
+	if g.Sessions != nil {
+		// While the sessions cannot be told, a write waits (503) and a read goes on, as with the standing below.
+		switch ended, err := g.Sessions.Ended(p); {
+		case err != nil && !read:
+			return r, err
+		case ended:
+			return r, errSessionEnded
+		}
 	}
 	if g.Standing != nil {
 		role, ban, err := g.Standing.Lookup(p.UserID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,12 +33,12 @@ func (l *recordingLimiter) Allow(_ context.Context, limit, key string) error {
 }
 
 // guardedServer serves routes that echo the acting user, behind a Guard whose tokens are "token-<id>" for users and
-// "mod-<id>" for moderators.
-func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing) string {
+// "mod-<id>" for moderators, both of user 7 and 9 at epoch 0, and "sep<n>" of user 7 signed at epoch n.
+func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing, sessions Sessions) string {
 	api := http.NewServeMux()
 	echo := func(w http.ResponseWriter, r *http.Request) {
 		p, ok := auth.FromContext(r.Context())
-		Write(w, http.StatusOK, map[string]any{"acting": ok, "user": p.UserID, "role": p.Role})
+		Write(w, http.StatusOK, map[string]any{"acting": ok, "user": p.UserID, "role": p.Role, "epoch": p.TokenEpoch})
 	}
 	api.HandleFunc("GET /v1/things", echo)
 	api.HandleFunc("POST /v1/things", echo)
@@ -51,12 +52,19 @@ func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing) s
 			return auth.Principal{UserID: 7, Role: auth.RoleUser}, nil
 		case strings.HasPrefix(token, "mod-"):
 			return auth.Principal{UserID: 9, Role: auth.RoleModerator}, nil
+		case strings.HasPrefix(token, "sep"):
+			epoch, err := strconv.ParseInt(strings.TrimPrefix(token, "sep"), 10, 64)
+			if err != nil {
+				return auth.Principal{}, auth.ErrBadToken
+			}
+			return auth.Principal{UserID: 7, Role: auth.RoleUser, TokenEpoch: epoch}, nil
 		}
 		return auth.Principal{}, auth.ErrBadToken
 	}
 	srv := testServer(t, func(s *Server) {
 		s.API = api
-		s.Guard = &Guard{Verify: verify, Standing: standing, Limiter: limiter, Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
+		s.Guard = &Guard{Verify: verify, Standing: standing, Sessions: sessions, Limiter: limiter,
+			Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
 	})
 	return srv.URL
 }
@@ -92,7 +100,7 @@ func guardRequest(t *testing.T, method, url, authorization string) guardAnswer {
 func TestGuard(t *testing.T) {
 	t.Parallel()
 	limiter := &recordingLimiter{over: map[string]bool{}}
-	base := guardedServer(t, limiter, nil)
+	base := guardedServer(t, limiter, nil, nil)
 
 	// Reads are public; a read with a token acts for its user, and a bad token is refused.
 	if a := guardRequest(t, "GET", base+"/v1/things", ""); a.status != 200 || a.body["acting"] != false {
@@ -181,7 +189,7 @@ func TestGuardStanding(t *testing.T) {
 	t.Parallel()
 	limiter := &recordingLimiter{over: map[string]bool{}}
 	standing := &fakeStanding{roles: map[int64]auth.Role{}, bans: map[int64]auth.Ban{}}
-	base := guardedServer(t, limiter, standing)
+	base := guardedServer(t, limiter, standing, nil)
 
 	until := time.Date(2031, 2, 3, 4, 5, 6, 789e6, time.UTC)
 	standing.set(func() { standing.bans[7] = auth.Ban{Reason: "spam", Until: &until} })
@@ -230,6 +238,89 @@ func TestGuardStanding(t *testing.T) {
 	}
 	if a := guardRequest(t, "GET", base+"/v1/things", ""); a.status != 200 || a.body["acting"] != false {
 		t.Errorf("a read without a token while the table loads: %d %v", a.status, a.body)
+	}
+}
+
+// fakeSessions holds users' token epochs and deletions; loading answers as a table not caught up yet.
+type fakeSessions struct {
+	mu      sync.Mutex
+	loading bool
+	epochs  map[int64]int64
+	deleted map[int64]bool
+}
+
+func (f *fakeSessions) Ended(p auth.Principal) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loading {
+		return false, fault.Unavailablef(nil, "STANDING_UNAVAILABLE", "loading")
+	}
+	return f.deleted[p.UserID] || p.TokenEpoch < f.epochs[p.UserID], nil
+}
+
+func (f *fakeSessions) set(fn func()) { f.mu.Lock(); defer f.mu.Unlock(); fn() }
+
+// A token of a session that has ended is refused with 401 on writes and on reads (no writer's view for it), as an
+// expired one; a token at the user's epoch goes on, and so does one without the claim (epoch 0) while the user's
+// epoch is 0. While the sessions cannot be told, writes answer 503 and reads go on.
+func TestGuardSessions(t *testing.T) {
+	t.Parallel()
+	limiter := &recordingLimiter{over: map[string]bool{}}
+	sessions := &fakeSessions{epochs: map[int64]int64{}, deleted: map[int64]bool{}}
+	base := guardedServer(t, limiter, nil, sessions)
+	ended := func(what, method, token string) {
+		t.Helper()
+		a := guardRequest(t, method, base+"/v1/things", "Bearer "+token)
+		if a.status != 401 || a.body["code"] != "UNAUTHENTICATED" || a.body["message"] != "this session has ended; sign in again" ||
+			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") || a.body["user"] != nil {
+			t.Errorf("%s: %s: %d %v %v", what, method, a.status, a.body, a.header)
+		}
+	}
+	passes := func(what, method, token string, epoch float64) {
+		t.Helper()
+		if a := guardRequest(t, method, base+"/v1/things", "Bearer "+token); a.status != 200 || a.body["user"] != 7.0 || a.body["epoch"] != epoch {
+			t.Errorf("%s: %s: %d %v", what, method, a.status, a.body)
+		}
+	}
+	for _, method := range []string{"GET", "POST"} {
+		passes("a token without the claim, user at epoch 0", method, "token-7", 0)
+		passes("a token at epoch 0, user at epoch 0", method, "sep0", 0)
+	}
+
+	sessions.set(func() { sessions.epochs[7] = 2 })
+	for _, method := range []string{"GET", "POST"} {
+		ended("a token without the claim, user at epoch 2", method, "token-7")
+		ended("a token of epoch 1, user at epoch 2", method, "sep1")
+		passes("a token of epoch 2, user at epoch 2", method, "sep2", 2)
+		if a := guardRequest(t, method, base+"/v1/things", "Bearer mod-9"); a.status != 200 || a.body["user"] != 9.0 {
+			t.Errorf("another user's token: %s: %d %v", method, a.status, a.body)
+		}
+	}
+	if a := guardRequest(t, "DELETE", base+"/v1/things/1", "Bearer sep1"); a.status != 401 {
+		t.Errorf("a DELETE with an ended token: %d %v", a.status, a.body)
+	}
+
+	// A deleted user's tokens are all void, whatever their epoch.
+	sessions.set(func() { sessions.deleted[7] = true })
+	for _, method := range []string{"GET", "POST"} {
+		ended("a deleted user's token", method, "sep2")
+		ended("a deleted user's token from the future", method, "sep3")
+	}
+
+	// Until the sessions are read, a write waits and a read goes on.
+	sessions.set(func() { sessions.loading = true })
+	if a := guardRequest(t, "POST", base+"/v1/things", "Bearer sep1"); a.status != 503 || a.body["code"] != "STANDING_UNAVAILABLE" {
+		t.Errorf("a write while the sessions load: %d %v", a.status, a.body)
+	}
+	passes("a read while the sessions load", "GET", "sep1", 1)
+	// Open routes and reads without a token never ask.
+	if a := guardRequest(t, "POST", base+"/v1/sign-in", ""); a.status != 200 {
+		t.Errorf("open route while the sessions load: %d %v", a.status, a.body)
+	}
+	// Only the writes that went on were counted against the limits: none with an ended token.
+	want := []string{"write test:7", "write test:7", "write test:7", "write test:9", "sign-in 127.0.0.1"}
+	if strings.Join(limiter.asked, ",") != strings.Join(want, ",") {
+		t.Errorf("limiter asked %v, want %v", limiter.asked, want)
 	}
 }
 

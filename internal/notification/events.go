@@ -20,7 +20,7 @@ import (
 	"board/internal/sqldb"
 )
 
-// Handlers are the service's handlers of the article, comment, like, moderation and ban topics. Each is idempotent:
+// Handlers are the service's handlers of the article, comment, like, moderation, ban and account topics. Each is idempotent:
 // a notification is made at most once per comment, liker or moderator's event (see the dedupe keys in the
 // migration), so a record delivered twice, or replayed, changes nothing.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
@@ -30,6 +30,7 @@ func (s *Service) Handlers() map[event.Type]kafka.Handler {
 		event.ArticleLiked:     s.articleLiked,
 		event.ArticleModerated: s.articleModerated, event.CommentModerated: s.commentModerated,
 		event.UserBanned: s.banChanged, event.UserUnbanned: s.banChanged,
+		event.UserEmailVerified: s.emailVerified,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -86,6 +87,7 @@ type post struct {
 // deliver tells each recipient of the post, in batches; it returns once every batch is committed, and announces
 // the inboxes it changed to the streams.
 func (s *Service) deliver(ctx context.Context, p post, rs []recipient) error {
+	rs = slices.DeleteFunc(rs, func(r recipient) bool { return s.deleted(r.user) })
 	return s.inBatches(ctx, len(rs), func(ctx context.Context, lo, hi int) ([]int64, error) {
 		return s.deliverBatch(ctx, p, rs[lo:hi])
 	})
@@ -139,7 +141,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 	if len(p.n.ActorIDs) > 0 {
 		actor = p.n.ActorIDs[0]
 	}
-	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
+	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		changed = changed[:0]
 		got, err := s.readForDelivery(ctx, tx, p, users)
 		if err != nil {
@@ -147,6 +149,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 		}
 
 		var added []int64
+		var fresh []told
 		var rows []string
 		var values []any
 		for _, r := range rs {
@@ -192,6 +195,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 			values = append(values, r.user, id, in.seq+1, string(kind), p.key, n.ArticleID, n.ArticleTitle, n.CommentID,
 				formatActors(n.ActorIDs), len(n.ActorIDs), millis(n.CreatedAt), millis(n.UpdatedAt))
 			added = append(added, r.user)
+			fresh = append(fresh, told{r.user, kind, in.prefs.Email})
 		}
 		if len(added) == 0 {
 			return nil
@@ -207,7 +211,7 @@ func (s *Service) deliverBatch(ctx context.Context, p post, rs []recipient) (cha
 			return err
 		}
 		changed = append(changed, added...)
-		return nil
+		return s.mailNew(ctx, tx, emit, p.n, fresh)
 	})
 	if err != nil {
 		return nil, err
@@ -274,6 +278,11 @@ func (s *Service) readForDelivery(ctx context.Context, tx *sql.Tx, p post, users
 		LEFT JOIN notification n ON n.user_id = i.user_id AND n.dedupe_key = ?
 		WHERE `+in, append([]any{TargetArticle, p.n.ArticleID, TargetBoard, p.board, p.key}, args...)...)
 	return out, err
+}
+
+// deleted reports whether the user deleted their account.
+func (s *Service) deleted(user int64) bool {
+	return s.cfg.Sessions != nil && s.cfg.Sessions.Deleted(user)
 }
 
 // blocks reports whether user blocks other.

@@ -196,7 +196,7 @@ func TestMuteAndPreferences(t *testing.T) {
 		httpiotest.WantStatus(t, f.call(other, "PUT", "/v1/notification-preferences",
 			`{"reply":true,"commentReply":true,"like":true,"moderation":true}`), http.StatusOK)
 		r := f.call(other, "GET", "/v1/notification-preferences", "")
-		if want := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":false,"watched":false,"autoWatch":false}`; strings.TrimSpace(r.Body) != want {
+		if want := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":false,"watched":false,"autoWatch":false,"email":"off"}`; strings.TrimSpace(r.Body) != want {
 			t.Errorf("preferences %s, want %s", r.Body, want)
 		}
 	})

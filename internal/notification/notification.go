@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
+	"board/internal/auth"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -75,10 +77,12 @@ type Preferences struct {
 	Mention      bool `json:"mention"`
 	Watched      bool `json:"watched"`   // watched-comment, watched-article
 	AutoWatch    bool `json:"autoWatch"` // writing an article or a comment watches the article
+	// Email says what is mailed to the user's verified address: EmailOff, EmailImmediate or EmailDaily.
+	Email string `json:"email"`
 }
 
 // defaultPreferences are a new inbox's.
-var defaultPreferences = Preferences{true, true, true, true, true, true, true}
+var defaultPreferences = Preferences{true, true, true, true, true, true, true, EmailOff}
 
 // wants reports whether p lets a notification of kind k through.
 func (p Preferences) wants(k Kind) bool {
@@ -114,6 +118,14 @@ type Config struct {
 	// Blocks says whether a user blocks another: a recipient who blocks the actor is not told of the actor's acts
 	// (any kind but moderation). Nil: nobody blocks anyone.
 	Blocks interface{ Blocks(user, other int64) bool }
+	// Sessions says whether a principal's session has ended since its stream opened (a password change, the
+	// account deleted): the stream then ends at its next heartbeat, and its reconnect is refused by the Guard. And
+	// whether a user deleted their account: they are told nothing more, so that an event read after their
+	// USER_DELETED (a reply to a comment they kept) does not start a new inbox for them. Nil: neither.
+	Sessions interface {
+		Ended(auth.Principal) (bool, error)
+		Deleted(userID int64) bool
+	}
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when
@@ -122,6 +134,12 @@ type Config struct {
 	Heartbeat      time.Duration // how often an idle stream is written a comment line, to find dead clients
 	Now            func() time.Time
 	Logger         *slog.Logger
+	// PublicURL is the site's address, which mails link under. Outbox is the service's, where the mails it asks for
+	// are written (nil: one without a relay, whose rows wait for another process's). DigestEvery is how often the
+	// digest worker looks for digests due (RunDigests).
+	PublicURL   string
+	Outbox      *outbox.Outbox
+	DigestEvery time.Duration
 }
 
 // Defaults of Config's zero values.
@@ -179,6 +197,12 @@ func New(db *sqldb.DB, ids *snowflake.Generator, rdb redis.UniversalClient, cfg 
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Outbox == nil {
+		cfg.Outbox = outbox.New(db, outbox.DefaultShards, ids, cfg.Now, nil, nil)
+	}
+	if cfg.DigestEvery <= 0 {
+		cfg.DigestEvery = DefaultDigestEvery
 	}
 	client := &http.Client{Timeout: 2 * lookupTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: lookupTimeout}}

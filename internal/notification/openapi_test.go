@@ -8,5 +8,5 @@ import (
 
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
-	httpiotest.CheckOpenAPI(t, OpenAPI(), Routes(nil, httpiotest.Logger), nil)
+	httpiotest.CheckOpenAPI(t, OpenAPI(), Routes(nil, httpiotest.Logger), OpenRoutes)
 }

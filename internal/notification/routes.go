@@ -13,6 +13,7 @@ import (
 	"board/internal/auth"
 	"board/internal/fault"
 	"board/internal/httpio"
+	"board/internal/outbox"
 	"board/internal/sqldb"
 )
 
@@ -21,15 +22,18 @@ var migrations embed.FS
 
 // Migrate creates or upgrades the notification schema.
 func Migrate(ctx context.Context, db *sqldb.DB) error {
-	return sqldb.Migrate(ctx, db, "notification", migrations)
+	if err := sqldb.Migrate(ctx, db, "notification", migrations); err != nil {
+		return err
+	}
+	return outbox.Migrate(ctx, db) // the mails it asks for
 }
 
 // StreamPath is the path of the stream, which stays open: the server must not hold it to the request deadline.
 const StreamPath = "/v1/notifications/stream"
 
-// Routes returns the whole HTTP API of the notification service (SPEC §3.11). Every route is for a signed-in user
-// (401 without a token) and acts on that user's own inbox only: no route names another user, and a notification
-// of someone else's is not found in the caller's.
+// Routes returns the whole HTTP API of the notification service (SPEC §3.11). Every route but the mails' unsubscribe
+// link (OpenRoutes) is for a signed-in user (401 without a token) and acts on that user's own inbox only: no route
+// names another user, and a notification of someone else's is not found in the caller's.
 func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	h := handlers{svc: svc}
 	mux := http.NewServeMux()
@@ -49,6 +53,10 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("DELETE /v1/watches/{targetType}/{targetId}", h.deleteWatch)
 	handle("GET /v1/watches/{targetType}/{targetId}", h.getWatch)
 	handle("GET /v1/watches", h.listWatches)
+	handle("GET /v1/exports/bookmarks", h.exportBookmarks)
+	handle("GET /v1/exports/notifications", h.exportNotifications)
+	handle("GET /v1/exports/watches", h.exportWatches)
+	handle(unsubscribeRoute, h.unsubscribe)
 	return mux
 }
 
@@ -203,9 +211,10 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 		Like         *bool `json:"like"`
 		Moderation   *bool `json:"moderation"`
 		// Newer than the others: a client that does not send them keeps them as they are.
-		Mention   *bool `json:"mention"`
-		Watched   *bool `json:"watched"`
-		AutoWatch *bool `json:"autoWatch"`
+		Mention   *bool   `json:"mention"`
+		Watched   *bool   `json:"watched"`
+		AutoWatch *bool   `json:"autoWatch"`
+		Email     *string `json:"email"`
 	}
 	if err := httpio.Decode(w, r, &in); err != nil {
 		return err
@@ -213,6 +222,9 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 	if err := httpio.Required(httpio.Has("reply", in.Reply != nil), httpio.Has("commentReply", in.CommentReply != nil),
 		httpio.Has("like", in.Like != nil), httpio.Has("moderation", in.Moderation != nil)); err != nil {
 		return err
+	}
+	if in.Email != nil && !validEmailMode(*in.Email) {
+		return fault.Invalidf("INVALID_EMAIL_PREFERENCE", "email must be %q, %q or %q", EmailOff, EmailImmediate, EmailDaily)
 	}
 	p, err := auth.Acting(r.Context())
 	if err != nil {
@@ -224,6 +236,9 @@ func (h handlers) setPreferences(w http.ResponseWriter, r *http.Request) error {
 			if from != nil {
 				*to = *from
 			}
+		}
+		if in.Email != nil {
+			prefs.Email = *in.Email
 		}
 	})
 	if err != nil {

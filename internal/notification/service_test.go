@@ -410,7 +410,7 @@ func TestModeration(t *testing.T) {
 func TestPreferences(t *testing.T) {
 	run(t, func(t *testing.T, db *sqldb.DB, b redisclienttest.Backend) {
 		f := newFixture(t, db, b, Config{})
-		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":true,"watched":true,"autoWatch":true}`
+		all := `{"reply":true,"commentReply":true,"like":true,"moderation":true,"mention":true,"watched":true,"autoWatch":true,"email":"off"}`
 		r := f.call(author, "GET", "/v1/notification-preferences", "")
 		httpiotest.WantStatus(t, r, http.StatusOK)
 		if r.Body != all+"\n" && r.Body != all {
@@ -424,7 +424,7 @@ func TestPreferences(t *testing.T) {
 				t.Errorf("PUT %s: status %d, want 400", body, r.Status)
 			}
 		}
-		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false,"mention":true,"watched":true,"autoWatch":false}`
+		some := `{"reply":false,"commentReply":true,"like":false,"moderation":false,"mention":true,"watched":true,"autoWatch":false,"email":"daily"}`
 		for _, user := range []int64{author, other} {
 			r = f.call(user, "PUT", "/v1/notification-preferences", some)
 			httpiotest.WantStatus(t, r, http.StatusOK)

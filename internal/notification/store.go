@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"board/internal/fault"
+	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
 )
@@ -23,7 +24,12 @@ type inbox struct {
 // inInbox runs fn in one transaction on the user's shard that first takes the user's inbox row (made if missing),
 // and then writes the row back if fn changed it. It reports whether it did, for the caller to tell the streams.
 func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx, in *inbox) error) (changed bool, err error) {
-	err = s.db.Transact(ctx, func(tx *sql.Tx) error {
+	return s.inInboxMailing(ctx, userID, func(tx *sql.Tx, _ outbox.Emit, in *inbox) error { return fn(tx, in) })
+}
+
+// inInboxMailing is inInbox whose fn may also ask for mails (emit writes them to the outbox in the transaction).
+func (s *Service) inInboxMailing(ctx context.Context, userID int64, fn func(tx *sql.Tx, emit outbox.Emit, in *inbox) error) (changed bool, err error) {
+	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		changed = false
 		in := inbox{userID: userID}
 		p := &in.prefs
@@ -45,15 +51,15 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 			return err
 		}
 		before := in
-		if err := fn(tx, &in); err != nil {
+		if err := fn(tx, emit, &in); err != nil {
 			return err
 		}
 		if in == before {
 			return nil
 		}
 		changed = true
-		_, err = tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ?, want_mention = ?, want_watched = ?, auto_watch = ? WHERE user_id = ?",
-			in.seq, in.unread, p.Reply, p.CommentReply, p.Like, p.Moderation, p.Mention, p.Watched, p.AutoWatch, userID)
+		_, err = tx.ExecContext(ctx, "UPDATE inbox SET seq = ?, unread = ?, want_reply = ?, want_comment_reply = ?, want_like = ?, want_moderation = ?, want_mention = ?, want_watched = ?, auto_watch = ?, email_mode = ? WHERE user_id = ?",
+			in.seq, in.unread, p.Reply, p.CommentReply, p.Like, p.Moderation, p.Mention, p.Watched, p.AutoWatch, p.Email, userID)
 		return err
 	})
 	return changed, err
@@ -62,19 +68,20 @@ func (s *Service) inInbox(ctx context.Context, userID int64, fn func(tx *sql.Tx,
 // add puts n in the user's inbox as a new unread notification unless its dedupe key is there already (the event
 // was delivered before) or the user does not want its kind.
 func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Notification) error {
-	if userID <= 0 {
-		return nil // an event that names no writer
+	if userID <= 0 || s.deleted(userID) {
+		return nil // an event that names no writer, or a writer who left
 	}
-	changed, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
+	changed, err := s.inInboxMailing(ctx, userID, func(tx *sql.Tx, emit outbox.Emit, in *inbox) error {
 		if !in.prefs.wants(n.Kind) {
 			return nil
 		}
 		added, err := s.insert(ctx, tx, userID, in.seq+1, dedupeKey, n)
-		if added {
-			in.seq++
-			in.unread++
+		if err != nil || !added {
+			return err
 		}
-		return err
+		in.seq++
+		in.unread++
+		return s.mailNew(ctx, tx, emit, n, []told{{userID, n.Kind, in.prefs.Email}})
 	})
 	if changed {
 		s.publish(userID)
@@ -85,11 +92,11 @@ func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Not
 // addLike adds actor to the unread like group of the user's article, or starts one, the first time actor likes it.
 func (s *Service) addLike(ctx context.Context, userID int64, n Notification) error {
 	actor := n.ActorIDs[0]
-	if userID <= 0 || s.blocks(userID, actor) {
+	if userID <= 0 || s.deleted(userID) || s.blocks(userID, actor) {
 		return nil
 	}
 	key := "l:" + strconv.FormatInt(n.ArticleID, 10)
-	changed, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
+	changed, err := s.inInboxMailing(ctx, userID, func(tx *sql.Tx, emit outbox.Emit, in *inbox) error {
 		if !in.prefs.Like {
 			return nil
 		}
@@ -110,8 +117,11 @@ func (s *Service) addLike(ctx context.Context, userID int64, n Notification) err
 			userID, key).Scan(&id, &actors, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			in.unread++
-			_, err := s.insert(ctx, tx, userID, in.seq, key, n)
-			return err
+			// A new like group is mailed; the likes that join it are not.
+			if _, err := s.insert(ctx, tx, userID, in.seq, key, n); err != nil {
+				return err
+			}
+			return s.mailNew(ctx, tx, emit, n, []told{{userID, n.Kind, in.prefs.Email}})
 		} else if err != nil {
 			return err
 		}
@@ -228,11 +238,11 @@ func (s *Service) MarkAllRead(ctx context.Context, userID int64) error {
 }
 
 // prefColumns are the inbox's columns of Preferences, in the order of its fields.
-const prefColumns = "want_reply, want_comment_reply, want_like, want_moderation, want_mention, want_watched, auto_watch"
+const prefColumns = "want_reply, want_comment_reply, want_like, want_moderation, want_mention, want_watched, auto_watch, email_mode"
 
 // fields are where to scan prefColumns.
 func (p *Preferences) fields() []any {
-	return []any{&p.Reply, &p.CommentReply, &p.Like, &p.Moderation, &p.Mention, &p.Watched, &p.AutoWatch}
+	return []any{&p.Reply, &p.CommentReply, &p.Like, &p.Moderation, &p.Mention, &p.Watched, &p.AutoWatch, &p.Email}
 }
 
 // Preferences returns the kinds the user wants.
@@ -250,8 +260,12 @@ func (s *Service) Preferences(ctx context.Context, userID int64) (Preferences, e
 func (s *Service) SetPreferences(ctx context.Context, userID int64, change func(*Preferences)) (Preferences, error) {
 	var p Preferences
 	_, err := s.inInbox(ctx, userID, func(tx *sql.Tx, in *inbox) error {
+		was := in.prefs.Email
 		change(&in.prefs)
 		p = in.prefs
+		if p.Email == EmailDaily && was != EmailDaily {
+			return s.startDigests(ctx, tx, userID, in.seq)
+		}
 		return nil
 	})
 	return p, err
@@ -297,16 +311,23 @@ func (s *Service) query(ctx context.Context, query string, args ...any) ([]Notif
 	defer rows.Close()
 	var out []Notification
 	for rows.Next() {
-		var n Notification
-		var kind, actors string
-		if err := rows.Scan(&n.ID, &n.Seq, &kind, &n.ArticleID, &n.ArticleTitle, &n.CommentID, &actors, &n.ActorCount,
-			&n.Action, &n.Reason, &n.Read, &n.CreatedAt, &n.UpdatedAt); err != nil {
+		n, err := scanNotification(rows)
+		if err != nil {
 			return nil, err
 		}
-		n.Kind, n.ActorIDs = Kind(kind), parseActors(actors)
 		out = append(out, n)
 	}
 	return out, rows.Err()
+}
+
+// scanNotification scans a row of columns.
+func scanNotification(rows *sql.Rows) (Notification, error) {
+	var n Notification
+	var kind, actors string
+	err := rows.Scan(&n.ID, &n.Seq, &kind, &n.ArticleID, &n.ArticleTitle, &n.CommentID, &actors, &n.ActorCount,
+		&n.Action, &n.Reason, &n.Read, &n.CreatedAt, &n.UpdatedAt)
+	n.Kind, n.ActorIDs = Kind(kind), parseActors(actors)
+	return n, err
 }
 
 // at is when an event says its act happened, or now if it does not say.

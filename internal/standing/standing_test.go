@@ -81,6 +81,57 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// A user's token epoch only rises, whatever order the records come in; tokens signed below it are void, those at it
+// or above are not, and a token without the claim (epoch 0) is void once the user has an epoch. A deletion voids
+// every token of the user for good.
+func TestSessions(t *testing.T) {
+	tb := newTable(Config{})
+	token := func(user, epoch int64) auth.Principal {
+		return auth.Principal{UserID: user, Role: auth.RoleUser, TokenEpoch: epoch}
+	}
+	if _, err := tb.Ended(token(1, 0)); fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("Ended before caught up: %v", err)
+	}
+	tb.setCaughtUp()
+	ended := func(p auth.Principal) bool {
+		t.Helper()
+		e, err := tb.Ended(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	if ended(token(1, 0)) || ended(token(1, 5)) {
+		t.Error("a user of no session event: a token ended")
+	}
+
+	tb.applySession(1, 3, false)
+	tb.applySession(1, 2, false) // late
+	tb.applySession(1, 3, false) // a duplicate
+	tb.applySession(1, 1, false) // late
+	for epoch, want := range map[int64]bool{0: true, 1: true, 2: true, 3: false, 4: false} {
+		if got := ended(token(1, epoch)); got != want {
+			t.Errorf("user 1 at epoch 3, a token of epoch %d: ended %v, want %v", epoch, got, want)
+		}
+	}
+	if ended(token(2, 0)) {
+		t.Error("another user's token ended")
+	}
+
+	// A deletion ends every token, even one minted at or past its epoch; nothing undoes it.
+	tb.applySession(1, 4, true)
+	tb.applySession(1, 9, false)
+	for _, epoch := range []int64{0, 4, 9, 10} {
+		if !ended(token(1, epoch)) {
+			t.Errorf("a deleted user's token of epoch %d is not ended", epoch)
+		}
+	}
+	tb.applySession(2, 0, true) // a deletion that carries no epoch
+	if !ended(token(2, 0)) {
+		t.Error("a deleted user's token without an epoch is not ended")
+	}
+}
+
 func startTable(t *testing.T, brokers []string) *Table {
 	t.Helper()
 	tb, err := New(Config{Brokers: brokers, TopicPrefix: compactedtest.Prefix, Logger: quiet})
@@ -111,12 +162,19 @@ func TestReader(t *testing.T) {
 		&kgo.Record{Topic: prefix + "ban", Key: []byte("61"), Value: []byte("not json")},
 		compactedtest.Record(t, 2003, event.UserRoleChanged, 60, event.Role{UserID: 60, Role: "admin", RoleVersion: 2}),
 	)
+	recs = append(recs,
+		compactedtest.Record(t, 2004, event.UserPasswordChanged, 70, event.Session{UserID: 70, TokenEpoch: 2, Reason: event.SessionPasswordChanged}),
+		compactedtest.Record(t, 2005, event.UserPasswordChanged, 70, event.Session{UserID: 70, TokenEpoch: 1, Reason: event.SessionPasswordReset}),
+		compactedtest.Record(t, 2006, event.UserPasswordChanged, 71, event.Session{UserID: 71, Reason: event.SessionsEnded}), // no epoch: skipped
+		compactedtest.Record(t, 2007, event.UserDeleted, 72, event.UserDeletion{UserID: 72, Content: event.DeleteKeep, TokenEpoch: 1}),
+	)
 	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	polltest.Until(t, 5*time.Second, func() (bool, string) {
 		_, b, _ := empty.Lookup(50)
-		return b != nil, "the running table does not see the bans"
+		ended, _ := empty.Ended(auth.Principal{UserID: 72, TokenEpoch: 1})
+		return b != nil && ended, "the running table does not see the bans and the deletion"
 	})
 
 	late := startTable(t, brokers)
@@ -130,15 +188,29 @@ func TestReader(t *testing.T) {
 		if role, _, _ := tb.Lookup(60); role != auth.RoleModerator {
 			t.Errorf("user 60's role %q (an unknown role must be skipped)", role)
 		}
+		for _, c := range []struct {
+			p     auth.Principal
+			ended bool
+		}{{auth.Principal{UserID: 70, TokenEpoch: 1}, true}, {auth.Principal{UserID: 70, TokenEpoch: 2}, false},
+			{auth.Principal{UserID: 71}, false}, {auth.Principal{UserID: 72, TokenEpoch: 1}, true}} {
+			if ended, err := tb.Ended(c.p); ended != c.ended || err != nil {
+				t.Errorf("Ended(%+v) = %v, %v; want %v", c.p, ended, err, c.ended)
+			}
+		}
 	}
 
-	// A ban published now reaches a running table.
+	// A ban and an epoch published now reach a running table.
 	until := time.Now().Add(time.Hour)
 	if err := producer.ProduceSync(ctx, compactedtest.Record(t, 3001, event.UserBanned, 99, ban(99, 1, true, "flood", &until))).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	if err := producer.ProduceSync(ctx, compactedtest.Record(t, 3002, event.UserPasswordChanged, 70,
+		event.Session{UserID: 70, TokenEpoch: 3, Reason: event.SessionsEnded})).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	polltest.Until(t, 5*time.Second, func() (bool, string) {
 		_, b, _ := late.Lookup(99)
-		return b != nil && b.Reason == "flood", "the new ban did not reach the table"
+		ended, _ := late.Ended(auth.Principal{UserID: 70, TokenEpoch: 2})
+		return b != nil && b.Reason == "flood" && ended, "the new ban or epoch did not reach the table"
 	})
 }

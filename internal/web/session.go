@@ -43,8 +43,9 @@ func (v *viewer) Token() string {
 // Owns says whether the viewer may change what writerID wrote.
 func (v *viewer) Owns(writerID int64) bool { return v != nil && (v.ID == writerID || v.Moderator()) }
 
-// viewer returns the signed-in reader of r, nil when there is none. A cookie whose token no longer verifies is
-// cleared. When the signing keys cannot be fetched, the error says so: a page may go on signed out, a form may not.
+// viewer returns the signed-in reader of r, nil when there is none. A cookie whose token no longer verifies, or
+// whose session has ended, is cleared. When the signing keys cannot be fetched, the error says so: a page may go on
+// signed out, a form may not.
 func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
@@ -55,6 +56,10 @@ func (s *Service) viewer(w http.ResponseWriter, r *http.Request) (*viewer, error
 		if fault.KindOf(err) == fault.Unavailable {
 			return nil, err
 		}
+		s.clearSession(w, r)
+		return nil, nil
+	}
+	if s.ended(r, p) {
 		s.clearSession(w, r)
 		return nil, nil
 	}
@@ -71,10 +76,24 @@ func (s *Service) knownViewer(r *http.Request) *viewer {
 		return nil
 	}
 	p, ok := s.cfg.Tokens.Known(c.Value)
-	if !ok {
+	if !ok || s.ended(r, p) {
 		return nil
 	}
 	return &viewer{ID: p.UserID, Role: p.Role, Name: s.names.cached(p.UserID), token: c.Value}
+}
+
+// ended reports whether p's session has ended (a password changed since its token was signed, the account
+// deleted). While the process has not read the sessions yet, the session goes on, as a read does at the services'
+// guards; the writes it sends wait there until they can tell.
+func (s *Service) ended(r *http.Request, p auth.Principal) bool {
+	if s.cfg.Sessions == nil {
+		return false
+	}
+	ended, err := s.cfg.Sessions.Ended(p)
+	if err != nil {
+		s.cfg.Logger.DebugContext(r.Context(), "session end not checked", "err", err)
+	}
+	return ended
 }
 
 // reader is viewer for a page any reader may see: when the keys cannot be checked the page is shown signed out.

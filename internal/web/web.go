@@ -66,6 +66,9 @@ type Config struct {
 	Boards  []Board
 	// Tokens verifies the access token in a reader's session cookie, with the user service's public keys.
 	Tokens *auth.Verifier
+	// Sessions, when not nil, tells the sessions that have ended (a password changed, the account deleted): their
+	// cookie is cleared and the reader is signed out.
+	Sessions httpio.Sessions
 	// Location is the time zone of hot-article's calendar days, so that "today" means the same day to both.
 	Location *time.Location
 	// ClientAddr names a request's client, as the services' rate limits know it (nil: the connection's address).
