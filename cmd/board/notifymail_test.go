@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func publishEvent(t *testing.T, p *program, id int64, typ event.Type, key int64,
 }
 
 // TestNotificationMail: through the running services, a user who asks for notifications by e-mail, and whose address
-// the user service verified, is mailed a reply: a MAIL_REQUESTED on the mail topic, keyed by the address, with a
+// the user service verified, is mailed a reply: a MAIL_REQUESTED on the mail topic, keyed by her user id, with a
 // one-click unsubscribe link under --public-url, which works without a token and is held to its rate limit.
 func TestNotificationMail(t *testing.T) {
 	t.Parallel()
@@ -77,7 +78,7 @@ func TestNotificationMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	token, ok := strings.CutPrefix(m.Unsubscribe, "https://board.example/unsubscribe/")
-	if string(mails[0].Key) != "alice@example.org" || m.To != "alice@example.org" || int64(m.UserID) != aliceID ||
+	if string(mails[0].Key) != strconv.FormatInt(aliceID, 10) || m.To != "alice@example.org" || int64(m.UserID) != aliceID ||
 		m.Kind != event.MailNotification || !ok || !strings.Contains(m.Text, "https://board.example/articles/"+article) {
 		t.Fatalf("mail key %q: %+v", mails[0].Key, m)
 	}

@@ -200,6 +200,7 @@ func buildLike(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	store := like.NewStore(r.db, r.ob, articles, comments)
 	handlers := articles.Handlers()
 	maps.Copy(handlers, comments.Handlers())
+	maps.Copy(handlers, store.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
 	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
@@ -232,9 +233,11 @@ func buildNotification(ctx context.Context, e *Engines, r deps) (*http.ServeMux,
 		ArticleOrigin: r.origin(e, "article", e.Config.ArticleAddr), CommentOrigin: r.origin(e, "comment", e.Config.CommentAddr),
 		UserOrigin: r.origin(e, "user", e.Config.UserAddr),
 		KeyPrefix:  e.Config.RedisPrefix, MaxStreams: e.Config.MaxStreams, MaxStreamsPerUser: e.Config.MaxStreamsPerUser,
-		Blocks: e.Blocks, Logger: e.Logger,
+		Blocks: e.Blocks, Sessions: e.Standing, Logger: e.Logger,
 		PublicURL: e.Config.PublicURL, Outbox: r.ob, DigestEvery: e.Config.EmailDigestEvery})
-	if err := startConsumer(ctx, e, r, svc.Handlers(), ""); err != nil {
+	handlers := svc.Handlers()
+	maps.Copy(handlers, svc.LeavingHandlers()) // USER_DELETED: the consumer reads the session topic too
+	if err := startConsumer(ctx, e, r, handlers, ""); err != nil {
 		return nil, nil, err
 	}
 	r.workers.run(ctx, svc.Run)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 
 	"board/internal/event"
 	"board/internal/fault"
@@ -11,7 +13,7 @@ import (
 )
 
 // leavingBatch bounds the articles one page of a leaving writer's deletion reads, and so the articles one
-// transaction deletes: a short transaction, however many articles the writer has.
+// transaction deletes: a bounded transaction, however many articles the writer has.
 const leavingBatch = 500
 
 // applyUserDeleted handles USER_DELETED: content "remove" deletes every article of the user, as the user's own
@@ -45,17 +47,18 @@ func (s *Store) DeleteWrittenBy(ctx context.Context, writer int64) error {
 	}
 }
 
-// deleteWrittenPage deletes the next page of writer's articles older than before (0: from the newest), one
-// transaction per board (its shard), and returns where the next page starts, or 0 after the last. A transaction holds
-// at most leavingBatch articles and writes the ARTICLE_DELETED of each, as Delete would: no reader sees half of it.
+// deleteWrittenPage deletes the next page of writer's articles older than before (0: from the newest), and returns
+// where the next page starts, or 0 after the last. It deletes them as Delete would, each writing its ARTICLE_DELETED
+// in the transaction that deletes it, so that no reader sees half of it, in one transaction for the page (at most
+// leavingBatch articles) that takes their boards in ascending order. Behind Vitess, whose transactions keep to one
+// shard, each board's articles have a transaction of their own.
 func (s *Store) deleteWrittenPage(ctx context.Context, writer, before int64) (int64, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT article_id, board_id FROM article"+s.db.ForceIndex(byWriter)+
 		" WHERE writer_id = ? AND article_id < ? ORDER BY article_id DESC LIMIT ?", writer, cursor(before), leavingBatch)
 	if err != nil {
 		return 0, err
 	}
-	var boards []int64
-	ids := map[int64][]int64{}
+	ids := map[int64][]int64{} // by board
 	var last int64
 	n := 0
 	for rows.Next() {
@@ -63,9 +66,6 @@ func (s *Store) deleteWrittenPage(ctx context.Context, writer, before int64) (in
 		if err := rows.Scan(&id, &board); err != nil {
 			rows.Close()
 			return 0, err
-		}
-		if _, ok := ids[board]; !ok {
-			boards = append(boards, board)
 		}
 		ids[board] = append(ids[board], id)
 		last, n = id, n+1
@@ -76,18 +76,28 @@ func (s *Store) deleteWrittenPage(ctx context.Context, writer, before int64) (in
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	for _, board := range boards {
+	boards := slices.Sorted(maps.Keys(ids))
+	groups := [][]int64{boards}
+	if s.db.Vitess() {
+		groups = groups[:0]
+		for _, b := range boards {
+			groups = append(groups, []int64{b})
+		}
+	}
+	for _, group := range groups {
 		err := s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-			for _, id := range ids[board] {
-				// Deleted by someone else meanwhile: gone already, which is what this wants.
-				if err := s.delete(ctx, tx, emit, id); err != nil && fault.KindOf(err) != fault.NotFound {
-					return err
+			for _, board := range group {
+				for _, id := range ids[board] {
+					// Deleted by someone else meanwhile: gone already, which is what this wants.
+					if err := s.delete(ctx, tx, emit, id); err != nil && fault.KindOf(err) != fault.NotFound {
+						return err
+					}
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return 0, fmt.Errorf("delete the articles of user %d on board %d: %w", writer, board, err)
+			return 0, fmt.Errorf("delete the articles of user %d: %w", writer, err)
 		}
 	}
 	if n < leavingBatch {

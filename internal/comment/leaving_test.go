@@ -41,12 +41,13 @@ func liveWritten(t *testing.T, db *sqldb.DB, writer int64) int {
 // TestUserDeletedRemovesComments checks USER_DELETED on 1,200 comments and a few threads of both versions: keep
 // leaves all; remove deletes as the writer's own deletes would (a comment with another's reply stays, deleted), in
 // transactions of at most leavingBatch comments each writing its COMMENT_DELETED; stopped after one page and delivered
-// again it deletes what is left, and once more changes nothing. Another writer's comments stay.
+// again it deletes what is left, and once more changes nothing. Another writer's comments stay; so do those on an
+// article recorded deleted (its purge's); an article this service does not know is looked up first.
 func TestUserDeletedRemovesComments(t *testing.T) {
 	t.Parallel()
 	sqldbtest.Run(t, Migrate, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
-		svc, store, _ := testService(t, db)
+		svc, _, _ := testService(t, db)
 		const leaver, other = 5, 6
 		const many = 1200
 		var mine []int64
@@ -83,16 +84,24 @@ func TestUserDeletedRemovesComments(t *testing.T) {
 		createV1(102, leaver, root.ID)
 		repliedV1 := createV1(102, leaver, 0)
 		theirV1 := createV1(102, other, repliedV1.ID)
-		if _, err := db.ExecContext(ctx, "DELETE FROM outbox"); err != nil {
-			t.Fatal(err)
+		create(103, leaver, "") // on an article this service forgets: looked up again, then deleted
+		onDeleted := create(104, leaver, "")
+		mine = mine[:len(mine)-1] // on an article recorded deleted: left to its purge
+		for _, q := range []string{"DELETE FROM article_existence WHERE article_id = 103",
+			"UPDATE article_existence SET deleted = TRUE WHERE article_id = 104", "DELETE FROM outbox"} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
 		}
+		// Another instance, whose record of articles is only what the database holds (the one above remembers 103).
+		svc, store, _ := testService(t, db)
 		handle := svc.Handlers()[event.UserDeleted]
 
 		if err := handle(ctx, userDeleted(t, leaver, event.DeleteKeep)); err != nil {
 			t.Fatal(err)
 		}
-		if n := liveWritten(t, db, leaver); n != len(mine) {
-			t.Fatalf("after keep: %d comments left, want %d", n, len(mine))
+		if n := liveWritten(t, db, leaver); n != len(mine)+1 {
+			t.Fatalf("after keep: %d comments left, want %d", n, len(mine)+1)
 		}
 
 		// One page of the v2 table, as a crash after it would leave it: the newest leavingBatch, with their events.
@@ -100,11 +109,12 @@ func TestUserDeletedRemovesComments(t *testing.T) {
 		if err != nil || next == 0 {
 			t.Fatalf("first page: next %d, %v; want more to come", next, err)
 		}
-		if n, want := liveWritten(t, db, leaver), len(mine)-leavingBatch; n != want {
+		// The page holds the newest, the comment on the deleted article among them, which it skips.
+		if n, want := liveWritten(t, db, leaver), len(mine)+1-(leavingBatch-1); n != want {
 			t.Errorf("after one page: %d comments left, want %d", n, want)
 		}
-		if n := len(outboxEvents(t, db)); n != leavingBatch {
-			t.Errorf("after one page: %d events, want %d", n, leavingBatch)
+		if n := len(outboxEvents(t, db)); n != leavingBatch-1 {
+			t.Errorf("after one page: %d events, want %d", n, leavingBatch-1)
 		}
 
 		for range 2 {
@@ -112,8 +122,12 @@ func TestUserDeletedRemovesComments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := liveWritten(t, db, leaver); n != 0 {
-			t.Errorf("after remove: %d comments left", n)
+		if n := liveWritten(t, db, leaver); n != 1 {
+			t.Errorf("after remove: %d comments left, want the one on a deleted article", n)
+		}
+		var left int64
+		if err := db.QueryRowContext(ctx, "SELECT comment_id FROM comment_v2 WHERE writer_id = ? AND deleted = FALSE", leaver).Scan(&left); err != nil || left != onDeleted.ID {
+			t.Errorf("left %d, %v; want the comment on the deleted article", left, err)
 		}
 		var deleted []int64
 		for _, e := range outboxEvents(t, db) {

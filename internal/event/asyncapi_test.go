@@ -147,7 +147,15 @@ func samples() map[event.Type]any {
 	img := event.Media{MediaID: 383009385012031493, OwnerID: 7, Key: strings.Repeat("ab", 32) + ".jpg",
 		ThumbnailKey: strings.Repeat("cd", 32) + ".jpg", ContentType: "image/jpeg", Width: 4000, Height: 3000, Bytes: 4 << 20,
 		CreatedAt: created}
+	session := event.Session{UserID: 7, TokenEpoch: 3, Reason: event.SessionPasswordReset, At: created}
+	deletion := event.UserDeletion{UserID: 7, Content: event.DeleteRemove, TokenEpoch: 4, At: created}
+	email := event.EmailVerified{UserID: 7, Email: "ann@example.com", EmailVersion: 2, At: created}
+	mail := event.Mail{MailID: 383009385012031495, Kind: event.MailDigest, UserID: 7, To: "ann@example.com",
+		Subject: "Your day on board", Text: "3 replies", HTML: "<p>3 replies</p>",
+		Unsubscribe: "https://board.example.com/unsubscribe/abc", At: created}
 	return map[event.Type]any{
+		event.UserPasswordChanged: session, event.UserDeleted: deletion, event.UserEmailVerified: email,
+		event.MailRequested:  mail,
 		event.ArticleCreated: article, event.ArticleUpdated: article, event.ArticleDeleted: article,
 		event.CommentCreated: v1, event.CommentDeleted: v2, event.CommentUpdated: edited,
 		event.ArticleLiked: like, event.ArticleUnliked: like, event.CommentLiked: commentLike, event.CommentUnliked: commentLike,

@@ -88,7 +88,7 @@ var topics = map[Type]string{
 	UserPasswordChanged: "session", UserDeleted: "session",
 	// The latest verified address per user, keyed by user id, compacted.
 	UserEmailVerified: "account",
-	// Mails to send, keyed by the recipient's address.
+	// Mails to send, keyed by the recipient's user id.
 	MailRequested: "mail",
 }
 
@@ -394,7 +394,7 @@ type EmailVerified struct {
 	At           apijson.Time `json:"at"`
 }
 
-// Mail is the payload of MAIL_REQUESTED; the key is To, lower-cased. The mail service sends it as it is: its writer
+// Mail is the payload of MAIL_REQUESTED; the key is UserID (the shard key of the outbox row that carries it). The mail service sends it as it is: its writer
 // renders it. MailID names it for good (the Message-ID, and the dedupe of a redelivered record).
 type Mail struct {
 	MailID  apijson.ID `json:"mailId"`

@@ -180,68 +180,74 @@ func anyLike(changes []change) bool {
 }
 
 func (s *Store) applyOnce(ctx context.Context, strategy Strategy, t target, changes []change) (outcomes []error, err error) {
-	tb := t.tables()
 	err = s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		if err := s.require(ctx, tx, t); err != nil {
 			return err
 		}
-		// The count first (see Store): every writer of the target's likes holds its row from here on, so what is read
-		// of them next is what they are, and stays so until this transaction ends.
-		asked := asIfAllSucceed(changes)
-		base, err := s.lockCount(ctx, tx, strategy, t, asked)
-		if err != nil {
-			return err
-		}
-		liked, err := s.likesOf(ctx, tx, t, changes)
-		if err != nil {
-			return err
-		}
-		p := plan(t, base, changes, liked)
-		if err := s.writeCount(ctx, tx, strategy, t, base, asked, p.count); err != nil {
-			return err
-		}
-		if len(p.removed) > 0 {
-			// By primary key, and by article_id, the shard key, only behind Vitess (see sqldb.RouteBy).
-			route, routeArgs := s.db.RouteBy("article_id", t.article)
-			in, args := sqldb.In(tb.likeID, p.removed)
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+tb.likes+" WHERE "+route+in, append(routeArgs, args...)...); err != nil {
-				return err
-			}
-		}
-		if len(p.added) > 0 {
-			// After the deletes: a user who unliked and liked again in one batch has a new row with the same key.
-			var args []any
-			for _, l := range p.added {
-				args = append(args, l.values()...)
-			}
-			row := "(?" + strings.Repeat(", ?", len(p.added[0].values())-1) + ")"
-			values := strings.Repeat(", "+row, len(p.added))[2:]
-			if _, err := tx.ExecContext(ctx, "INSERT INTO "+tb.likes+" ("+tb.columns+") VALUES "+values, args...); err != nil {
-				return err
-			}
-		}
-		for _, e := range p.events {
-			if err := emit(e.typ, t.article, payload(e.like, e.count)); err != nil {
-				return err
-			}
-		}
-		// Only a like made records its key: one that failed (ALREADY_LIKED) wrote nothing, and a retry of a like whose
-		// key was recorded meanwhile, by this batch or an earlier one, is answered from the record instead.
-		for i, c := range changes {
-			if p.outcomes[i] != nil || c.key == nil {
-				continue
-			}
-			if err := c.key.Claim(ctx, tx, t.article); err != nil {
-				return err
-			}
-			if err := c.key.Record(ctx, tx, toJSON(c.like)); err != nil {
-				return err
-			}
-		}
-		outcomes = p.outcomes
-		return nil
+		outcomes, err = s.applyIn(ctx, tx, emit, strategy, t, changes)
+		return err
 	})
 	return outcomes, err
+}
+
+// applyIn is apply's work on t within tx, after require: what one target's changes write, in a transaction that may
+// carry other targets' too (a departing user's likes, see leaving.go).
+func (s *Store) applyIn(ctx context.Context, tx *sql.Tx, emit outbox.Emit, strategy Strategy, t target, changes []change) ([]error, error) {
+	tb := t.tables()
+	// The count first (see Store): every writer of the target's likes holds its row from here on, so what is read
+	// of them next is what they are, and stays so until this transaction ends.
+	asked := asIfAllSucceed(changes)
+	base, err := s.lockCount(ctx, tx, strategy, t, asked)
+	if err != nil {
+		return nil, err
+	}
+	liked, err := s.likesOf(ctx, tx, t, changes)
+	if err != nil {
+		return nil, err
+	}
+	p := plan(t, base, changes, liked)
+	if err := s.writeCount(ctx, tx, strategy, t, base, asked, p.count); err != nil {
+		return nil, err
+	}
+	if len(p.removed) > 0 {
+		// By primary key, and by article_id, the shard key, only behind Vitess (see sqldb.RouteBy).
+		route, routeArgs := s.db.RouteBy("article_id", t.article)
+		in, args := sqldb.In(tb.likeID, p.removed)
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+tb.likes+" WHERE "+route+in, append(routeArgs, args...)...); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.added) > 0 {
+		// After the deletes: a user who unliked and liked again in one batch has a new row with the same key.
+		var args []any
+		for _, l := range p.added {
+			args = append(args, l.values()...)
+		}
+		row := "(?" + strings.Repeat(", ?", len(p.added[0].values())-1) + ")"
+		values := strings.Repeat(", "+row, len(p.added))[2:]
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+tb.likes+" ("+tb.columns+") VALUES "+values, args...); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range p.events {
+		if err := emit(e.typ, t.article, payload(e.like, e.count)); err != nil {
+			return nil, err
+		}
+	}
+	// Only a like made records its key: one that failed (ALREADY_LIKED) wrote nothing, and a retry of a like whose
+	// key was recorded meanwhile, by this batch or an earlier one, is answered from the record instead.
+	for i, c := range changes {
+		if p.outcomes[i] != nil || c.key == nil {
+			continue
+		}
+		if err := c.key.Claim(ctx, tx, t.article); err != nil {
+			return nil, err
+		}
+		if err := c.key.Record(ctx, tx, toJSON(c.like)); err != nil {
+			return nil, err
+		}
+	}
+	return p.outcomes, nil
 }
 
 // asIfAllSucceed is the change to the count that changes make when every one of them succeeds.

@@ -87,6 +87,7 @@ type post struct {
 // deliver tells each recipient of the post, in batches; it returns once every batch is committed, and announces
 // the inboxes it changed to the streams.
 func (s *Service) deliver(ctx context.Context, p post, rs []recipient) error {
+	rs = slices.DeleteFunc(rs, func(r recipient) bool { return s.deleted(r.user) })
 	return s.inBatches(ctx, len(rs), func(ctx context.Context, lo, hi int) ([]int64, error) {
 		return s.deliverBatch(ctx, p, rs[lo:hi])
 	})
@@ -277,6 +278,11 @@ func (s *Service) readForDelivery(ctx context.Context, tx *sql.Tx, p post, users
 		LEFT JOIN notification n ON n.user_id = i.user_id AND n.dedupe_key = ?
 		WHERE `+in, append([]any{TargetArticle, p.n.ArticleID, TargetBoard, p.board, p.key}, args...)...)
 	return out, err
+}
+
+// deleted reports whether the user deleted their account.
+func (s *Service) deleted(user int64) bool {
+	return s.cfg.Sessions != nil && s.cfg.Sessions.Deleted(user)
 }
 
 // blocks reports whether user blocks other.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/apijson"
+	"board/internal/auth"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -117,6 +118,14 @@ type Config struct {
 	// Blocks says whether a user blocks another: a recipient who blocks the actor is not told of the actor's acts
 	// (any kind but moderation). Nil: nobody blocks anyone.
 	Blocks interface{ Blocks(user, other int64) bool }
+	// Sessions says whether a principal's session has ended since its stream opened (a password change, the
+	// account deleted): the stream then ends at its next heartbeat, and its reconnect is refused by the Guard. And
+	// whether a user deleted their account: they are told nothing more, so that an event read after their
+	// USER_DELETED (a reply to a comment they kept) does not start a new inbox for them. Nil: neither.
+	Sessions interface {
+		Ended(auth.Principal) (bool, error)
+		Deleted(userID int64) bool
+	}
 	// MaxStreams bounds the open streams of this instance, MaxStreamsPerUser those of one user on it.
 	MaxStreams, MaxStreamsPerUser int
 	// StreamLifetime ends a stream after that long, so that its token, and the user's ban, are checked again when

@@ -53,6 +53,9 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("DELETE /v1/watches/{targetType}/{targetId}", h.deleteWatch)
 	handle("GET /v1/watches/{targetType}/{targetId}", h.getWatch)
 	handle("GET /v1/watches", h.listWatches)
+	handle("GET /v1/exports/bookmarks", h.exportBookmarks)
+	handle("GET /v1/exports/notifications", h.exportNotifications)
+	handle("GET /v1/exports/watches", h.exportWatches)
 	handle(unsubscribeRoute, h.unsubscribe)
 	return mux
 }

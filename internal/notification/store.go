@@ -68,8 +68,8 @@ func (s *Service) inInboxMailing(ctx context.Context, userID int64, fn func(tx *
 // add puts n in the user's inbox as a new unread notification unless its dedupe key is there already (the event
 // was delivered before) or the user does not want its kind.
 func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Notification) error {
-	if userID <= 0 {
-		return nil // an event that names no writer
+	if userID <= 0 || s.deleted(userID) {
+		return nil // an event that names no writer, or a writer who left
 	}
 	changed, err := s.inInboxMailing(ctx, userID, func(tx *sql.Tx, emit outbox.Emit, in *inbox) error {
 		if !in.prefs.wants(n.Kind) {
@@ -92,7 +92,7 @@ func (s *Service) add(ctx context.Context, userID int64, dedupeKey string, n Not
 // addLike adds actor to the unread like group of the user's article, or starts one, the first time actor likes it.
 func (s *Service) addLike(ctx context.Context, userID int64, n Notification) error {
 	actor := n.ActorIDs[0]
-	if userID <= 0 || s.blocks(userID, actor) {
+	if userID <= 0 || s.deleted(userID) || s.blocks(userID, actor) {
 		return nil
 	}
 	key := "l:" + strconv.FormatInt(n.ArticleID, 10)

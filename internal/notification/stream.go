@@ -249,6 +249,9 @@ func (h handlers) stream(w http.ResponseWriter, r *http.Request) error {
 		case <-l.wake:
 			check = true
 		case <-heartbeat.C:
+			if ended, _ := s.ended(p); ended {
+				return nil
+			}
 			if beats++; beats%streamCheckEvery == 0 {
 				check = true // in case an announcement was lost
 				continue
@@ -259,6 +262,14 @@ func (h handlers) stream(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+}
+
+// ended reports whether p's session has ended since its stream opened; while that cannot be told, it goes on.
+func (s *Service) ended(p auth.Principal) (bool, error) {
+	if s.cfg.Sessions == nil {
+		return false, nil
+	}
+	return s.cfg.Sessions.Ended(p)
 }
 
 // lastEventID is the id a reconnecting client last had: the Last-Event-ID header EventSource sends, or the

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"board/internal/auth"
 	"board/internal/event"
 	"board/internal/httpio/httpiotest"
 	"board/internal/redisclient/redisclienttest"
@@ -366,6 +367,39 @@ func TestStreamLifetime(t *testing.T) {
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("the stream ended after %v, before its lifetime", d)
+	}
+}
+
+// endedSessions ends every session once end is closed.
+type endedSessions struct{ end chan struct{} }
+
+func (e endedSessions) Ended(auth.Principal) (bool, error) {
+	select {
+	case <-e.end:
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+func (e endedSessions) Deleted(int64) bool { return false }
+
+// TestStreamEndsWithItsSession: a stream opened before its user's password changed ends at its next heartbeat, not
+// at its lifetime.
+func TestStreamEndsWithItsSession(t *testing.T) {
+	sessions := endedSessions{end: make(chan struct{})}
+	f := newFixture(t, sqldbtest.OpenSQLite(t, Migrate), redisclienttest.Mini(t),
+		Config{Heartbeat: 20 * time.Millisecond, StreamLifetime: time.Hour, Sessions: sessions})
+	st := f.stream(author, "")
+	st.opened(0)
+	close(sessions.end)
+	select {
+	case ev, ok := <-st.events:
+		if ok {
+			t.Fatalf("event %+v, want the end", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream outlived its session")
 	}
 }
 

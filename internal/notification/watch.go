@@ -172,7 +172,7 @@ func (s *Service) watchers(ctx context.Context, targetType string, targetID int6
 // autoWatch has a writer watch the article they wrote on, unless they turned autoWatch off or have a watch of it
 // already (muted, say, which it keeps).
 func (s *Service) autoWatch(ctx context.Context, userID, articleID int64) error {
-	if userID <= 0 {
+	if userID <= 0 || s.deleted(userID) {
 		return nil
 	}
 	prefs, err := s.Preferences(ctx, userID)

@@ -307,22 +307,6 @@ func TestBlockRecordKeyedByPair(t *testing.T) {
 	})
 }
 
-// A mail's row is keyed (and sharded) by its user, its record by the lower-cased address: the mail topic's key.
-func TestMailRecordKeyedByAddress(t *testing.T) {
-	t.Parallel()
-	run(t, func(t *testing.T, h *harness) {
-		ob, _, _ := h.relay(noPoll, testCoordinator)
-		if err := ob.Transact(context.Background(), func(_ *sql.Tx, emit Emit) error {
-			return emit(event.MailRequested, 11, event.Mail{MailID: 1, Kind: event.MailDigest, UserID: 11, To: "Ann@Example.org"})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if rec := firstRecord(t, h.addr, "test-mail"); string(rec.Key) != "ann@example.org" {
-			t.Errorf("record key %q, want ann@example.org", rec.Key)
-		}
-	})
-}
-
 // TestRecordCarriesCreatedAt: the record of an event says when its row was written (kafka.HeaderCreatedAt, to the
 // millisecond), whichever path publishes it. The rows are a minute old, so that the produce time cannot pass for it.
 func TestRecordCarriesCreatedAt(t *testing.T) {

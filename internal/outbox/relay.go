@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -285,15 +284,6 @@ func (r *Relay) record(m Message) (*kgo.Record, error) {
 			return nil, fmt.Errorf("outbox row %d: %w", m.ID, err)
 		}
 		rec.Key = []byte(event.BlockKey(int64(b.UserID), int64(b.BlockedUserID)))
-	}
-	if m.Type == event.MailRequested {
-		// The row is keyed by its user (the transaction that writes it stays on the user's shard); the record by the
-		// recipient's address, as the mail topic is (event.Mail).
-		var mail event.Mail
-		if err := json.Unmarshal(m.Payload, &mail); err != nil {
-			return nil, fmt.Errorf("outbox row %d: %w", m.ID, err)
-		}
-		rec.Key = []byte(strings.ToLower(mail.To))
 	}
 	kafka.SetCreatedAt(rec, m.CreatedAt)
 	return rec, nil

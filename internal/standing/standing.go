@@ -198,6 +198,13 @@ func (t *Table) Ended(p auth.Principal) (bool, error) {
 	return s.deleted || p.TokenEpoch < s.epoch, nil
 }
 
+// Deleted reports whether the user deleted their account, as far as the table has read.
+func (t *Table) Deleted(userID int64) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.sessions[userID].deleted
+}
+
 // Ready is the table's readiness check: nil once it is caught up.
 func (t *Table) Ready(context.Context) error {
 	if !t.caught.Load() {

@@ -1,0 +1,99 @@
+package notification
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"board/internal/auth"
+)
+
+// exportPage is how many rows one read of an export takes: an export holds one page in memory, whatever its size.
+const exportPage = 1000
+
+// Exports (accounts contract): GET /v1/exports/{bookmarks,notifications,watches} answer the caller's rows, newest
+// first, as one JSON array streamed a keyset page at a time. Every bookmark is there, its target gone or not.
+
+func (h handlers) exportBookmarks(w http.ResponseWriter, r *http.Request) error {
+	return export(w, r, func(ctx context.Context, user, before int64) ([]bookmarkJSON, int64, error) {
+		if before <= 0 {
+			before = 1<<63 - 1
+		}
+		bs, err := h.svc.bookmarks(ctx, "WHERE user_id = ? AND bookmark_id < ? ORDER BY bookmark_id DESC LIMIT ?", user, before, exportPage)
+		out := make([]bookmarkJSON, len(bs))
+		for i, b := range bs {
+			out[i] = toBookmarkJSON(b)
+		}
+		if len(bs) > 0 {
+			before = bs[len(bs)-1].ID
+		}
+		return out, before, err
+	})
+}
+
+func (h handlers) exportNotifications(w http.ResponseWriter, r *http.Request) error {
+	return export(w, r, func(ctx context.Context, user, before int64) ([]notificationJSON, int64, error) {
+		ns, err := h.svc.List(ctx, user, before, exportPage)
+		out := make([]notificationJSON, len(ns))
+		for i, n := range ns {
+			out[i] = toJSON(n)
+		}
+		if len(ns) > 0 {
+			before = ns[len(ns)-1].Seq
+		}
+		return out, before, err
+	})
+}
+
+func (h handlers) exportWatches(w http.ResponseWriter, r *http.Request) error {
+	return export(w, r, func(ctx context.Context, user, before int64) ([]watchJSON, int64, error) {
+		ws, err := h.svc.Watches(ctx, user, before, exportPage)
+		out := make([]watchJSON, len(ws))
+		for i, watch := range ws {
+			out[i] = watchToJSON(watch)
+		}
+		if len(ws) > 0 {
+			before = ws[len(ws)-1].id
+		}
+		return out, before, err
+	})
+}
+
+// export streams the caller's rows as a JSON array, page by page: page returns the rows after cursor before (0: the
+// newest) and the cursor of the next page. An error once the array has begun cannot be answered any more: the
+// connection is cut, so that the client sees a truncated body, never a short archive.
+func export[T any](w http.ResponseWriter, r *http.Request, page func(ctx context.Context, user, before int64) ([]T, int64, error)) error {
+	p, err := auth.Acting(r.Context())
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	var before int64
+	for n := 0; ; n++ {
+		rows, next, err := page(r.Context(), p.UserID, before)
+		if err != nil {
+			if n == 0 {
+				return err
+			}
+			panic(http.ErrAbortHandler)
+		}
+		if n == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("["))
+		}
+		for i, row := range rows {
+			if n > 0 || i > 0 {
+				_, _ = w.Write([]byte(","))
+			}
+			if err := enc.Encode(row); err != nil {
+				panic(http.ErrAbortHandler) // the client went away
+			}
+		}
+		if len(rows) < exportPage {
+			_, _ = w.Write([]byte("]\n"))
+			return nil
+		}
+		before = next
+	}
+}
