@@ -63,8 +63,8 @@ func NewSMTP(cfg SMTPConfig) (*SMTP, error) {
 	opts := []gomail.Option{gomail.WithPort(port), gomail.WithTimeout(sendTimeout), gomail.WithTLSPolicy(policy)}
 	if cfg.Username != "" {
 		// The first of these the server offers. Those that send the password itself (PLAIN, LOGIN) refuse to
-		// without TLS, but to a server on loopback (as Go's net/smtp): a password never crosses a network in the
-		// clear.
+		// without TLS, but to localhost, 127.0.0.1 or ::1 (as Go's net/smtp): a password never crosses a network in
+		// the clear.
 		opts = append(opts, gomail.WithOpportunisticSMTPAuth(gomail.SMTPAuthSCRAMSHA256PLUS, gomail.SMTPAuthSCRAMSHA256,
 			gomail.SMTPAuthSCRAMSHA1PLUS, gomail.SMTPAuthSCRAMSHA1, gomail.SMTPAuthCramMD5, gomail.SMTPAuthPlain,
 			gomail.SMTPAuthLogin), gomail.WithUsername(cfg.Username), gomail.WithPassword(cfg.Password))
