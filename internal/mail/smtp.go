@@ -30,15 +30,16 @@ const sendTimeout = 30 * time.Second
 type SMTPConfig struct {
 	Addr     string // host:port of the server
 	From     string // the mails' From, e.g. `board <noreply@example.com>`
-	Username string // with Password, authenticate (over TLS, or else only by a mechanism that sends no password)
+	Username string // with Password, log in (NewSMTP says by which mechanisms)
 	Password string
 	TLS      string // TLSOpportunistic (the default when empty), TLSMandatory or TLSNone
 }
 
 // SMTP sends mails to an SMTP server, a connection each.
 type SMTP struct {
-	client *gomail.Client // safe for concurrent sends: each DialAndSend dials a connection of its own
-	from   sender
+	host string
+	opts []gomail.Option
+	from sender
 }
 
 // NewSMTP checks cfg and returns its Sender; it connects only to send.
@@ -62,17 +63,16 @@ func NewSMTP(cfg SMTPConfig) (*SMTP, error) {
 	opts := []gomail.Option{gomail.WithPort(port), gomail.WithTimeout(sendTimeout), gomail.WithTLSPolicy(policy)}
 	if cfg.Username != "" {
 		// The first of these the server offers. Those that send the password itself (PLAIN, LOGIN) refuse to
-		// without TLS, but to a server on loopback (as Go's net/smtp): a password never crosses a network in the
-		// clear.
+		// without TLS, but to localhost, 127.0.0.1 or ::1 (as Go's net/smtp): a password never crosses a network in
+		// the clear.
 		opts = append(opts, gomail.WithOpportunisticSMTPAuth(gomail.SMTPAuthSCRAMSHA256PLUS, gomail.SMTPAuthSCRAMSHA256,
 			gomail.SMTPAuthSCRAMSHA1PLUS, gomail.SMTPAuthSCRAMSHA1, gomail.SMTPAuthCramMD5, gomail.SMTPAuthPlain,
 			gomail.SMTPAuthLogin), gomail.WithUsername(cfg.Username), gomail.WithPassword(cfg.Password))
 	}
-	client, err := gomail.NewClient(host, opts...)
-	if err != nil {
+	if _, err := gomail.NewClient(host, opts...); err != nil {
 		return nil, fmt.Errorf("mail: SMTP client: %w", err)
 	}
-	return &SMTP{client: client, from: from}, nil
+	return &SMTP{host: host, opts: opts, from: from}, nil
 }
 
 // ParseTLS checks a --smtp-tls value.
@@ -99,7 +99,13 @@ func (s *SMTP) Send(ctx context.Context, m event.Mail) error {
 	if err != nil {
 		return err
 	}
-	err = s.client.DialAndSendWithContext(ctx, msg)
+	// A client per send, as cheap as a struct: a go-mail client keeps state of its sessions (the login mechanism
+	// it settled on), which concurrent sends must not share.
+	client, err := gomail.NewClient(s.host, s.opts...)
+	if err != nil {
+		return fault.Unavailablef(err, "SMTP_UNAVAILABLE", "cannot make an SMTP client")
+	}
+	err = client.DialAndSendWithContext(ctx, msg)
 	if err != nil && !msg.IsDelivered() {
 		return smtpFault(err)
 	}

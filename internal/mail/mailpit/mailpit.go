@@ -177,8 +177,6 @@ func (s *Server) reap() {
 type Message struct {
 	ID        string // Mailpit's own id of it
 	MessageID string // its Message-ID, without the angle brackets
-	Subject   string
-	To        []struct{ Address string }
 	Username  string // the login it was sent with, if any
 }
 
