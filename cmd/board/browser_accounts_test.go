@@ -105,9 +105,9 @@ func waitMailLink(t *testing.T, dataDir, to, prefix string, seen map[string]bool
 // TestBrowserAccounts is issue 41's walk through the account pages, as a member does it, against every real
 // service and the embedded mail default: fay signs up, adds her address and verifies it through the link mailed to
 // her (the link's page uses it only when she presses its button), changes her password (her other browser's session
-// ends, this one goes on), chooses a daily digest, forgets her password and sets a new one through the mailed link,
-// downloads her data, and deletes her account. With BOARD_WEB_SCREENSHOTS set it photographs the account page and
-// the reset page for docs/web.md.
+// ends, this one goes on), signs out everywhere else (the same), chooses a daily digest, forgets her password and
+// sets a new one through the mailed link, downloads her data, and deletes her account. With BOARD_WEB_SCREENSHOTS
+// set it photographs the account page and the reset page for docs/web.md.
 func TestBrowserAccounts(t *testing.T) {
 	t.Parallel()
 	needBrowser(t)
@@ -169,6 +169,15 @@ func TestBrowserAccounts(t *testing.T) {
 	expect(b, "the page after", b.location(), "/account?notice=passwordchanged#password")
 	expect(b, "still signed in", b.text("#nav-user"), "fay")
 	other.reloadUntil("the other session ends", "/", `!document.querySelector("#nav-user")`)
+
+	// Signed in there again, she signs out everywhere else from here: there it ends again, here it goes on.
+	other.openOK("/signin")
+	other.signInWith("fay", "fay-second-password")
+	expect(other, "signed in again elsewhere", other.text("#nav-user"), "fay")
+	b.followOK("sign out everywhere else", "#sessions-form button[type=submit]")
+	expect(b, "the page after", b.location(), "/account?notice=sessionsended#sessions")
+	expect(b, "still signed in here", b.text("#nav-user"), "fay")
+	other.reloadUntil("the other session ends again", "/", `!document.querySelector("#nav-user")`)
 
 	// A daily digest of her notifications.
 	b.click("a daily digest", "#email-pref-daily")
