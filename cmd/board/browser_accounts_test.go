@@ -105,8 +105,9 @@ func waitMailLink(t *testing.T, dataDir, to, prefix string, seen map[string]bool
 // TestBrowserAccounts is issue 41's walk through the account pages, as a member does it, against every real
 // service and the embedded mail default: fay signs up, adds her address and verifies it through the link mailed to
 // her (the link's page uses it only when she presses its button), changes her password (her other browser's session
-// ends, this one goes on), signs out everywhere else (the same), chooses a daily digest, forgets her password and
-// sets a new one through the mailed link, downloads her data, and deletes her account. With BOARD_WEB_SCREENSHOTS
+// ends, this one goes on), signs out everywhere else (the same), has a comment on her article mailed to her at once
+// and stops those mails with the mail's one-click unsubscribe, chooses a daily digest, forgets her password and sets
+// a new one through the mailed link, downloads her data, and deletes her account. With BOARD_WEB_SCREENSHOTS
 // set it photographs the account page and the reset page for docs/web.md.
 func TestBrowserAccounts(t *testing.T) {
 	t.Parallel()
@@ -179,7 +180,34 @@ func TestBrowserAccounts(t *testing.T) {
 	expect(b, "still signed in here", b.text("#nav-user"), "fay")
 	other.reloadUntil("the other session ends again", "/", `!document.querySelector("#nav-user")`)
 
+	// Her notifications by e-mail at once: a comment on her article is mailed to her, with a link to stop them, which
+	// her mail client uses in one click (RFC 8058: a POST with no session, from no page of the site).
+	b.openOK("/account")
+	b.click("mails at once", "#email-pref-immediate")
+	b.followOK("save the choice", "#notify-form button[type=submit]")
+	b.openOK("/boards/1/write")
+	b.fill("a title", "#title", "Where to eat near the station?")
+	b.fill("a text", "#content", "Somewhere open late, ideally.")
+	_, article := b.publish()
+	_, gil := signUp(t, p, "gil")
+	apiComment(t, p, gil, article, "The noodle bar by the north exit.")
+	unsubscribe := waitMailLink(t, dataDir, "fay@example.com", "/unsubscribe/", seen)
+	b.openOK(unsubscribe)
+	b.checkPage("the unsubscribe page")
+	expect(b, "the page's button", b.text("#unsubscribe-form button"), "Stop the e-mails")
+	resp, err := http.Post(p.urls["web"]+unsubscribe, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the one-click unsubscribe answered %d", resp.StatusCode)
+	}
+	b.openOK("/account")
+	expect(b, "mails off after the one click", eval[bool](b, `document.querySelector("#email-pref-off").checked`), true)
+
 	// A daily digest of her notifications.
+	b.openOK("/account")
 	b.click("a daily digest", "#email-pref-daily")
 	b.followOK("save the choice", "#notify-form button[type=submit]")
 	expect(b, "the notice", b.text("#notice"), "Your notification e-mail choice is saved.")
