@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"reflect"
@@ -23,6 +25,7 @@ import (
 	"board/internal/embedded"
 	"board/internal/httpio"
 	"board/internal/like"
+	"board/internal/mail"
 	"board/internal/media"
 	"board/internal/notification"
 	"board/internal/outbox"
@@ -112,6 +115,9 @@ type Config struct {
 	MediaUnreferencedFor time.Duration
 	MediaGCInterval      time.Duration
 
+	MailAddr string
+	SMTP     mail.SMTPConfig // no Addr: mails are written as files under DataDir/mail
+
 	WebAddr string
 	// PublicURL is the site's address as its readers reach it: the links in mails (verify an address, reset a
 	// password, unsubscribe) point under it.
@@ -192,6 +198,8 @@ func Default() Config {
 		MediaTotalQuotaMB:    media.DefaultTotalQuota >> 20,
 		MediaUnreferencedFor: media.DefaultUnreferencedFor,
 		MediaGCInterval:      media.DefaultGCInterval,
+		MailAddr:             ":9011",
+		SMTP:                 mail.SMTPConfig{From: mail.DefaultFrom, TLS: mail.TLSOpportunistic},
 		WebAddr:              ":8080",
 		PublicURL:            "http://localhost:8080",
 		Boards:               web.DefaultBoards,
@@ -391,6 +399,33 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MediaTotalQuotaMB, "media-total-quota-mb", c.MediaTotalQuotaMB, "MiB of images a user may keep in all")
 	fs.DurationVar(&c.MediaUnreferencedFor, "media-unreferenced-for", c.MediaUnreferencedFor, "how long an image no post or avatar shows is kept before it is collected")
 	fs.DurationVar(&c.MediaGCInterval, "media-gc-interval", c.MediaGCInterval, "how often the media service collects unreferenced images")
+	fs.StringVar(&c.MailAddr, "mail-addr", c.MailAddr, "listen address of the mail service (health and metrics)")
+	fs.Func("smtp-addr", "host:port of the SMTP server the mail service sends through (empty: mails are written as .eml files under --data-dir/mail)",
+		func(v string) error {
+			if _, _, err := net.SplitHostPort(v); err != nil && v != "" {
+				return fmt.Errorf("want host:port such as smtp.example.com:587, not %q", v)
+			}
+			c.SMTP.Addr = v
+			return nil
+		})
+	fs.Func("smtp-from", "From of the mails, e.g. 'board <noreply@example.com>'; Message-IDs end with its domain (default "+c.SMTP.From+")",
+		func(v string) error {
+			if _, err := netmail.ParseAddress(v); err != nil {
+				return fmt.Errorf("want an address such as 'board <noreply@example.com>', not %q", v)
+			}
+			c.SMTP.From = v
+			return nil
+		})
+	fs.StringVar(&c.SMTP.Username, "smtp-username", c.SMTP.Username, "login at the SMTP server (empty: none)")
+	fs.StringVar(&c.SMTP.Password, "smtp-password", c.SMTP.Password, "password of --smtp-username (better from BOARD_SMTP_PASSWORD)")
+	fs.Func("smtp-tls", "STARTTLS to the SMTP server: opportunistic (when offered), mandatory (or no mail) or none (default "+c.SMTP.TLS+")",
+		func(v string) error {
+			if err := mail.ParseTLS(v); err != nil {
+				return err
+			}
+			c.SMTP.TLS = v
+			return nil
+		})
 	fs.StringVar(&c.WebAddr, "web-addr", c.WebAddr, "listen address of the web pages")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's address as readers reach it, e.g. https://board.example.com: links in mails point under it")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", c.SecureCookies, "mark the web's session cookie Secure on every answer, for a site whose TLS a proxy in front ends (without it: only on answers over TLS)")
@@ -438,8 +473,8 @@ func ParseServe(args []string, getenv func(string) string, w io.Writer) (Config,
 	return cfg, nil
 }
 
-// LogValue is the configuration as logged at start: every field, with the passwords (of Redis, in the MySQL DSN and
-// in the origins' URLs) masked.
+// LogValue is the configuration as logged at start: every field, with the passwords (of Redis, of the SMTP server,
+// in the MySQL DSN and in the origins' URLs) and the S3 secret masked.
 func (c Config) LogValue() slog.Value {
 	const masked = "***"
 	if c.RedisPassword != "" {
@@ -447,6 +482,9 @@ func (c Config) LogValue() slog.Value {
 	}
 	if c.MediaS3.SecretKey != "" {
 		c.MediaS3.SecretKey = masked
+	}
+	if c.SMTP.Password != "" {
+		c.SMTP.Password = masked
 	}
 	if dsn, err := mysql.ParseDSN(c.MySQLDSN); err == nil && dsn.Passwd != "" {
 		dsn.Passwd = masked

@@ -63,12 +63,13 @@ func TestDefaultsAreTheFlagsDefaults(t *testing.T) {
 func TestConfigLogValueMasksSecrets(t *testing.T) {
 	cfg := Default()
 	cfg.RedisPassword = "redis-secret"
+	cfg.SMTP.Password = "smtp-secret"
 	cfg.MySQLDSN = "board:db-secret@tcp(db:3306)/"
 	cfg.Origins = map[string]string{"article": "http://reader:origin-secret@10.0.0.5:9000"}
 	var out bytes.Buffer
 	cfg.NewLogger(&out).Info("starting", "config", cfg)
 	logged := out.String()
-	for _, secret := range []string{"redis-secret", "db-secret", "origin-secret"} {
+	for _, secret := range []string{"redis-secret", "db-secret", "origin-secret", "smtp-secret"} {
 		if bytes.Contains(out.Bytes(), []byte(secret)) {
 			t.Errorf("the logged configuration shows %q: %s", secret, logged)
 		}

@@ -25,6 +25,7 @@ import (
 	"board/internal/kafka"
 	"board/internal/like"
 	"board/internal/logicalttl"
+	"board/internal/mail"
 	"board/internal/media"
 	"board/internal/notification"
 	"board/internal/outbox"
@@ -132,6 +133,10 @@ var services = []service{
 	{Service: Service{Name: "media", Database: "media", Group: "media", Publishes: true}, migrate: media.Migrate,
 		openAPI: media.OpenAPI, streams: map[string]bool{media.UploadPath: true}, files: []string{media.BlobPrefix},
 		addr: func(c *Config) string { return c.MediaAddr }, build: buildMedia},
+	// mail sends the mails the other services write to their outboxes; a send is mostly waiting for the SMTP server,
+	// so its partitions send side by side.
+	{Service: Service{Name: "mail", Group: "mail"}, openAPI: mail.OpenAPI, concurrent: true,
+		addr: func(c *Config) string { return c.MailAddr }, build: buildMail},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
 }
