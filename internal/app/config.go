@@ -88,6 +88,7 @@ type Config struct {
 	TokenTTL       time.Duration
 	PasswordHash   user.HashParams
 	KeyReload      time.Duration
+	UsernameGrace  time.Duration // how long a deleted account's username stays taken
 	RateLimits     bool
 	Limits         map[string]redis_rate.Limit // rate limit name (httpio.WriteLimit, sign-in, sign-up) -> limit
 	ClientIPHeader string
@@ -177,6 +178,7 @@ func Default() Config {
 		TokenTTL:             time.Hour,
 		PasswordHash:         user.DefaultHashParams,
 		KeyReload:            user.DefaultReload,
+		UsernameGrace:        user.DefaultUsernameGrace,
 		RateLimits:           true,
 		Limits:               map[string]redis_rate.Limit{},
 		ClientIPHeader:       "X-Forwarded-For",
@@ -345,6 +347,7 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.UserAddr, "user-addr", c.UserAddr, "listen address of the user service")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", c.TokenTTL, "how long an access token the user service signs is valid")
 	fs.DurationVar(&c.KeyReload, "signing-key-reload", c.KeyReload, "how often the user service reads the signing keys again; a rotated key signs after twice that, once every instance publishes it")
+	fs.DurationVar(&c.UsernameGrace, "username-grace", c.UsernameGrace, "how long a deleted account's username stays taken before a sign-up may take it")
 	fs.Func("password-hash", fmt.Sprintf("argon2id parameters of new password hashes, as memory KiB,time,threads (default %d,%d,%d; stored hashes keep theirs)",
 		c.PasswordHash.Memory, c.PasswordHash.Time, c.PasswordHash.Threads),
 		func(v string) error {

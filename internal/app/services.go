@@ -99,16 +99,18 @@ type producer struct {
 var services = []service{
 	// user comes first: in one process, the others fetch its signing keys where it listens.
 	{Service: Service{Name: "user", Database: "user", Publishes: true}, migrate: user.Migrate, openAPI: user.OpenAPI,
-		open: user.OpenRoutes, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
-	// article consumes the moderation topic for its articles' moderation state.
+		open: user.OpenRoutes, streams: map[string]bool{user.ExportPath: true}, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
+	// article consumes the moderation topic for its articles' moderation state, and USER_DELETED. Exports are streams.
 	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
-		openAPI: article.OpenAPI, addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
+		openAPI: article.OpenAPI, streams: map[string]bool{article.ExportPath: true},
+		addr: func(c *Config) string { return c.ArticleAddr }, build: buildArticle},
 	// Comment, like and view consume the article topic for their record of which articles exist; they come after
 	// article, so that in one process they look articles up where it listens. Comment also consumes the moderation
 	// topic and the like topic's comment likes; like consumes the comment topic too, for its record of comments, and
 	// comes after comment for the same reason.
 	{Service: Service{Name: "comment", Database: "comment", Group: "comment", Publishes: true}, migrate: comment.Migrate,
-		openAPI: comment.OpenAPI, addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
+		openAPI: comment.OpenAPI, streams: map[string]bool{comment.ExportPath: true},
+		addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
 	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
 		openAPI: like.OpenAPI, addr: func(c *Config) string { return c.LikeAddr }, build: buildLike},
 	{Service: Service{Name: "view", Database: "article_view", Group: "view", Publishes: true}, migrate: view.Migrate,
@@ -145,7 +147,8 @@ var services = []service{
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
-		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, Logger: e.Logger}
+		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
+		Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) }}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}
@@ -155,6 +158,12 @@ func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	}
 	r.workers.run(ctx, svc.Run)
 	return user.Routes(svc, e.Logger), []httpio.Check{{Name: "database", Ping: r.db.Ping}}, nil
+}
+
+// exportAddr is where a service whose part a user's export reads listens by default (user.ExportOrigins).
+func exportAddr(c *Config, service string) string {
+	return map[string]string{"article": c.ArticleAddr, "comment": c.CommentAddr, "like": c.LikeAddr,
+		"notification": c.NotificationAddr}[service]
 }
 
 func buildArticle(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {

@@ -25,9 +25,10 @@ type Moderation struct {
 // long reason cannot hold up the topic.
 const maxReasonChars = 1000
 
-// Handlers are the article service's handlers of the moderation topic, for its own consumer group.
+// Handlers are the article service's handlers of the moderation topic and of USER_DELETED (leaving.go), for its own
+// consumer group.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
-	return map[event.Type]kafka.Handler{event.ArticleModerated: s.applyModerated}
+	return map[event.Type]kafka.Handler{event.ArticleModerated: s.applyModerated, event.UserDeleted: s.applyUserDeleted}
 }
 
 func (s *Service) applyModerated(ctx context.Context, env event.Envelope) error {

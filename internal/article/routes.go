@@ -50,6 +50,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET /v1/articles/infinite-scroll", h.scroll)
 	handle("GET /v1/articles/boards/{boardId}/count", h.boardCount)
 	handle("GET /v1/articles/boards", h.boards)
+	handle("GET "+ExportPath, h.export)
 	return mux
 }
 

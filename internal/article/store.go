@@ -143,30 +143,33 @@ func (s *Store) Update(ctx context.Context, id int64, title, content string, ren
 // Delete removes an article, its moderation state and its revisions, uncounts it from its board and records
 // ARTICLE_DELETED, in one transaction.
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM article WHERE article_id = ?", id); err != nil {
-			return err
-		}
-		if err := deleteModeration(ctx, tx, a); err != nil {
-			return err
-		}
-		if err := deleteRevisions(ctx, tx, a); err != nil {
-			return err
-		}
-		a.Version++ // the deletion is the article's last change
-		count, err := s.changeBoardCount(ctx, tx, a.BoardID, -1)
-		if err != nil {
-			return err
-		}
-		return emit(event.ArticleDeleted, a.BoardID, payload(a, count))
-	})
+	return s.ob.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error { return s.delete(ctx, tx, emit, id) })
+}
+
+// delete is Delete within tx, which may delete other articles of the same board (DeleteWrittenBy).
+func (s *Store) delete(ctx context.Context, tx *sql.Tx, emit outbox.Emit, id int64) error {
+	a, err := scanArticle(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM article WHERE article_id = ?"+s.db.ForUpdate(), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM article WHERE article_id = ?", id); err != nil {
+		return err
+	}
+	if err := deleteModeration(ctx, tx, a); err != nil {
+		return err
+	}
+	if err := deleteRevisions(ctx, tx, a); err != nil {
+		return err
+	}
+	a.Version++ // the deletion is the article's last change
+	count, err := s.changeBoardCount(ctx, tx, a.BoardID, -1)
+	if err != nil {
+		return err
+	}
+	return emit(event.ArticleDeleted, a.BoardID, payload(a, count))
 }
 
 // byBoard names the index every list query walks; see migrations for why it is ascending.

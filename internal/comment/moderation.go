@@ -27,10 +27,11 @@ const byArticleComment = "idx_article_id_comment_id"
 var errLocked = &fault.Error{Kind: fault.Forbidden, Code: "LOCKED", Message: "this article is locked: no new comments"}
 
 // Handlers are the comment service's handlers of the moderation topic (whether an article is locked, and whether a
-// comment is hidden) and of the like topic's comment events (like counts, likes.go). The service's consumer group
-// runs them with the existence registry's handlers of the article topic, in one consumer.
+// comment is hidden), of the like topic's comment events (like counts, likes.go) and USER_DELETED (leaving.go). The
+// service's consumer group runs them with the existence registry's handlers of the article topic, in one consumer.
 func (s *Service) Handlers() map[event.Type]kafka.Handler {
-	handlers := map[event.Type]kafka.Handler{event.ArticleModerated: s.applyArticleModerated, event.CommentModerated: s.applyCommentModerated}
+	handlers := map[event.Type]kafka.Handler{event.ArticleModerated: s.applyArticleModerated, event.CommentModerated: s.applyCommentModerated,
+		event.UserDeleted: s.applyUserDeleted}
 	maps.Copy(handlers, s.likeHandlers())
 	return handlers
 }

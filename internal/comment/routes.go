@@ -62,6 +62,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET /v2/comments", h.listV2)
 	handle("GET /v2/comments/infinite-scroll", h.scrollV2)
 	handle("GET /v2/comments/articles/{articleId}/count", h.articleCount)
+	handle("GET "+ExportPath, h.export)
 	return mux
 }
 

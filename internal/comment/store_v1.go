@@ -94,35 +94,40 @@ func (s *Store) Delete(ctx context.Context, articleID, id int64) error {
 		if err := s.articles.Require(ctx, tx, articleID); err != nil {
 			return err
 		}
-		count, err := s.lockCount(ctx, tx, articleID)
+		return s.deleteV1(ctx, tx, emit, articleID, id)
+	})
+}
+
+// deleteV1 is Delete within tx, after Require: tx may delete other comments of the same article (leaving.go).
+func (s *Store) deleteV1(ctx context.Context, tx *sql.Tx, emit outbox.Emit, articleID, id int64) error {
+	count, err := s.lockCount(ctx, tx, articleID)
+	if err != nil {
+		return err
+	}
+	c, err := s.lockV1(ctx, tx, id)
+	if err != nil || c.Deleted {
+		return err
+	}
+	if c.ParentID == c.ID {
+		replied, err := s.hasReplies(ctx, tx, c)
 		if err != nil {
 			return err
 		}
-		c, err := s.lockV1(ctx, tx, id)
-		if err != nil || c.Deleted {
-			return err
+		if replied {
+			return s.markDeleted(ctx, tx, emit, "comment", c, count)
 		}
-		if c.ParentID == c.ID {
-			replied, err := s.hasReplies(ctx, tx, c)
-			if err != nil {
-				return err
-			}
-			if replied {
-				return s.markDeleted(ctx, tx, emit, "comment", c, count)
-			}
-		}
-		if err := s.removeOne(ctx, tx, emit, "comment", c); err != nil || c.ParentID == c.ID {
-			return err
-		}
-		root, err := s.lockV1(ctx, tx, c.ParentID)
-		if err != nil || !root.Deleted { // a reply's root outlives it: a root with replies is never removed
-			return err
-		}
-		if replied, err := s.hasReplies(ctx, tx, root); err != nil || replied {
-			return err
-		}
-		return s.removeOne(ctx, tx, emit, "comment", root)
-	})
+	}
+	if err := s.removeOne(ctx, tx, emit, "comment", c); err != nil || c.ParentID == c.ID {
+		return err
+	}
+	root, err := s.lockV1(ctx, tx, c.ParentID)
+	if err != nil || !root.Deleted { // a reply's root outlives it: a root with replies is never removed
+		return err
+	}
+	if replied, err := s.hasReplies(ctx, tx, root); err != nil || replied {
+		return err
+	}
+	return s.removeOne(ctx, tx, emit, "comment", root)
 }
 
 // lockV1 reads and locks a v1 comment inside a write transaction.

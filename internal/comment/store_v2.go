@@ -105,38 +105,43 @@ func (s *Store) DeleteV2(ctx context.Context, articleID, id int64) error {
 		if err := s.articles.Require(ctx, tx, articleID); err != nil {
 			return err
 		}
-		count, err := s.lockCount(ctx, tx, articleID)
-		if err != nil {
-			return err
-		}
-		c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+readV2+" FROM comment_v2 WHERE comment_id = ?"+s.db.ForUpdate(), id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
-		}
-		if err != nil || c.Deleted {
-			return err
-		}
-		replied, err := s.hasDescendants(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		if replied {
-			return s.markDeleted(ctx, tx, emit, "comment_v2", c, count)
-		}
-		for {
-			if err := s.removeOne(ctx, tx, emit, "comment_v2", c); err != nil || depth(c.Path) == 1 {
-				return err
-			}
-			parent, found, err := s.lockByPath(ctx, tx, c.ArticleID, parentPath(c.Path))
-			if err != nil || !found || !parent.Deleted {
-				return err
-			}
-			if replied, err := s.hasDescendants(ctx, tx, parent); err != nil || replied {
-				return err
-			}
-			c = parent
-		}
+		return s.deleteV2(ctx, tx, emit, articleID, id)
 	})
+}
+
+// deleteV2 is DeleteV2 within tx, after Require: tx may delete other comments of the same article (leaving.go).
+func (s *Store) deleteV2(ctx context.Context, tx *sql.Tx, emit outbox.Emit, articleID, id int64) error {
+	count, err := s.lockCount(ctx, tx, articleID)
+	if err != nil {
+		return err
+	}
+	c, err := scanV2(tx.QueryRowContext(ctx, "SELECT "+readV2+" FROM comment_v2 WHERE comment_id = ?"+s.db.ForUpdate(), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil || c.Deleted {
+		return err
+	}
+	replied, err := s.hasDescendants(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	if replied {
+		return s.markDeleted(ctx, tx, emit, "comment_v2", c, count)
+	}
+	for {
+		if err := s.removeOne(ctx, tx, emit, "comment_v2", c); err != nil || depth(c.Path) == 1 {
+			return err
+		}
+		parent, found, err := s.lockByPath(ctx, tx, c.ArticleID, parentPath(c.Path))
+		if err != nil || !found || !parent.Deleted {
+			return err
+		}
+		if replied, err := s.hasDescendants(ctx, tx, parent); err != nil || replied {
+			return err
+		}
+		c = parent
+	}
 }
 
 // lockByPath reads and locks the comment at path in an article inside a write transaction.

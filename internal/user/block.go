@@ -145,7 +145,7 @@ func (s *Service) Blocks(ctx context.Context, user int64) ([]Block, error) {
 	}
 	names := make(map[int64]string, len(users))
 	for _, u := range users {
-		names[u.ID] = u.Username
+		names[u.ID] = toJSON(u).Username // a deleted account's name is not shown
 	}
 	out := make([]Block, 0, len(blocks))
 	for _, b := range blocks {

@@ -68,8 +68,12 @@ type Config struct {
 	// PublicURL is the site's address as readers reach it: the links in verification and reset mails point under
 	// it. Default DefaultPublicURL.
 	PublicURL string
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// UsernameGrace is how long a deleted account's username stays taken (delete.go); 0: DefaultUsernameGrace.
+	UsernameGrace time.Duration
+	// Exports are where an export's parts are read (export.go).
+	Exports ExportOrigins
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {

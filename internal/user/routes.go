@@ -45,6 +45,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("DELETE /v1/users/me/sessions", h.endSessions)
 	handle("POST /v1/password-resets", h.requestReset)
 	handle("POST /v1/password-resets/{token}", h.resetPassword)
+	handle("DELETE /v1/users/me", h.deleteMe)
+	handle("GET "+ExportPath, h.export)
 	return mux
 }
 
@@ -53,10 +55,15 @@ type userJSON struct {
 	Username  string       `json:"username"`
 	Role      string       `json:"role"`
 	CreatedAt apijson.Time `json:"createdAt"`
+	Deleted   bool         `json:"deleted,omitempty"`
 }
 
+// toJSON is a user's wire form; a deleted account's name reads as DeletedName.
 func toJSON(u User) userJSON {
-	return userJSON{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt)}
+	if u.Deleted {
+		u.Username = DeletedName
+	}
+	return userJSON{apijson.ID(u.ID), u.Username, string(u.Role), apijson.Time(u.CreatedAt), u.Deleted}
 }
 
 type handlers struct {

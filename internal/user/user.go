@@ -5,6 +5,7 @@
 package user
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -52,6 +53,7 @@ type User struct {
 	CreatedAt time.Time
 	// TokenEpoch is carried by every token minted for the user: tokens of an older epoch are void.
 	TokenEpoch int64
+	Deleted    bool // the account is deleted (delete.go): it reads as DeletedName
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).
@@ -159,9 +161,12 @@ func (s *Service) Create(ctx context.Context, username, password string, role au
 	if _, err := auth.ParseRole(string(role)); err != nil {
 		return User{}, fault.Invalidf("INVALID_ROLE", "%v", err)
 	}
-	// Save the hash's time and memory when the name is plainly taken; the unique index decides the close calls.
-	if _, _, err := s.byName(ctx, name); err == nil {
-		return User{}, errTaken(name)
+	// Save the hash's time and memory when the name is plainly taken; the unique index decides the close calls. A
+	// deleted account's name is taken until its grace has passed, and then freed here (delete.go).
+	if held, _, err := s.byName(ctx, name); err == nil {
+		if released, err := s.releaseName(ctx, held); err != nil || !released {
+			return User{}, cmp.Or(err, errTaken(name))
+		}
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return User{}, err
 	}
@@ -292,7 +297,12 @@ func usersIn[K comparable](ctx context.Context, s *Service, column string, keys 
 	for i, k := range keys {
 		args[i] = k
 	}
-	found, err := s.users(ctx, "SELECT "+userColumns+" FROM users WHERE "+column+" IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
+	// By username, a deleted account is nobody: its name is not a mention's.
+	query := "SELECT " + userColumns + " FROM users WHERE " + column + " IN (?" + strings.Repeat(", ?", len(keys)-1) + ")"
+	if column == "username" {
+		query += " AND deleted_at IS NULL"
+	}
+	found, err := s.users(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +325,7 @@ func usersIn[K comparable](ctx context.Context, s *Service, column string, keys 
 func (s *Service) ByPrefix(ctx context.Context, prefix string, limit int) ([]User, error) {
 	// _ is a LIKE wildcard; ! is not a username character.
 	pattern := strings.ReplaceAll(prefix, "_", "!_") + "%"
-	return s.users(ctx, "SELECT "+userColumns+" FROM users WHERE username LIKE ? ESCAPE '!' ORDER BY username LIMIT ?", pattern, limit)
+	return s.users(ctx, "SELECT "+userColumns+" FROM users WHERE username LIKE ? ESCAPE '!' AND deleted_at IS NULL ORDER BY username LIMIT ?", pattern, limit)
 }
 
 func (s *Service) users(ctx context.Context, query string, args ...any) ([]User, error) {
@@ -376,7 +386,7 @@ func (s *Service) Grant(ctx context.Context, username string, role auth.Role) (U
 	return u, nil
 }
 
-const userColumns = "user_id, username, role, created_at, password_hash, token_epoch"
+const userColumns = "user_id, username, role, created_at, password_hash, token_epoch, deleted_at"
 
 // byName returns the user named name (normalized) and its password hash; sql.ErrNoRows when there is none.
 func (s *Service) byName(ctx context.Context, name string) (User, string, error) {
@@ -387,9 +397,11 @@ func (s *Service) byName(ctx context.Context, name string) (User, string, error)
 func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, string, error) {
 	var u User
 	var role, hash string
-	if err := row.Scan(append([]any{&u.ID, &u.Username, &role, &u.CreatedAt, &hash, &u.TokenEpoch}, extra...)...); err != nil {
+	var deleted sql.NullTime
+	if err := row.Scan(append([]any{&u.ID, &u.Username, &role, &u.CreatedAt, &hash, &u.TokenEpoch, &deleted}, extra...)...); err != nil {
 		return User{}, "", err
 	}
+	u.Deleted = deleted.Valid
 	r, err := auth.ParseRole(role)
 	if err != nil {
 		return User{}, "", fmt.Errorf("user %d: %w", u.ID, err)
