@@ -19,6 +19,7 @@ import (
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	faults "board/internal/fault"
 	"board/internal/kafka"
 	"board/internal/outbox"
 	"board/internal/snowflake"
@@ -254,7 +255,8 @@ func userToken(ctx context.Context, args []string, getenv func(string) string, s
 
 Prints an access token signed directly with the user service's signing keys, without a password: for operators,
 the README's examples and benchmarks. With --username the token carries the user's id and role; with --user-id it
-carries that id (which need not exist) and --role. Any service that trusts these keys accepts it, so guard access to
+carries that id (which need not exist) and --role. The token carries the user's token epoch: it works until the
+user's sessions are next ended (a password change or reset, or "end every session"). Any service that trusts these keys accepts it, so guard access to
 this command as you would the database.`, stderr)
 	username := f.fs.String("username", "", "the user to mint a token for")
 	userID := f.fs.Int64("user-id", 0, "the user id to mint a token for, instead of --username")
@@ -275,17 +277,22 @@ this command as you would the database.`, stderr)
 		return err
 	}
 	defer func() { err = errors.Join(err, closeEngines()) }() // a store that did not close cleanly fails the command
+	svc, err := app.UserService(ctx, db)
+	if err != nil {
+		return err
+	}
+	// The token carries the user's token epoch, so that it works until their sessions are next ended.
 	p := auth.Principal{UserID: *userID, Role: auth.RoleUser}
 	if *username != "" {
-		svc, err := app.UserService(ctx, db)
-		if err != nil {
-			return err
-		}
 		u, err := svc.ByUsername(ctx, *username)
 		if err != nil {
 			return err
 		}
-		p = auth.Principal{UserID: u.ID, Role: u.Role}
+		p = auth.Principal{UserID: u.ID, Role: u.Role, TokenEpoch: u.TokenEpoch}
+	} else if u, err := svc.Get(ctx, *userID); err == nil {
+		p.TokenEpoch = u.TokenEpoch
+	} else if faults.KindOf(err) != faults.NotFound {
+		return err
 	}
 	if role != "" {
 		p.Role = role

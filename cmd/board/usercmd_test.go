@@ -133,6 +133,27 @@ func TestUserCommands(t *testing.T) {
 		t.Errorf("moderator token by id verifies as %v, %v", p, err)
 	}
 
+	// Tokens carry the user's token epoch: once their sessions are ended, new tokens carry the new one.
+	ctx := context.Background()
+	db, err := f.engines().OpenService(ctx, "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.UserService(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainID, _ := strconv.ParseInt(plain.UserID, 10, 64)
+	if _, err := svc.EndSessions(ctx, plainID); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range [][]string{{"--username", "plain"}, {"--user-id", plain.UserID}} {
+		epochToken := strings.TrimSpace(f.mustRun("", append([]string{"token"}, by...)...))
+		if p, err := f.verify(epochToken); err != nil || p.UserID != plainID || p.TokenEpoch != 1 {
+			t.Errorf("token %v after the sessions ended verifies as %+v, %v; want epoch 1", by, p, err)
+		}
+	}
+
 	// rotate-key: the new key is published at once; the token signed before keeps verifying.
 	out = f.mustRun("", "rotate-key")
 	if !strings.HasPrefix(out, "new signing key ") {

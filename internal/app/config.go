@@ -217,6 +217,9 @@ var rateLimits = []struct{ name, flag, def, what string }{
 	{"sign-in", "sign-in-rate-limit", "10/1m", "sign-in attempts per client address"},
 	{user.SignInAccountLimit, "sign-in-account-rate-limit", "20/10m", "sign-in attempts per username, from all addresses together"},
 	{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
+	{"password-reset", "password-reset-rate-limit", "10/1h", "password reset requests and redemptions per client address"},
+	{"email-verification", "email-verification-rate-limit", "30/1h", "e-mail verification links redeemed per client address"},
+	{user.MailAddressLimit, "mail-address-rate-limit", "3/1h", "verification and reset mails per recipient address (over it: answered alike, nothing sent)"},
 	{media.UploadLimit, "media-upload-rate-limit", "60/1h", "image uploads per user"},
 }
 

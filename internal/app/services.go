@@ -139,7 +139,8 @@ var services = []service{
 // `board user rotate-key` is published, and then signed with, here too.
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
-		Standing: e.Standing, Outbox: r.ob, Logger: e.Logger, OIDC: e.Config.OIDCProviders}
+		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, Logger: e.Logger,
+		OIDC: e.Config.OIDCProviders}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}

@@ -40,6 +40,8 @@ import (
 const (
 	DefaultTokenTTL = time.Hour
 	DefaultReload   = 5 * time.Second
+	// DefaultPublicURL is the site of a process run as it comes (app's --public-url).
+	DefaultPublicURL = "http://localhost:8080"
 	// MaxTokenTTL bounds TokenTTL: Rotate deletes keys a day after they retired, so tokens must expire sooner.
 	MaxTokenTTL = 12 * time.Hour
 	// retiredKept is how long after retiring a key stays in the table (Rotate deletes it then).
@@ -63,8 +65,11 @@ type Config struct {
 	// USER_UNBLOCKED, in the transaction that makes the change; nil: an outbox of outbox.DefaultShards without a
 	// relay, whose rows wait for the service's relay to poll them.
 	Outbox *outbox.Outbox
-	Now    func() time.Time
-	Logger *slog.Logger
+	// PublicURL is the site's address as readers reach it: the links in verification and reset mails point under
+	// it. Default DefaultPublicURL.
+	PublicURL string
+	Now       func() time.Time
+	Logger    *slog.Logger
 	// OIDC are the identity providers people may sign in with (oidc.go).
 	OIDC []OIDCProvider
 }
@@ -84,6 +89,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = DefaultPublicURL
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

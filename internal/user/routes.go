@@ -13,10 +13,13 @@ import (
 )
 
 // OpenRoutes are the user service's writes that need no access token, each with the name of the per-client-address
-// rate limit it is held to (brute force of sign-in, mass sign-up).
+// rate limit it is held to (brute force of sign-in, mass sign-up, floods of reset mails and of guessed links).
 var OpenRoutes = map[string]string{
-	"POST /v1/users":  "sign-up",
-	"POST /v1/tokens": "sign-in",
+	"POST /v1/users":                       "sign-up",
+	"POST /v1/tokens":                      "sign-in",
+	"POST /v1/password-resets":             "password-reset",
+	"POST /v1/password-resets/{token}":     "password-reset",
+	"POST /v1/email-verifications/{token}": "email-verification",
 }
 
 // JWKSPath is where the public signing keys are served.
@@ -35,6 +38,13 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("PUT /v1/blocks/{userId}", h.block)
 	handle("DELETE /v1/blocks/{userId}", h.unblock)
 	handle("GET /v1/blocks", h.blocks)
+	handle("GET /v1/users/me", h.me)
+	handle("PUT /v1/users/me/email", h.changeEmail)
+	handle("POST /v1/email-verifications/{token}", h.verifyEmail)
+	handle("PUT /v1/users/me/password", h.changePassword)
+	handle("DELETE /v1/users/me/sessions", h.endSessions)
+	handle("POST /v1/password-resets", h.requestReset)
+	handle("POST /v1/password-resets/{token}", h.resetPassword)
 	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
 	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
 	return mux
@@ -92,13 +102,18 @@ func (h handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeToken(w, t)
+	return nil
+}
+
+// writeToken answers 200 with an access token.
+func writeToken(w http.ResponseWriter, t Token) {
 	w.Header().Set("Cache-Control", "no-store") // RFC 6749 §5.1: no cache keeps a token
 	httpio.Write(w, http.StatusOK, struct {
 		AccessToken string       `json:"accessToken"`
 		TokenType   string       `json:"tokenType"`
 		ExpiresAt   apijson.Time `json:"expiresAt"`
 	}{t.AccessToken, "Bearer", apijson.Time(t.ExpiresAt)})
-	return nil
 }
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request) error {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -49,6 +50,8 @@ type User struct {
 	Username  string // lower-case
 	Role      auth.Role
 	CreatedAt time.Time
+	// TokenEpoch is carried by every token minted for the user: tokens of an older epoch are void.
+	TokenEpoch int64
 }
 
 // IDGenerator issues unique ids (a Snowflake generator in production).
@@ -63,7 +66,10 @@ type Service struct {
 	cfg    Config
 	hasher *hasher
 	keys   *KeyRing
-	oidc   map[string]*oidcProvider // by name
+	// tokenTxs counts the transactions that issued a mailed token, so that tests can tell that a reset for an
+	// unknown address does the work a known one does, without timing them.
+	tokenTxs atomic.Int64
+	oidc     map[string]*oidcProvider // by name
 }
 
 // NewService returns the user service over db, whose schema Migrate has prepared. It makes the dummy password hash
@@ -91,12 +97,13 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys, oidc: providers}, nil
 }
 
-// Run reloads the signing keys every Reload (KeyRing.Run) and does the OIDC sign-in's background work (runOIDC)
-// until ctx ends.
+// Run reloads the signing keys every Reload (KeyRing.Run), deletes the expired mailed tokens every
+// tokenPurgeEvery and does the OIDC sign-in's background work (runOIDC), until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Go(func() { s.keys.Run(ctx) })
 	wg.Go(func() { s.runOIDC(ctx) })
-	s.keys.Run(ctx)
+	s.purgeTokensEvery(ctx, tokenPurgeEvery)
 	wg.Wait()
 }
 
@@ -236,11 +243,7 @@ func (s *Service) SignIn(ctx context.Context, username, password string) (Token,
 		}
 	}
 	s.rehash(ctx, u.ID, hash, password)
-	token, expires, err := s.keys.Sign(auth.Principal{UserID: u.ID, Role: u.Role})
-	if err != nil {
-		return Token{}, err
-	}
-	return Token{AccessToken: token, ExpiresAt: expires}, nil
+	return s.tokenFor(u)
 }
 
 // rehash stores a new hash of a user's password, just verified, when its hash was made with other parameters than
@@ -379,17 +382,18 @@ func (s *Service) Grant(ctx context.Context, username string, role auth.Role) (U
 	return u, nil
 }
 
-const userColumns = "user_id, username, role, created_at, password_hash"
+const userColumns = "user_id, username, role, created_at, password_hash, token_epoch"
 
 // byName returns the user named name (normalized) and its password hash; sql.ErrNoRows when there is none.
 func (s *Service) byName(ctx context.Context, name string) (User, string, error) {
 	return scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE username = ?", name))
 }
 
-func scanUser(row interface{ Scan(...any) error }) (User, string, error) {
+// scanUser reads a row of userColumns, and then of extra columns into extra.
+func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, string, error) {
 	var u User
 	var role, hash string
-	if err := row.Scan(&u.ID, &u.Username, &role, &u.CreatedAt, &hash); err != nil {
+	if err := row.Scan(append([]any{&u.ID, &u.Username, &role, &u.CreatedAt, &hash, &u.TokenEpoch}, extra...)...); err != nil {
 		return User{}, "", err
 	}
 	r, err := auth.ParseRole(role)
