@@ -396,6 +396,45 @@ func TestOIDCAccounts(t *testing.T) {
 	})
 }
 
+// First sign-ins of one identity at once make one user, and each signs in as it.
+func TestOIDCConcurrentFirstSignIns(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t, freePort(t), provUser("ann", "ann@example.com", true))
+	sqldbtest.RunIn(t, "user", Migrate, func(t *testing.T, db *sqldb.DB) {
+		r := newOIDCRig(t, db, zit(p.issuer))
+		const n = 4
+		backs, cookies := make([]url.Values, n), make([]string, n)
+		for i := range n {
+			authURL, cookie := r.start("zit", 0)
+			backs[i], cookies[i] = login(t, authURL, "ann", "pw-ann"), cookie
+		}
+		answers := make([]recorded, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { answers[i] = r.callback("zit", backs[i], cookies[i]) })
+		}
+		wg.Wait()
+		users, created := map[string]bool{}, 0
+		for _, a := range answers {
+			if a.status != http.StatusOK {
+				t.Fatalf("callback: %d %s", a.status, a.body)
+			}
+			b := decode[signInBody](t, []byte(a.body))
+			users[b.UserID] = true
+			if b.Created {
+				created++
+			}
+		}
+		var rows int
+		if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM users").Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(users) != 1 || created != 1 || rows != 1 {
+			t.Errorf("%d users signed in, %d made, %d rows; want one", len(users), created, rows)
+		}
+	})
+}
+
 // The state: bound to the browser by its cookie, single use, 10 minutes; the provider's refusal; the nonce; a 302
 // to the provider without Accept: application/json; an unknown provider.
 func TestOIDCStateAndNonce(t *testing.T) {
