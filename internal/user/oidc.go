@@ -304,9 +304,6 @@ type oidcState struct {
 
 // takeState returns the sign-in state and deletes it: a state serves once.
 func (s *Service) takeState(ctx context.Context, state string) (oidcState, error) {
-	if state == "" {
-		return oidcState{}, errInvalidState
-	}
 	hash := sha256.Sum256([]byte(state))
 	var st oidcState
 	var link sql.NullInt64
