@@ -93,6 +93,9 @@ type Config struct {
 	Limits         map[string]redis_rate.Limit // rate limit name (httpio.WriteLimit, sign-in, sign-up) -> limit
 	ClientIPHeader string
 	TrustedProxies []netip.Prefix
+	// OIDCProviders are the identity providers people may sign in with; a provider's client secret may come from
+	// BOARD_OIDC_<NAME>_CLIENT_SECRET instead of the flag, and its redirect URL defaults to the web's callback.
+	OIDCProviders []user.OIDCProvider
 
 	ModerationAddr  string
 	ReportThreshold int // distinct open reports that hide an article or a comment pending review
@@ -378,6 +381,12 @@ func (c *Config) ServeFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.Func("oidc-provider", "an OpenID Connect provider people may sign in with, as name=NAME,issuer=URL,client-id=ID[,client-secret=SECRET][,redirect-url=URL]; repeat for more. The secret is better given as BOARD_OIDC_<NAME>_CLIENT_SECRET (NAME upper-cased, - as _); the redirect URL, to register at the provider, defaults to --public-url + /oidc/NAME/callback",
+		func(v string) error {
+			p, err := user.ParseOIDCProvider(v)
+			c.OIDCProviders = append(c.OIDCProviders, p)
+			return err
+		})
 	fs.StringVar(&c.ModerationAddr, "moderation-addr", c.ModerationAddr, "listen address of the moderation service")
 	fs.IntVar(&c.ReportThreshold, "report-threshold", c.ReportThreshold, "distinct open reports that hide an article or a comment at once, pending a moderator's review")
 	fs.StringVar(&c.SearchAddr, "search-addr", c.SearchAddr, "listen address of the search service")
@@ -473,11 +482,25 @@ func ParseServe(args []string, getenv func(string) string, w io.Writer) (Config,
 	if len(selected) > 0 {
 		cfg.Services = selected
 	}
+	for i, p := range cfg.OIDCProviders {
+		if p.ClientSecret == "" {
+			cfg.OIDCProviders[i].ClientSecret = getenv(OIDCSecretEnv(p.Name))
+		}
+		if p.RedirectURL == "" {
+			cfg.OIDCProviders[i].RedirectURL = strings.TrimSuffix(cfg.PublicURL, "/") + "/oidc/" + p.Name + "/callback"
+		}
+	}
 	return cfg, nil
 }
 
+// OIDCSecretEnv is the environment variable that holds the client secret of the OIDC provider name.
+func OIDCSecretEnv(name string) string {
+	return "BOARD_OIDC_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_CLIENT_SECRET"
+}
+
 // LogValue is the configuration as logged at start: every field, with the passwords (of Redis, of the SMTP server,
-// in the MySQL DSN and in the origins' URLs) and the S3 secret masked.
+// in the MySQL DSN and in the origins' URLs) and the S3 secret masked; OIDC providers show without their secrets
+// (user.OIDCProvider.String).
 func (c Config) LogValue() slog.Value {
 	const masked = "***"
 	if c.RedisPassword != "" {

@@ -81,3 +81,34 @@ func TestConfigLogValueMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// --oidc-provider repeats; a secret may come from the environment, the redirect URL defaults to the web's callback
+// under --public-url, and the logged configuration shows no secret.
+func TestOIDCProviderFlags(t *testing.T) {
+	env := map[string]string{"BOARD_OIDC_CORP_ID_CLIENT_SECRET": "env-secret"}
+	cfg, err := ParseServe([]string{"--public-url", "https://board.example.com/",
+		"--oidc-provider", "name=corp-id,issuer=https://id.example.com,client-id=board",
+		"--oidc-provider", "name=other,issuer=https://other.example.com/,client-id=b,client-secret=flag-secret,redirect-url=https://x.example.com/cb"},
+		func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.OIDCProviders) != 2 {
+		t.Fatalf("providers %v", cfg.OIDCProviders)
+	}
+	corp, other := cfg.OIDCProviders[0], cfg.OIDCProviders[1]
+	if corp.ClientSecret != "env-secret" || corp.RedirectURL != "https://board.example.com/oidc/corp-id/callback" {
+		t.Errorf("corp-id: %+v", corp)
+	}
+	if other.ClientSecret != "flag-secret" || other.RedirectURL != "https://x.example.com/cb" {
+		t.Errorf("other: %+v", other)
+	}
+	var out bytes.Buffer
+	cfg.NewLogger(&out).Info("starting", "config", cfg)
+	if bytes.Contains(out.Bytes(), []byte("secret")) || !bytes.Contains(out.Bytes(), []byte("name=corp-id")) {
+		t.Errorf("the logged configuration: %s", out.String())
+	}
+	if _, err := ParseServe([]string{"--oidc-provider", "name=x"}, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
+		t.Error("a provider without issuer and client id was accepted")
+	}
+}

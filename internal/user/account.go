@@ -108,9 +108,25 @@ func (s *Service) Account(ctx context.Context, userID int64) (Account, error) {
 	return a, nil
 }
 
-// identitiesOf returns the identities linked to a user. The OIDC sign-in fills it in (it owns the table); until then
-// an account has none.
-func (s *Service) identitiesOf(context.Context, int64) ([]Identity, error) { return []Identity{}, nil }
+// identitiesOf returns the identities linked to a user (the OIDC sign-in's user_identity), oldest link first.
+func (s *Service) identitiesOf(ctx context.Context, userID int64) ([]Identity, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT provider, email, linked_at FROM user_identity WHERE user_id = ? ORDER BY linked_at", userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := []Identity{}
+	for rows.Next() {
+		var id Identity
+		var email sql.NullString
+		if err := rows.Scan(&id.Provider, &email, &id.LinkedAt); err != nil {
+			return nil, err
+		}
+		id.Email, id.LinkedAt = email.String, id.LinkedAt.UTC()
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
 
 // withPassword returns the user and its password hash, checking password against it: 401 BAD_CREDENTIALS when it
 // does not match. An account without a password (an identity provider's) is confirmed by its token alone.

@@ -74,6 +74,8 @@ type Config struct {
 	Exports ExportOrigins
 	Now     func() time.Time
 	Logger  *slog.Logger
+	// OIDC are the identity providers people may sign in with (oidc.go).
+	OIDC []OIDCProvider
 }
 
 func (c Config) withDefaults() (Config, error) {

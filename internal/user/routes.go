@@ -47,6 +47,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("POST /v1/password-resets/{token}", h.resetPassword)
 	handle("DELETE /v1/users/me", h.deleteMe)
 	handle("GET "+ExportPath, h.export)
+	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
+	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
 	return mux
 }
 

@@ -71,6 +71,7 @@ type Service struct {
 	// tokenTxs counts the transactions that issued a mailed token, so that tests can tell that a reset for an
 	// unknown address does the work a known one does, without timing them.
 	tokenTxs atomic.Int64
+	oidc     map[string]*oidcProvider // by name
 }
 
 // NewService returns the user service over db, whose schema Migrate has prepared. It makes the dummy password hash
@@ -91,14 +92,19 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	if cfg.Outbox == nil {
 		cfg.Outbox = outbox.New(db, outbox.DefaultShards, ids, cfg.Now, nil, nil)
 	}
-	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys}, nil
+	providers, err := newOIDCProviders(cfg.OIDC)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys, oidc: providers}, nil
 }
 
-// Run reloads the signing keys every Reload (KeyRing.Run) and deletes the expired mailed tokens every
-// tokenPurgeEvery, until ctx ends.
+// Run reloads the signing keys every Reload (KeyRing.Run), deletes the expired mailed tokens every
+// tokenPurgeEvery and does the OIDC sign-in's background work (runOIDC), until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.keys.Run(ctx) })
+	wg.Go(func() { s.runOIDC(ctx) })
 	s.purgeTokensEvery(ctx, tokenPurgeEvery)
 	wg.Wait()
 }
