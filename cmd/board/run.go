@@ -36,8 +36,8 @@ Usage:
   board bench search-freshness  time creates until a running board's search finds them
   board bench notifications  time comments until two instances' streams deliver them, and hold 10,000 streams
   board bench media          serve a stored image against http.FileServer; 50 concurrent 12-megapixel uploads
-  board bench mail           a burst of mails through the mail service with the SMTP server down for 30 s mid-way
   board bench delete-user    time a user's export and departure (10,000 likes) in the like and notification services
+  board bench mail           a burst of mails through the mail service with the SMTP server down for 30 s mid-way
   board --version            print the module version and the VCS revision of this build
 
 Run 'board <command> --help' for a command's flags.`

@@ -148,7 +148,8 @@ var services = []service{
 func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpio.Check, error) {
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
 		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
-		OIDC: e.Config.OIDCProviders, Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) }}
+		Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) },
+		OIDC:    e.Config.OIDCProviders}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}

@@ -23,7 +23,7 @@ import (
 	"board/internal/sqldb"
 )
 
-const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search|search-freshness|notifications|markdown|media|fanout|mail|delete-user [flags]
+const benchUsage = `Usage: board bench paging|comments|relay|likes|freshness|read|pages|standing|search|search-freshness|notifications|markdown|media|fanout|delete-user|mail [flags]
 
 Measurements that print their figures; run 'board bench <name> --help' for one's flags.`
 
@@ -62,10 +62,10 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			return benchMedia(ctx, args[1:], getenv, stdout, stderr)
 		case "fanout":
 			return benchFanout(ctx, args[1:], getenv, stdout, stderr)
-		case "mail":
-			return benchMail(ctx, args[1:], getenv, stdout, stderr)
 		case "delete-user":
 			return benchDeleteUser(ctx, args[1:], getenv, stdout, stderr)
+		case "mail":
+			return benchMail(ctx, args[1:], getenv, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, benchUsage)

@@ -93,39 +93,39 @@ type Account struct {
 func (s *Service) Account(ctx context.Context, userID int64) (Account, error) {
 	var a Account
 	var email, pending sql.NullString
-	row := s.db.QueryRowContext(ctx, "SELECT "+userColumns+", email, pending_email FROM users WHERE user_id = ?", userID)
-	u, hash, err := scanUser(row, &email, &pending)
+	var deleted sql.NullTime
+	row := s.db.QueryRowContext(ctx, "SELECT "+userColumns+", email, pending_email, deleted_at FROM users WHERE user_id = ?", userID)
+	u, hash, err := scanUser(row, &email, &pending, &deleted)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Account{}, notFound(userID)
 	} else if err != nil {
 		return Account{}, err
 	}
-	a.User, a.Email, a.PendingEmail, a.HasPassword, a.Deleted = u, email.String, pending.String, hash != "", u.Deleted
+	a.User, a.Email, a.PendingEmail, a.HasPassword, a.Deleted = u, email.String, pending.String, hash != "", deleted.Valid
 	if a.Identities, err = s.identitiesOf(ctx, userID); err != nil {
 		return Account{}, err
 	}
 	return a, nil
 }
 
-// identitiesOf returns the identities linked to a user (the OIDC sign-in's user_identity), the oldest first: a read
-// of the user's shard.
+// identitiesOf returns the identities linked to a user (the OIDC sign-in's user_identity), oldest link first.
 func (s *Service) identitiesOf(ctx context.Context, userID int64) ([]Identity, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT provider, email, linked_at FROM user_identity WHERE user_id = ? ORDER BY linked_at, provider", userID)
+	rows, err := s.db.QueryContext(ctx, "SELECT provider, email, linked_at FROM user_identity WHERE user_id = ? ORDER BY linked_at", userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []Identity{}
+	ids := []Identity{}
 	for rows.Next() {
 		var id Identity
 		var email sql.NullString
 		if err := rows.Scan(&id.Provider, &email, &id.LinkedAt); err != nil {
 			return nil, err
 		}
-		id.Email = email.String
-		out = append(out, id)
+		id.Email, id.LinkedAt = email.String, id.LinkedAt.UTC()
+		ids = append(ids, id)
 	}
-	return out, rows.Err()
+	return ids, rows.Err()
 }
 
 // withPassword returns the user and its password hash, checking password against it: 401 BAD_CREDENTIALS when it

@@ -68,12 +68,10 @@ func (s *Service) Delete(ctx context.Context, userID int64, password, content st
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return cmp.Or[error](err, errBadCredentials)
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM account_token WHERE user_id = ?", userID); err != nil {
-			return err
-		}
-		// The providers' accounts linked to it are forgotten too: signing in with one again makes a new account.
-		if _, err := tx.ExecContext(ctx, "DELETE FROM user_identity WHERE user_id = ?", userID); err != nil {
-			return err
+		for _, table := range []string{"account_token", "user_identity"} {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE user_id = ?", userID); err != nil {
+				return err
+			}
 		}
 		if err := s.endBlocks(ctx, tx, emit, userID, now); err != nil {
 			return err

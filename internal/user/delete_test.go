@@ -81,8 +81,17 @@ func TestDeleteAccount(t *testing.T) {
 			t.Fatalf("USER_DELETED before any deletion: %+v", got)
 		}
 
+		// An identity at a provider, which the deletion unlinks: signing in with it later makes a new account.
+		if _, err := db.ExecContext(ctx, "INSERT INTO user_identity (identity_hash, provider, subject, user_id, email, linked_at) VALUES (?, ?, ?, ?, ?, ?)",
+			[]byte("0123456789abcdef0123456789abcdef"), "zit", "sub-1", leaver, "leaver@example.org", t0); err != nil {
+			t.Fatal(err)
+		}
 		r := httpiotest.Call(me, "DELETE", "/v1/users/me", `{"password":"correct horse","content":"remove"}`)
 		httpiotest.WantStatus(t, r, http.StatusAccepted)
+		var identities int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM user_identity WHERE user_id = ?", leaver).Scan(&identities); err != nil || identities != 0 {
+			t.Errorf("identities after the deletion: %d, %v; want none", identities, err)
+		}
 		got := deletionEvents(t, db)
 		if len(got) != 1 || int64(got[0].UserID) != leaver || got[0].Content != event.DeleteRemove || got[0].TokenEpoch != 1 {
 			t.Fatalf("USER_DELETED = %+v, want one of user %d, remove, epoch 1", got, leaver)

@@ -385,6 +385,10 @@ func TestOIDCAccounts(t *testing.T) {
 			t.Errorf("dan signed in as %s, want dan_board %d", b.UserID, taken[2])
 		}
 		wantCode(t, r.signIn("zit", "dan", taken[3]), http.StatusConflict, "IDENTITY_TAKEN")
+		if acc, err := r.svc.Account(ctx, taken[2]); err != nil || len(acc.Identities) != 1 || acc.Identities[0].Provider != "zit" ||
+			acc.Identities[0].Email != "dan@example.com" || !acc.HasPassword {
+			t.Errorf("dan_board's account %+v, %v: want the identity zit, dan@example.com", acc, err)
+		}
 		var n int
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM user_identity WHERE provider = 'zit'").Scan(&n); err != nil || n != 3 {
 			t.Errorf("%d identities (%v), want ann's, ben's and dan's", n, err)

@@ -45,10 +45,10 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("DELETE /v1/users/me/sessions", h.endSessions)
 	handle("POST /v1/password-resets", h.requestReset)
 	handle("POST /v1/password-resets/{token}", h.resetPassword)
-	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
-	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
 	handle("DELETE /v1/users/me", h.deleteMe)
 	handle("GET "+ExportPath, h.export)
+	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
+	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
 	return mux
 }
 

@@ -99,8 +99,8 @@ func NewService(ctx context.Context, db *sqldb.DB, ids IDGenerator, cfg Config) 
 	return &Service{db: db, ids: ids, cfg: cfg, hasher: h, keys: keys, oidc: providers}, nil
 }
 
-// Run reloads the signing keys every Reload (KeyRing.Run), deletes the expired mailed tokens every tokenPurgeEvery
-// and does the OIDC sign-in's background work (runOIDC), until ctx ends.
+// Run reloads the signing keys every Reload (KeyRing.Run), deletes the expired mailed tokens every
+// tokenPurgeEvery and does the OIDC sign-in's background work (runOIDC), until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.keys.Run(ctx) })
