@@ -13,6 +13,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
+	"board/internal/httpio"
 )
 
 // ExportPath is where a user downloads the archive of their data (SPEC §3.14).
