@@ -93,7 +93,7 @@ func NormalizeEmail(email string) (string, error) {
 	if err != nil {
 		return "", invalid
 	}
-	if addr = local + "@" + strings.ToLower(domain); len(addr) > MaxEmail {
+	if addr = local + "@" + domain; len(addr) > MaxEmail { // Lookup lower-cases the domain too
 		return "", invalid
 	}
 	return addr, nil
