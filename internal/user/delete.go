@@ -49,6 +49,9 @@ func (s *Service) Delete(ctx context.Context, userID int64, password, content st
 		return nil
 	}
 	if hash != "" {
+		if err := s.passwordGuess(ctx, u); err != nil {
+			return err
+		}
 		ok, err := s.hasher.verify(ctx, hash, password)
 		if err != nil {
 			return err
