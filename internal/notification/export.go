@@ -35,14 +35,20 @@ func (h handlers) exportBookmarks(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h handlers) exportNotifications(w http.ResponseWriter, r *http.Request) error {
+	// By notification id, which never changes, not by seq, which a like joining its group raises: paged by seq, a
+	// group raised above the cursor mid-export would be left out.
 	return export(w, r, func(ctx context.Context, user, before int64) ([]notificationJSON, int64, error) {
-		ns, err := h.svc.List(ctx, user, before, exportPage)
+		if before <= 0 {
+			before = 1<<63 - 1
+		}
+		ns, err := h.svc.query(ctx, "SELECT "+columns+" FROM notification WHERE user_id = ? AND notification_id < ? ORDER BY notification_id DESC LIMIT ?",
+			user, before, exportPage)
 		out := make([]notificationJSON, len(ns))
 		for i, n := range ns {
 			out[i] = toJSON(n)
 		}
 		if len(ns) > 0 {
-			before = ns[len(ns)-1].Seq
+			before = ns[len(ns)-1].ID
 		}
 		return out, before, err
 	})
