@@ -112,7 +112,7 @@ var services = []service{
 		openAPI: comment.OpenAPI, streams: map[string]bool{comment.ExportPath: true},
 		addr: func(c *Config) string { return c.CommentAddr }, build: buildComment},
 	{Service: Service{Name: "like", Database: "article_like", Group: "like", Publishes: true}, migrate: like.Migrate,
-		openAPI: like.OpenAPI, addr: func(c *Config) string { return c.LikeAddr }, build: buildLike},
+		openAPI: like.OpenAPI, streams: streamPaths(like.ExportPath), addr: func(c *Config) string { return c.LikeAddr }, build: buildLike},
 	{Service: Service{Name: "view", Database: "article_view", Group: "view", Publishes: true}, migrate: view.Migrate,
 		openAPI: view.OpenAPI, addr: func(c *Config) string { return c.ViewAddr }, build: buildView},
 	{Service: Service{Name: "hot-article", Group: "hot-article", Replayable: true},
@@ -129,7 +129,7 @@ var services = []service{
 	// yet, and at the user service the names that posts mention.
 	// It mails notifications through its outbox, and reads the account topic for the addresses.
 	{Service: Service{Name: "notification", Database: "notification", Group: "notification", Publishes: true}, migrate: notification.Migrate,
-		openAPI: notification.OpenAPI, open: notification.OpenRoutes, streams: map[string]bool{notification.StreamPath: true}, concurrent: true,
+		openAPI: notification.OpenAPI, open: notification.OpenRoutes, streams: streamPaths(notification.StreamPath, notification.ExportPaths...), concurrent: true,
 		addr: func(c *Config) string { return c.NotificationAddr }, build: buildNotification},
 	// media consumes the article and comment topics for which posts show which images.
 	{Service: Service{Name: "media", Database: "media", Group: "media", Publishes: true}, migrate: media.Migrate,
@@ -141,6 +141,15 @@ var services = []service{
 		addr: func(c *Config) string { return c.MailAddr }, build: buildMail},
 	// web comes last: in one process, it calls every other service where it listens.
 	{Service: Service{Name: "web"}, pages: true, streams: map[string]bool{"/notifications/stream": true, "/account/export": true}, addr: func(c *Config) string { return c.WebAddr }, build: buildWeb},
+}
+
+// streamPaths is the set of the given paths, as service.streams.
+func streamPaths(path string, more ...string) map[string]bool {
+	out := map[string]bool{path: true}
+	for _, p := range more {
+		out[p] = true
+	}
+	return out
 }
 
 // buildUser starts the reload of the signing keys among the workers, so that a key rotated by another instance or by

@@ -3,7 +3,6 @@ package article
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"board/internal/apijson"
 	"board/internal/auth"
@@ -15,10 +14,6 @@ const ExportPath = "/v1/exports/articles"
 
 // exportPage is how many articles one read of an export holds: its memory, whatever the writer's number.
 const exportPage = 1000
-
-// exportTimeout bounds a whole export, which is served as a stream (without the request deadline): the largest
-// writer's takes seconds.
-const exportTimeout = 2 * time.Minute
 
 // byWriter names the index of a writer's articles, newest first (migration 006).
 const byWriter = "idx_writer_id_article_id"
@@ -40,9 +35,8 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), exportTimeout)
+	out, ctx, cancel := httpio.NewArrayWriter(w, r, httpio.ExportTimeout)
 	defer cancel()
-	out := httpio.NewArrayWriter(w)
 	var before int64
 	for {
 		page, err := h.svc.store.WrittenBy(ctx, p.UserID, before, exportPage)

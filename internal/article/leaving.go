@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"board/internal/event"
 	"board/internal/fault"
@@ -15,6 +16,10 @@ import (
 // leavingBatch bounds the articles one page of a leaving writer's deletion reads, and so the articles one
 // transaction deletes: a bounded transaction, however many articles the writer has.
 const leavingBatch = 500
+
+// leavingPageTimeout bounds one page's work: a hung database stalls the handler (retried by the consumer), not for
+// good.
+const leavingPageTimeout = 30 * time.Second
 
 // applyUserDeleted handles USER_DELETED: content "remove" deletes every article of the user, as the user's own
 // deletes would, events and all; "keep" keeps them (the user service names them as a deleted user's). A redelivery
@@ -39,7 +44,9 @@ func (s *Service) applyUserDeleted(ctx context.Context, env event.Envelope) erro
 func (s *Store) DeleteWrittenBy(ctx context.Context, writer int64) error {
 	var before int64
 	for {
-		next, err := s.deleteWrittenPage(ctx, writer, before)
+		pageCtx, cancel := context.WithTimeout(ctx, leavingPageTimeout)
+		next, err := s.deleteWrittenPage(pageCtx, writer, before)
+		cancel()
 		if err != nil || next == 0 {
 			return err
 		}

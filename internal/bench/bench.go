@@ -195,13 +195,18 @@ HTTP. Prints the median of --runs runs of each and the ratio API/raw.`, stderr)
 // serveLoopback serves a service's API on a loopback port, as board serve would, with guard (nil for a read-only
 // bench) in front of its writes, and returns its base URL.
 func serveLoopback(service string, api *http.ServeMux, guard *httpio.Guard, e *app.Engines) (base string, stop func(), err error) {
+	return serveStreams(service, api, guard, e, nil)
+}
+
+// serveStreams is serveLoopback with streams served as board serve serves them (httpio.Server.Streams).
+func serveStreams(service string, api *http.ServeMux, guard *httpio.Guard, e *app.Engines, streams map[string]bool) (base string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	// The deadline of a bench request: a deep page on a large seed is slow by design, and is what is measured.
 	srv := httpio.Server{Service: service, API: api, Guard: guard, Gatherer: prometheus.NewRegistry(),
-		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.Logger, RequestTimeout: time.Minute}.HTTPServer()
+		Metrics: httpio.NewMetrics(prometheus.NewRegistry()), Logger: e.Logger, RequestTimeout: time.Minute, Streams: streams}.HTTPServer()
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			e.Logger.Error("bench: the loopback server stopped", "service", service, "err", err)

@@ -34,16 +34,23 @@ one) and has the mail service's consumer send them to a real SMTP server, Mailpi
 half of them are delivered, the server is killed (SIGKILL, at whatever moment) and started again --outage later on
 the same database. Prints the mails delivered (distinct Message-IDs), the duplicates (the server's count past
 that), the dead letters and the time taken; beside them, the floor: the same number of mails sent straight to a
-fresh server with go-mail over one connection, without Kafka and without an outage.`, stderr)
+fresh server with go-mail over one connection, without Kafka and without an outage.
+
+With --via resets, the mails are password resets as users ask them: --mails users with verified addresses are
+loaded straight into a scratch user database (database prefix mail_bench_, emptied first), and the user and mail
+services are started here (rate limits off); --mails POST /v1/password-resets are sent in a burst, 64 at a time,
+so that each mail goes the whole way: the user service's outbox, its relay, Kafka, the mail service's consumer,
+SMTP. The server is killed and started again as above.`, stderr)
 	cfg.EngineFlags(fs)
 	mails := fs.Int("mails", 1000, "mails to send")
 	outage := fs.Duration("outage", 30*time.Second, "how long the SMTP server stays down")
+	via := fs.String("via", "topic", "how the mails are enqueued: topic (records produced to the mail topic) or resets (POST /v1/password-resets to the user service)")
 	bin := fs.String("mailpit", "", "the mailpit binary (scripts/mailpit install; empty: built with go install into board's cache directory on first use)")
 	if err := app.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *mails < 2 || *outage < 0 {
-		return errors.New("need --mails >= 2 and --outage >= 0")
+	if *mails < 2 || *outage < 0 || *via != "topic" && *via != "resets" {
+		return errors.New("need --mails >= 2, --outage >= 0 and --via topic or resets")
 	}
 	if *bin == "" {
 		dir, err := mailpit.DefaultDir()
@@ -71,6 +78,9 @@ fresh server with go-mail over one connection, without Kafka and without an outa
 		return err
 	}
 	defer srv.Kill()
+	if *via == "resets" {
+		return mailViaResets(ctx, cfg, srv, scratch, *mails, *outage, floor, stdout, stderr)
+	}
 	e := app.NewEngines(&cfg, cfg.NewLogger(stderr))
 	defer e.Close()
 	if err := e.StartRedis(ctx); err != nil {
@@ -143,6 +153,21 @@ fresh server with go-mail over one connection, without Kafka and without an outa
 	}
 	elapsed := time.Since(start)
 	bar.Finish()
+	fmt.Fprintf(stdout, "%d mails through the mail service's consumer (%d partitions, sent side by side) to mailpit %s on loopback\n",
+		*mails, cfg.TopicPartitions, mailpit.Version)
+	return mailReport(ctx, stdout, srv, mailResult{mails: *mails, killedAt: killedAt, outage: *outage, elapsed: elapsed, floor: floor,
+		deadLetters: counterSum(reg, "board_events_dead_lettered_total")})
+}
+
+// mailResult is what a mail run measured, beside what the server holds.
+type mailResult struct {
+	mails                            int
+	killedAt, outage, elapsed, floor time.Duration
+	deadLetters                      float64
+}
+
+// mailReport prints a mail run's figures: the mails the server holds, told apart by Message-ID, against the target.
+func mailReport(ctx context.Context, stdout io.Writer, srv *mailpit.Server, r mailResult) error {
 	msgs, err := srv.Messages(ctx)
 	if err != nil {
 		return err
@@ -151,17 +176,15 @@ fresh server with go-mail over one connection, without Kafka and without an outa
 	for _, m := range msgs {
 		distinct[m.MessageID] = true
 	}
-	fmt.Fprintf(stdout, "%d mails through the mail service's consumer (%d partitions, sent side by side) to mailpit %s on loopback\n",
-		*mails, cfg.TopicPartitions, mailpit.Version)
-	fmt.Fprintf(stdout, "  server killed at %d delivered (%s in), started again %s later\n", *mails/2,
-		killedAt.Round(time.Millisecond), *outage)
-	fmt.Fprintf(stdout, "  delivered     %d of %d (distinct Message-IDs)\n", len(distinct), *mails)
-	fmt.Fprintf(stdout, "  duplicates    %d\n", len(msgs)-len(distinct))
-	fmt.Fprintf(stdout, "  dead letters  %.0f\n", counterSum(reg, "board_events_dead_lettered_total"))
-	fmt.Fprintf(stdout, "  elapsed       %s, of which the outage %s: %s sending (%.0f mails/s)\n", elapsed.Round(time.Millisecond),
-		*outage, (elapsed - *outage).Round(time.Millisecond), rate(*mails, elapsed-*outage))
+	fmt.Fprintf(stdout, "  server killed at %d delivered (%s in), started again %s later\n", r.mails/2,
+		r.killedAt.Round(time.Millisecond), r.outage)
+	fmt.Fprintf(stdout, "  delivered     %d of %d (distinct Message-IDs; target all)\n", len(distinct), r.mails)
+	fmt.Fprintf(stdout, "  duplicates    %d (target 0)\n", len(msgs)-len(distinct))
+	fmt.Fprintf(stdout, "  dead letters  %.0f\n", r.deadLetters)
+	fmt.Fprintf(stdout, "  elapsed       %s, of which the outage %s: %s sending (%.0f mails/s)\n", r.elapsed.Round(time.Millisecond),
+		r.outage, (r.elapsed - r.outage).Round(time.Millisecond), rate(r.mails, r.elapsed-r.outage))
 	fmt.Fprintf(stdout, "  floor: go-mail straight to a fresh mailpit, one connection, no Kafka, no outage  %s (%.0f mails/s)\n",
-		floor.Round(time.Millisecond), rate(*mails, floor))
+		r.floor.Round(time.Millisecond), rate(r.mails, r.floor))
 	return nil
 }
 

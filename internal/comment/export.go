@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"time"
 
 	"board/internal/apijson"
 	"board/internal/auth"
@@ -17,10 +16,6 @@ const ExportPath = "/v1/exports/comments"
 // exportPage is how many comments one read of an export holds from each version's table: its memory, whatever the
 // writer's number.
 const exportPage = 1000
-
-// exportTimeout bounds a whole export, which is served as a stream (without the request deadline): the largest
-// writer's takes seconds.
-const exportTimeout = 2 * time.Minute
 
 // exportJSON is an exported comment: a v1 comment has its parentCommentId, a v2 comment its path.
 type exportJSON struct {
@@ -41,13 +36,12 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), exportTimeout)
+	out, ctx, cancel := httpio.NewArrayWriter(w, r, httpio.ExportTimeout)
 	defer cancel()
 	var pagers []*pager
 	for _, t := range h.svc.store.tables() {
 		pagers = append(pagers, &pager{store: h.svc.store, t: t, writer: p.UserID})
 	}
-	out := httpio.NewArrayWriter(w)
 	for n := 1; ; n++ {
 		// The newest of the tables' next comments goes first: a merge of two newest-first lists.
 		var next *pager

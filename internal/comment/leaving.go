@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"board/internal/event"
 	"board/internal/existence"
@@ -17,6 +18,10 @@ import (
 // leavingBatch bounds the comments one page of a leaving writer's deletion reads, and so the comments one
 // transaction deletes: a bounded transaction, however many comments the writer has.
 const leavingBatch = 500
+
+// leavingPageTimeout bounds one page's work: a hung database stalls the handler (retried by the consumer), not for
+// good.
+const leavingPageTimeout = 30 * time.Second
 
 // written is one comment table as a writer's export and deletion see it.
 type written struct {
@@ -59,7 +64,9 @@ func (s *Service) applyUserDeleted(ctx context.Context, env event.Envelope) erro
 func (s *Store) DeleteWrittenBy(ctx context.Context, writer int64) error {
 	for _, t := range s.tables() {
 		for before := int64(0); ; {
-			next, err := s.deleteWrittenPage(ctx, t, writer, before)
+			pageCtx, cancel := context.WithTimeout(ctx, leavingPageTimeout)
+			next, err := s.deleteWrittenPage(pageCtx, t, writer, before)
+			cancel()
 			if err != nil {
 				return err
 			}

@@ -386,7 +386,8 @@ const (
 )
 
 // EmailVerified is the payload of USER_EMAIL_VERIFIED; the key is UserID. EmailVersion is bumped with every change of
-// the user's verified address, so that an older address never replaces a newer one.
+// the user's verified address, so that an older address never replaces a newer one. Email is empty when the user has
+// none any more (they deleted their account): on the compacted topic, that record replaces their last address.
 type EmailVerified struct {
 	UserID       apijson.ID   `json:"userId"`
 	Email        string       `json:"email"`

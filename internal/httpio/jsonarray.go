@@ -1,9 +1,15 @@
 package httpio
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 )
+
+// ExportTimeout bounds a whole export (GET /v1/exports/...): served as a stream, without the request deadline, an
+// export of the largest account still ends.
+const ExportTimeout = 2 * time.Minute
 
 // ArrayWriter streams a JSON array to a client one element at a time, so that an export of any size costs one
 // page's memory. The status 200 goes out with the first element (or with End): an error before it is still an
@@ -13,8 +19,15 @@ type ArrayWriter struct {
 	started bool
 }
 
-// NewArrayWriter returns a writer of a JSON array to w.
-func NewArrayWriter(w http.ResponseWriter) *ArrayWriter { return &ArrayWriter{w: w} }
+// NewArrayWriter returns a writer of a JSON array to w, and the context of r that bounds the export: its connection
+// may take until the same deadline to write it all, past the server's write timeout, which is sized for ordinary
+// answers.
+func NewArrayWriter(w http.ResponseWriter, r *http.Request, timeout time.Duration) (*ArrayWriter, context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(timeout)
+	_ = http.NewResponseController(w).SetWriteDeadline(deadline) // not every writer has a connection (tests)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	return &ArrayWriter{w: w}, ctx, cancel
+}
 
 func (a *ArrayWriter) start() {
 	if !a.started {

@@ -2,12 +2,15 @@ package like
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"board/internal/apijson"
 	"board/internal/auth"
+	"board/internal/httpio"
 )
+
+// ExportPath is the route of a user's export of their likes, served as a stream (its own deadline).
+const ExportPath = "/v1/exports/likes"
 
 // exportPage is how many likes of each kind one read of an export takes: the most an export holds in memory is two
 // pages, whatever the number of likes.
@@ -63,41 +66,32 @@ func (h handlers) exportLikes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	out, ctx, cancel := httpio.NewArrayWriter(w, r, httpio.ExportTimeout)
+	defer cancel()
 	kinds := []*likePages{{store: h.svc.store, user: p.UserID, tb: articleTables}, {store: h.svc.store, user: p.UserID, tb: commentTables}}
-	started := false
-	enc := json.NewEncoder(w)
-	for n := 0; ; n++ {
+	for n := 1; ; n++ {
 		var next *likePages
 		var newest Like
 		for _, k := range kinds {
 			l, ok, err := k.head(ctx)
 			if err != nil {
-				if started {
-					panic(http.ErrAbortHandler)
-				}
-				return err
+				return out.Abort(err)
 			}
 			if ok && (next == nil || l.ID > newest.ID) {
 				next, newest = k, l
 			}
 		}
-		if !started {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("["))
-			started = true
-		}
 		if next == nil {
-			_, _ = w.Write([]byte("]\n"))
-			return nil
+			return out.End()
 		}
 		next.page = next.page[1:]
-		if n > 0 {
-			_, _ = w.Write([]byte(","))
+		if err := out.Add(toExportJSON(newest)); err != nil {
+			return out.Abort(err)
 		}
-		if err := enc.Encode(toExportJSON(newest)); err != nil {
-			panic(http.ErrAbortHandler) // the client went away
+		if n%exportPage == 0 {
+			if err := out.Flush(); err != nil {
+				return out.Abort(err)
+			}
 		}
 	}
 }

@@ -47,7 +47,7 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 		}
 		handle("GET "+h.kind.prefix+"/count", h.count)
 	}
-	handle("GET /v1/exports/likes", handlers{svc: svc}.exportLikes)
+	handle("GET "+ExportPath, handlers{svc: svc}.exportLikes)
 	return mux
 }
 

@@ -364,6 +364,15 @@ func TestSMTPFaults(t *testing.T) {
 			t.Errorf("mandatory TLS to a server without it: %v, want fault.Unavailable", err)
 		}
 	})
+	t.Run("a refused sender waits for the flags to be mended", func(t *testing.T) {
+		if err := srv.SetChaos(ctx, `{"Sender":{"ErrorCode":530,"Probability":100}}`); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = srv.SetChaos(ctx, `{}`) }()
+		if err := send(t, SMTPConfig{}, "a@example.com"); fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("sender refused with 530: %v, want fault.Unavailable", err)
+		}
+	})
 	t.Run("a refused login waits for the flags to be mended", func(t *testing.T) {
 		if err := srv.SetChaos(ctx, `{"Authentication":{"ErrorCode":535,"Probability":100}}`); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -114,16 +115,19 @@ func (s *SMTP) Send(ctx context.Context, m event.Mail) error {
 	return nil
 }
 
-// smtpFault says what a failed send leads to. A 5xx to the mail's own commands (MAIL FROM, RCPT TO, DATA) refuses
-// it for good: fault.Invalid, and the mail is dead-lettered. Everything else may go through later: a 4xx, a server
-// that does not answer or drops the connection, and also what is wrong with the server or its configuration rather
-// than with the mail (a refused login, no STARTTLS under --smtp-tls mandatory): fault.Unavailable, and the mail
-// waits, with every mail after it, until the server or the flags are mended.
+// smtpFault says what a failed send leads to. A 5xx to the mail's recipient or content (RCPT TO, DATA) refuses it
+// for good: fault.Invalid, and the mail is dead-lettered. Everything else may go through later: a 4xx, a server that
+// does not answer or drops the connection, and also what is wrong with the server or its configuration rather than
+// with the mail: a refused login, no STARTTLS under --smtp-tls mandatory, a refused sender (MAIL FROM: every mail
+// has the same one) and a refusal for policy (enhanced status 5.7.x: authentication required, relaying denied). Those
+// are fault.Unavailable: the mail waits, with every mail after it, until the server or the flags are mended, rather
+// than every reset link going to the dead letters.
 func smtpFault(err error) error {
 	var se *gomail.SendError
-	if errors.As(err, &se) && !se.IsTemp() && se.ErrorCode() >= 500 && se.ErrorCode() <= 599 {
+	if errors.As(err, &se) && !se.IsTemp() && se.ErrorCode() >= 500 && se.ErrorCode() <= 599 &&
+		!strings.HasPrefix(se.EnhancedStatusCode(), "5.7.") {
 		switch se.Reason {
-		case gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData, gomail.ErrSMTPDataClose:
+		case gomail.ErrSMTPRcptTo, gomail.ErrSMTPData, gomail.ErrSMTPDataClose:
 			return &fault.Error{Kind: fault.Invalid, Code: "MAIL_REFUSED",
 				Message: fmt.Sprintf("the SMTP server refused the mail (%d)", se.ErrorCode()), Err: err}
 		}

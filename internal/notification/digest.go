@@ -57,18 +57,27 @@ func (s *Service) sendDigests(ctx context.Context) (int, error) {
 		if err != nil {
 			return sent, err
 		}
+		// One user whose digest fails must not hold up the others behind them: the pass goes on past them, and ends
+		// when a batch reads only users whose digests fail (the next pass tries them again).
+		var failed error
+		progressed := false
 		for _, u := range users {
 			ok, err := s.sendDigest(ctx, u, now)
 			if err != nil {
-				return sent, err
+				if ctx.Err() != nil {
+					return sent, err
+				}
+				failed = err
+				s.cfg.Logger.Warn("notification: a digest failed; the next pass tries it again", "user", u, "err", err)
+				continue
 			}
+			progressed = true // claimed or cleared, here or by another instance: the next batch reads others
 			if ok {
 				sent++
 			}
 		}
-		// Each user read is claimed or cleared (here or by another instance): the next batch reads others.
-		if len(users) < digestBatch {
-			return sent, nil
+		if len(users) < digestBatch || !progressed {
+			return sent, failed
 		}
 	}
 }

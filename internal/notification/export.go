@@ -2,11 +2,14 @@ package notification
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"board/internal/auth"
+	"board/internal/httpio"
 )
+
+// ExportPaths are the routes of a user's exports, served as streams (their own deadline).
+var ExportPaths = []string{"/v1/exports/bookmarks", "/v1/exports/notifications", "/v1/exports/watches"}
 
 // exportPage is how many rows one read of an export takes: an export holds one page in memory, whatever its size.
 const exportPage = 1000
@@ -32,14 +35,20 @@ func (h handlers) exportBookmarks(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h handlers) exportNotifications(w http.ResponseWriter, r *http.Request) error {
+	// By notification id, which never changes, not by seq, which a like joining its group raises: paged by seq, a
+	// group raised above the cursor mid-export would be left out.
 	return export(w, r, func(ctx context.Context, user, before int64) ([]notificationJSON, int64, error) {
-		ns, err := h.svc.List(ctx, user, before, exportPage)
+		if before <= 0 {
+			before = 1<<63 - 1
+		}
+		ns, err := h.svc.query(ctx, "SELECT "+columns+" FROM notification WHERE user_id = ? AND notification_id < ? ORDER BY notification_id DESC LIMIT ?",
+			user, before, exportPage)
 		out := make([]notificationJSON, len(ns))
 		for i, n := range ns {
 			out[i] = toJSON(n)
 		}
 		if len(ns) > 0 {
-			before = ns[len(ns)-1].Seq
+			before = ns[len(ns)-1].ID
 		}
 		return out, before, err
 	})
@@ -60,39 +69,31 @@ func (h handlers) exportWatches(w http.ResponseWriter, r *http.Request) error {
 }
 
 // export streams the caller's rows as a JSON array, page by page: page returns the rows after cursor before (0: the
-// newest) and the cursor of the next page. An error once the array has begun cannot be answered any more: the
-// connection is cut, so that the client sees a truncated body, never a short archive.
+// newest) and the cursor of the next page. A read that fails once the array has begun cuts the answer short
+// (httpio.ArrayWriter.Abort).
 func export[T any](w http.ResponseWriter, r *http.Request, page func(ctx context.Context, user, before int64) ([]T, int64, error)) error {
 	p, err := auth.Acting(r.Context())
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
+	out, ctx, cancel := httpio.NewArrayWriter(w, r, httpio.ExportTimeout)
+	defer cancel()
 	var before int64
-	for n := 0; ; n++ {
-		rows, next, err := page(r.Context(), p.UserID, before)
+	for {
+		rows, next, err := page(ctx, p.UserID, before)
 		if err != nil {
-			if n == 0 {
-				return err
-			}
-			panic(http.ErrAbortHandler)
+			return out.Abort(err)
 		}
-		if n == 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("["))
-		}
-		for i, row := range rows {
-			if n > 0 || i > 0 {
-				_, _ = w.Write([]byte(","))
-			}
-			if err := enc.Encode(row); err != nil {
-				panic(http.ErrAbortHandler) // the client went away
+		for _, row := range rows {
+			if err := out.Add(row); err != nil {
+				return out.Abort(err)
 			}
 		}
 		if len(rows) < exportPage {
-			_, _ = w.Write([]byte("]\n"))
-			return nil
+			return out.End()
+		}
+		if err := out.Flush(); err != nil {
+			return out.Abort(err)
 		}
 		before = next
 	}

@@ -53,9 +53,9 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("DELETE /v1/watches/{targetType}/{targetId}", h.deleteWatch)
 	handle("GET /v1/watches/{targetType}/{targetId}", h.getWatch)
 	handle("GET /v1/watches", h.listWatches)
-	handle("GET /v1/exports/bookmarks", h.exportBookmarks)
-	handle("GET /v1/exports/notifications", h.exportNotifications)
-	handle("GET /v1/exports/watches", h.exportWatches)
+	handle("GET "+ExportPaths[0], h.exportBookmarks)
+	handle("GET "+ExportPaths[1], h.exportNotifications)
+	handle("GET "+ExportPaths[2], h.exportWatches)
 	handle(unsubscribeRoute, h.unsubscribe)
 	return mux
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/event"
@@ -46,6 +48,11 @@ const (
 	purposeReset  = "password-reset"
 )
 
+// maxLiveResets is how many unused reset links an account keeps at once: a new request voids only the older ones
+// past it, so that whoever spends an address's mail budget (MailAddressLimit, 3 an hour) cannot void the link its
+// owner is about to open.
+const maxLiveResets = 3
+
 // secretBytes is the randomness of a mailed token: 32 bytes, 43 characters of base64url.
 const secretBytes = 32
 
@@ -54,6 +61,9 @@ var (
 	errInvalidToken  = fault.Invalidf("INVALID_TOKEN", "this link is not valid: it was used already, it expired, or it was never sent")
 	errWrongPassword = fault.Unauthenticatedf("BAD_CREDENTIALS", "wrong password")
 	errEmailTaken    = fault.Conflictf("EMAIL_TAKEN", "this address is the verified address of another account")
+	// errNoPassword: an account made by an identity provider's sign-in has no password, so its token alone would
+	// be all it takes to set one or to move its address (and then reset the password through it).
+	errNoPassword = fault.Conflictf("NO_PASSWORD", "this account has no password: set a password with a reset link sent to your verified address")
 	// errDiscard rolls back the transaction of a reset for an address no account has (see RequestPasswordReset).
 	errDiscard = errors.New("discarded")
 	// tokenEncoding refuses the other spellings of a secret (the last character's two spare bits), so that one
@@ -62,12 +72,29 @@ var (
 )
 
 // NormalizeEmail checks an address and returns it trimmed and lower-cased: a bare address as net/mail reads it
-// (no display name), at most MaxEmail characters.
+// (no display name), its local part ASCII and its domain in ASCII (IDNA's Lookup profile: an internationalized
+// domain in its xn-- form), at most MaxEmail characters. One spelling per address, compared byte for byte (the
+// columns are binary-collated): a look-alike such as ann@exámple.org is another address than ann@example.org.
 func NormalizeEmail(email string) (string, error) {
+	invalid := fault.Invalidf("INVALID_EMAIL", "email must be an address such as name@example.com, at most %d characters, the part before the @ in ASCII", MaxEmail)
 	addr := strings.ToLower(strings.TrimSpace(email))
 	a, err := mail.ParseAddress(addr)
-	if err != nil || a.Address != addr || len(addr) > MaxEmail {
-		return "", fault.Invalidf("INVALID_EMAIL", "email must be an address such as name@example.com, at most %d characters", MaxEmail)
+	if err != nil || a.Address != addr {
+		return "", invalid
+	}
+	at := strings.LastIndexByte(addr, '@')
+	local := addr[:at]
+	for i := range len(local) {
+		if local[i] >= 0x80 {
+			return "", invalid
+		}
+	}
+	domain, err := idna.Lookup.ToASCII(addr[at+1:])
+	if err != nil {
+		return "", invalid
+	}
+	if addr = local + "@" + domain; len(addr) > MaxEmail { // Lookup lower-cases the domain too
+		return "", invalid
 	}
 	return addr, nil
 }
@@ -129,7 +156,7 @@ func (s *Service) identitiesOf(ctx context.Context, userID int64) ([]Identity, e
 }
 
 // withPassword returns the user and its password hash, checking password against it: 401 BAD_CREDENTIALS when it
-// does not match. An account without a password (an identity provider's) is confirmed by its token alone.
+// does not match, 409 NO_PASSWORD for an account without one (an identity provider's).
 func (s *Service) withPassword(ctx context.Context, userID int64, password string) (User, string, error) {
 	u, hash, err := scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE user_id = ? AND deleted_at IS NULL", userID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -138,7 +165,10 @@ func (s *Service) withPassword(ctx context.Context, userID int64, password strin
 		return User{}, "", err
 	}
 	if hash == "" {
-		return u, hash, nil
+		return User{}, "", errNoPassword
+	}
+	if err := s.passwordGuess(ctx, u); err != nil {
+		return User{}, "", err
 	}
 	ok, err := s.hasher.verify(ctx, hash, password)
 	if err != nil {
@@ -148,6 +178,15 @@ func (s *Service) withPassword(ctx context.Context, userID int64, password strin
 		return User{}, "", errWrongPassword
 	}
 	return u, hash, nil
+}
+
+// passwordGuess takes one guess from u's SignInAccountLimit, the budget sign-in draws from too: with a token, a
+// password is guessed no faster than without one.
+func (s *Service) passwordGuess(ctx context.Context, u User) error {
+	if s.cfg.Limiter == nil {
+		return nil
+	}
+	return s.cfg.Limiter.Allow(ctx, SignInAccountLimit, u.Username)
 }
 
 // RequestEmailChange makes email the user's pending address and mails it a link that verifies it. It answers
@@ -166,7 +205,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, userID int64, email, p
 	if ok, err := s.mailAllowed(ctx, addr); !ok {
 		return err
 	}
-	owner, err := s.byEmail(ctx, addr) // before the transaction: behind Vitess the owner's row is on another shard
+	owner, ownerAddr, err := s.byEmail(ctx, addr) // before the transaction: behind Vitess the owner's row is on another shard
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
@@ -181,7 +220,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, userID int64, email, p
 		}
 		m := s.verifyMail(u, addr, token)
 		if takenByOther {
-			m = s.takenMail(addr)
+			m = s.takenMail(ownerAddr)
 		}
 		return s.emitMail(emit, userID, m)
 	})
@@ -275,16 +314,19 @@ func (s *Service) EndSessions(ctx context.Context, userID int64) (Token, error) 
 	return s.tokenFor(u)
 }
 
-// endSessions bumps the user's token epoch in tx, voids their unused reset links, and writes USER_PASSWORD_CHANGED
-// with the new epoch and reason; it returns the user as it is now. 404 for a user deleted or unknown.
+// endSessions bumps the user's token epoch in tx, voids their unused mailed links of every kind, drops their pending
+// address (whoever asked for it may be who the sessions end for), and writes USER_PASSWORD_CHANGED with the new
+// epoch and reason; it returns the user as it is now. 404 for a user deleted or unknown.
 func (s *Service) endSessions(ctx context.Context, tx *sql.Tx, emit outbox.Emit, userID int64, reason string) (User, error) {
 	u, err := s.bumpEpoch(ctx, tx, userID)
 	if err != nil {
 		return User{}, err
 	}
 	now := apijson.Millis(s.cfg.Now())
-	if _, err := tx.ExecContext(ctx, "UPDATE account_token SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL",
-		now, userID, purposeReset); err != nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE account_token SET used_at = ? WHERE user_id = ? AND used_at IS NULL", now, userID); err != nil {
+		return User{}, err
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE users SET pending_email = NULL WHERE user_id = ?", userID); err != nil {
 		return User{}, err
 	}
 	return u, emit(event.UserPasswordChanged, userID, event.Session{UserID: apijson.ID(userID), TokenEpoch: u.TokenEpoch,
@@ -315,7 +357,7 @@ func (s *Service) tokenFor(u User) (Token, error) {
 }
 
 // RequestPasswordReset mails a reset link, valid for ResetTTL, to email when it is the verified address of an
-// account. It answers alike whether or not one has it, after the same work: the same lookup and the same
+// account: to the address as the account's row holds it, never as the request spelled it. It answers alike whether or not one has it, after the same work: the same lookup and the same
 // transaction (a new token stored and the mail written), which for an unknown address is rolled back at its end
 // (docs/identity.md says what differs). An address over MailAddressLimit is mailed nothing.
 func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
@@ -326,7 +368,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 	if ok, err := s.mailAllowed(ctx, addr); !ok {
 		return err
 	}
-	userID, err := s.byEmail(ctx, addr)
+	userID, stored, err := s.byEmail(ctx, addr)
 	known := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
@@ -335,13 +377,14 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 		if userID, err = s.ids.Next(); err != nil {
 			return snowflake.Unavailable(err)
 		}
+		stored = addr
 	}
 	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
-		token, err := s.issueToken(ctx, tx, userID, purposeReset, addr, ResetTTL)
+		token, err := s.issueToken(ctx, tx, userID, purposeReset, stored, ResetTTL)
 		if err != nil {
 			return err
 		}
-		if err := s.emitMail(emit, userID, s.resetMail(addr, token)); err != nil {
+		if err := s.emitMail(emit, userID, s.resetMail(stored, token)); err != nil {
 			return err
 		}
 		if !known {
@@ -392,11 +435,13 @@ func (s *Service) ResetPassword(ctx context.Context, token, next string) error {
 	return nil
 }
 
-// byEmail returns the id of the account whose verified address is addr; sql.ErrNoRows when there is none.
-func (s *Service) byEmail(ctx context.Context, addr string) (int64, error) {
+// byEmail returns the id of the account whose verified address is addr, and that address as its row holds it (what
+// mails go to); sql.ErrNoRows when there is none.
+func (s *Service) byEmail(ctx context.Context, addr string) (int64, string, error) {
 	var id int64
-	err := s.db.QueryRowContext(ctx, "SELECT user_id FROM users WHERE email = ? AND deleted_at IS NULL", addr).Scan(&id)
-	return id, err
+	var stored string
+	err := s.db.QueryRowContext(ctx, "SELECT user_id, email FROM users WHERE email = ? AND deleted_at IS NULL", addr).Scan(&id, &stored)
+	return id, stored, err
 }
 
 // mailAllowed takes one mail from addr's MailAddressLimit budget: false, with a nil error, when it is spent.
@@ -443,7 +488,7 @@ func parseToken(token string) (userID int64, digest []byte, ok bool) {
 }
 
 // findToken returns the unused, unexpired token of purpose that token is, or errInvalidToken. The user's live
-// tokens of that purpose are read (a newer one voids the older, so there are few) and the digest compared with each
+// tokens of that purpose are read (a newer one voids the older, but for maxLiveResets reset links, so there are few) and the digest compared with each
 // in constant time, so the time taken tells nothing of how near a guess came.
 func (s *Service) findToken(ctx context.Context, token, purpose string) (storedToken, error) {
 	userID, digest, ok := parseToken(token)
@@ -491,12 +536,12 @@ func (s *Service) claimToken(ctx context.Context, tx *sql.Tx, t storedToken, now
 }
 
 // issueToken stores a new token of purpose for the user in tx, valid for ttl, and voids their unused older ones
-// of that purpose; it returns the token, which only the mail holds.
+// of that purpose: all of them, but for the maxLiveResets-1 newest reset links. It returns the token, which only
+// the mail holds.
 func (s *Service) issueToken(ctx context.Context, tx *sql.Tx, userID int64, purpose, email string, ttl time.Duration) (string, error) {
 	s.tokenTxs.Add(1)
 	now := apijson.Millis(s.cfg.Now())
-	if _, err := tx.ExecContext(ctx, "UPDATE account_token SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL",
-		now, userID, purpose); err != nil {
+	if err := s.voidOlder(ctx, tx, userID, purpose, now); err != nil {
 		return "", err
 	}
 	token, digest := newToken(userID)
@@ -505,6 +550,46 @@ func (s *Service) issueToken(ctx context.Context, tx *sql.Tx, userID int64, purp
 		return "", err
 	}
 	return token, nil
+}
+
+// voidOlder marks used, in tx, the user's unused tokens of purpose that a new one replaces: every one, or for reset
+// links those past the maxLiveResets-1 newest. They are read first, without a lock, and updated one by one by key:
+// an UPDATE by purpose that finds none would take a gap lock on the user's range of the primary key, and two
+// requests of neighbouring users, each then inserting into that gap, would deadlock (seen on MariaDB in a burst of
+// resets).
+func (s *Service) voidOlder(ctx context.Context, tx *sql.Tx, userID int64, purpose string, now time.Time) error {
+	keep := 0
+	if purpose == purposeReset {
+		keep = maxLiveResets - 1
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT token_hash FROM account_token WHERE user_id = ? AND purpose = ? AND used_at IS NULL ORDER BY created_at DESC, token_hash",
+		userID, purpose)
+	if err != nil {
+		return err
+	}
+	var older [][]byte
+	for n := 1; rows.Next(); n++ {
+		var digest []byte
+		if err := rows.Scan(&digest); err != nil {
+			rows.Close()
+			return err
+		}
+		if n > keep {
+			older = append(older, digest)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, digest := range older {
+		if _, err := tx.ExecContext(ctx, "UPDATE account_token SET used_at = ? WHERE user_id = ? AND token_hash = ?", now, userID, digest); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tokenPurgeEvery is how often each instance deletes the expired mailed tokens, so that the table holds about a

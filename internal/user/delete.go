@@ -49,6 +49,9 @@ func (s *Service) Delete(ctx context.Context, userID int64, password, content st
 		return nil
 	}
 	if hash != "" {
+		if err := s.passwordGuess(ctx, u); err != nil {
+			return err
+		}
 		ok, err := s.hasher.verify(ctx, hash, password)
 		if err != nil {
 			return err
@@ -61,7 +64,7 @@ func (s *Service) Delete(ctx context.Context, userID int64, password, content st
 	err = s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
 		// The password checked must still be the account's: a change in between makes it a wrong one.
 		res, err := tx.ExecContext(ctx, `UPDATE users SET deleted_at = ?, password_hash = '', email = NULL, pending_email = NULL,
-			token_epoch = token_epoch + 1 WHERE user_id = ? AND deleted_at IS NULL AND password_hash = ?`, now, userID, hash)
+			email_version = email_version + 1, token_epoch = token_epoch + 1 WHERE user_id = ? AND deleted_at IS NULL AND password_hash = ?`, now, userID, hash)
 		if err != nil {
 			return err
 		}
@@ -76,8 +79,14 @@ func (s *Service) Delete(ctx context.Context, userID int64, password, content st
 		if err := s.endBlocks(ctx, tx, emit, userID, now); err != nil {
 			return err
 		}
-		var epoch int64
-		if err := tx.QueryRowContext(ctx, "SELECT token_epoch FROM users WHERE user_id = ?", userID).Scan(&epoch); err != nil {
+		var epoch, emailVersion int64
+		if err := tx.QueryRowContext(ctx, "SELECT token_epoch, email_version FROM users WHERE user_id = ?", userID).Scan(&epoch, &emailVersion); err != nil {
+			return err
+		}
+		// The account topic keeps each user's latest address for good (compacted): a blank one in its place is what
+		// lets compaction drop the address.
+		if err := emit(event.UserEmailVerified, userID, event.EmailVerified{UserID: apijson.ID(userID), EmailVersion: emailVersion,
+			At: apijson.Time(now)}); err != nil {
 			return err
 		}
 		return emit(event.UserDeleted, userID, event.UserDeletion{UserID: apijson.ID(userID), Content: content,

@@ -92,6 +92,15 @@ func TestDeleteAccount(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM user_identity WHERE user_id = ?", leaver).Scan(&identities); err != nil || identities != 0 {
 			t.Errorf("identities after the deletion: %d, %v; want none", identities, err)
 		}
+		// The account topic's last record of the user is a blank address, which compaction keeps in place of theirs.
+		var blank string
+		if err := db.QueryRowContext(ctx, "SELECT payload FROM outbox WHERE event_type = ? AND record_key = ?",
+			string(event.UserEmailVerified), leaver).Scan(&blank); err != nil {
+			t.Fatalf("no USER_EMAIL_VERIFIED at the deletion: %v", err)
+		}
+		if e := decode[event.EmailVerified](t, []byte(blank)); e.Email != "" || e.EmailVersion != 1 {
+			t.Errorf("USER_EMAIL_VERIFIED at the deletion: %+v, want a blank address at version 1", e)
+		}
 		got := deletionEvents(t, db)
 		if len(got) != 1 || int64(got[0].UserID) != leaver || got[0].Content != event.DeleteRemove || got[0].TokenEpoch != 1 {
 			t.Fatalf("USER_DELETED = %+v, want one of user %d, remove, epoch 1", got, leaver)

@@ -13,6 +13,7 @@ import (
 	"board/internal/apijson"
 	"board/internal/auth"
 	"board/internal/fault"
+	"board/internal/httpio"
 )
 
 // ExportPath is where a user downloads the archive of their data (SPEC §3.14).
@@ -23,11 +24,11 @@ const ExportPath = "/v1/users/me/export"
 // service is made.
 type ExportOrigins func(service string) string
 
-// Timeouts of an export, served as a stream (without the request deadline): each part's call to its service, and the
-// whole.
+// Timeouts of an export, served as a stream (without the request deadline): each part's call to its service, as long
+// as the service gives itself for its part, and the whole.
 const (
-	partTimeout   = 30 * time.Second
-	exportTimeout = 5 * time.Minute
+	partTimeout   = httpio.ExportTimeout
+	exportTimeout = 10 * time.Minute
 )
 
 // exportParts are the parts of the archive that other services stream, in its order: each its key and its service,
@@ -61,6 +62,8 @@ func (h handlers) export(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), exportTimeout)
 	defer cancel()
+	// Past the server's write timeout, which is sized for ordinary answers: the archive has until its own deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(exportTimeout))
 	u, err := h.svc.Get(ctx, p.UserID)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/mail"
 	"net/url"
 	"regexp"
 	"slices"
@@ -451,10 +450,11 @@ func (p *oidcProvider) exchange(ctx context.Context, e *oidcEndpoints, code stri
 		PreferredUsername: c.PreferredUsername}, nil
 }
 
-// normalizeEmail returns the address trimmed and lower-cased, or "" when it is not one (accounts' rules).
+// normalizeEmail returns the address as NormalizeEmail spells it, or "" when it is not one: one spelling per
+// address, so that linking by address never takes a look-alike for an account's.
 func normalizeEmail(raw string) string {
-	addr := strings.ToLower(strings.TrimSpace(raw))
-	if a, err := mail.ParseAddress(addr); err != nil || a.Address != addr || len(addr) > 254 {
+	addr, err := NormalizeEmail(raw)
+	if err != nil {
 		return ""
 	}
 	return addr
