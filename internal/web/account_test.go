@@ -296,6 +296,14 @@ func TestAccountPage(t *testing.T) {
 		t.Errorf("the user service was asked %v with %q", got, got.Auth)
 	}
 
+	// An account a provider made has no password: no form asks for one, and the page says how to set it.
+	f.mu.Lock()
+	f.users[13] = &fakeUser{ID: 13, Name: "noor", Role: auth.RoleUser}
+	f.mu.Unlock()
+	noor := get(t, h, "/account", f.token(t, 13, auth.RoleUser)).Body.String()
+	mustContain(t, "an account without a password", noor, `<p id="email-needs-password"`, `<p id="no-password"`, `<form id="delete-account"`)
+	mustNotContain(t, "an account without a password", noor, `id="email-form"`, `id="password-form"`, `id="delete-password"`)
+
 	// Without the notification service, the page says the choice cannot be shown; without the user service, no page.
 	down := f.handler(t, func(c *Config) { c.Origins.Notification = closedOrigin(t) })
 	mustContain(t, "the page without notification", get(t, down, "/account", alice).Body.String(), "Your choice cannot be shown right now")
