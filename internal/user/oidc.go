@@ -320,7 +320,7 @@ func (s *Service) LinkOIDC(ctx context.Context, name string, p auth.Principal, p
 	link := oidcLink{user: u.ID, epoch: u.TokenEpoch}
 	switch {
 	case hash == "" && password != nil:
-		return OIDCStart{}, fault.Invalidf("NO_PASSWORD", "this account has no password: send no password, the identity provider asks you to sign in again")
+		return OIDCStart{}, fault.Conflictf("NO_PASSWORD", "this account has no password: send none, and the identity provider asks you to sign in again")
 	case hash == "":
 		link.reauth = true
 	case password == nil:

@@ -723,7 +723,7 @@ func TestOIDCLinking(t *testing.T) {
 		}
 
 		// An account without a password: no password, and the provider is asked for a fresh sign-in.
-		wantCode(t, r.link("zit", principal(madeID, 0), `{"password":"x"}`), http.StatusBadRequest, "NO_PASSWORD")
+		wantCode(t, r.link("zit", principal(madeID, 0), `{"password":"x"}`), http.StatusConflict, "NO_PASSWORD")
 		authURL, cookie = r.began(r.link("zit", principal(madeID, 0), `{}`))
 		if u, _ := url.Parse(authURL); u.Query().Get("prompt") != "login" || u.Query().Get("max_age") != "0" {
 			t.Errorf("authorization URL %s, want prompt=login and max_age=0", authURL)
