@@ -231,6 +231,7 @@ var rateLimits = []struct{ name, flag, def, what string }{
 	{"sign-up", "sign-up-rate-limit", "20/1h", "sign-ups per client address"},
 	{"password-reset", "password-reset-rate-limit", "10/1h", "password reset requests and redemptions per client address"},
 	{"email-verification", "email-verification-rate-limit", "30/1h", "e-mail verification links redeemed per client address"},
+	{user.OIDCLimit, "oidc-rate-limit", "30/10m", "OIDC sign-in starts, links and callbacks per client address (a sign-in takes two)"},
 	{user.MailAddressLimit, "mail-address-rate-limit", "3/1h", "verification and reset mails per recipient address (over it: answered alike, nothing sent)"},
 	{media.UploadLimit, "media-upload-rate-limit", "60/1h", "image uploads per user"},
 	{notification.UnsubscribeLimit, "email-unsubscribe-rate-limit", "30/1h", "one-click unsubscribes from notification mails per client address"},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"board/internal/user"
 )
 
 func TestEnvironmentConfiguresFlags(t *testing.T) {
@@ -54,7 +56,7 @@ func TestDefaultsAreTheFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(cfg.Services, ServiceNames()) || cfg.ArticleAddr != ":9000" || cfg.OutboxShards != 4 ||
-		cfg.Limits["sign-in"].Rate != 10 || cfg.LogFormat != "text" {
+		cfg.Limits["sign-in"].Rate != 10 || cfg.Limits[user.OIDCLimit].Rate != 30 || cfg.LogFormat != "text" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

@@ -158,7 +158,7 @@ func buildUser(ctx context.Context, e *Engines, r deps) (*http.ServeMux, []httpi
 	cfg := user.Config{TokenTTL: e.Config.TokenTTL, Hash: e.Config.PasswordHash, Reload: e.Config.KeyReload,
 		Standing: e.Standing, Outbox: r.ob, PublicURL: e.Config.PublicURL, UsernameGrace: e.Config.UsernameGrace, Logger: e.Logger,
 		Exports: func(service string) string { return r.origin(e, service, exportAddr(e.Config, service)) },
-		OIDC:    e.Config.OIDCProviders}
+		OIDC:    e.Config.OIDCProviders, ClientAddr: clientAddr(e.Config.ClientIPHeader, e.Config.TrustedProxies)}
 	if limiter := rateLimiter(e); limiter != nil {
 		cfg.Limiter = limiter
 	}

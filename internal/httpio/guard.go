@@ -135,6 +135,11 @@ func (g *Guard) clientAddr(r *http.Request) string {
 	if g.ClientAddr != nil {
 		addr = g.ClientAddr(r)
 	}
+	return ClientKey(addr)
+}
+
+// ClientKey is the rate-limit budget of the client at addr: its IPv4 address, or the /64 network of its IPv6 address.
+func ClientKey(addr string) string {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil {
 		return addr

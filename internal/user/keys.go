@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -59,6 +60,9 @@ type Config struct {
 	// Limiter, when not nil, holds sign-in attempts per username to the limit SignInAccountLimit, on top of the
 	// per-address limit in front of the route: an attacker with many addresses still gets few guesses at an account.
 	Limiter httpio.Limiter
+	// ClientAddr names the client of a request for the per-client limit OIDCLimit of the OIDC routes, as the
+	// Guard's ClientAddr does for the open routes; nil means the connection's remote host.
+	ClientAddr func(*http.Request) string
 	// Standing, when not nil, is what the process knows of bans: a banned user's sign-in answers 403 BANNED.
 	Standing httpio.Standing
 	// Outbox is where Grant writes its USER_ROLE_CHANGED events, and Block and Unblock their USER_BLOCKED and

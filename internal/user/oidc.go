@@ -22,6 +22,7 @@ import (
 	"board/internal/auth"
 	"board/internal/event"
 	"board/internal/fault"
+	"board/internal/httpio"
 	"board/internal/outbox"
 	"board/internal/snowflake"
 	"board/internal/sqldb"
@@ -85,6 +86,8 @@ const (
 	// oidcRetry spaces the discoveries of a provider that failed one, so that a burst of sign-ins while it is down
 	// costs one try, not one each.
 	oidcRetry = 2 * time.Second
+	// authTimeSkew is how far the provider's clock may lag ours for a fresh sign-in's auth_time (seconds, truncated).
+	authTimeSkew = time.Minute
 	// oidcSweep is how often expired sign-in states are deleted.
 	oidcSweep = 5 * time.Minute
 )
@@ -264,10 +267,83 @@ type OIDCStart struct {
 	Secure           bool // the browser comes back over https: the cookie may be Secure
 }
 
-// StartOIDC begins a sign-in with the provider name (authorization code flow with PKCE S256, state and nonce). A
-// linkUser other than 0 is the signed-in user whom the identity is to be linked to. The state, nonce and PKCE
-// verifier stay here, under sha256 of the state, for OIDCStateTTL.
-func (s *Service) StartOIDC(ctx context.Context, name string, linkUser int64) (OIDCStart, error) {
+// OIDCLimit names the per-client limit of the OIDC routes: start stores a state for anyone, and a callback may make
+// a user outside the sign-up limit.
+const OIDCLimit = "oidc"
+
+// allowOIDC takes one request of r's client from OIDCLimit's budget.
+func (s *Service) allowOIDC(r *http.Request) error {
+	if s.cfg.Limiter == nil {
+		return nil
+	}
+	addr := httpio.RemoteHost(r)
+	if s.cfg.ClientAddr != nil {
+		addr = s.cfg.ClientAddr(r)
+	}
+	return s.cfg.Limiter.Allow(r.Context(), OIDCLimit, httpio.ClientKey(addr))
+}
+
+// oidcLink is the signed-in user a begun sign-in links its identity to, at the token epoch of the session that
+// asked: the callback links only while that session lasts. Reauth asks the provider for a fresh sign-in.
+type oidcLink struct {
+	user, epoch int64
+	reauth      bool
+}
+
+// StartOIDC begins a sign-in with the provider name (authorization code flow with PKCE S256, state and nonce). The
+// state, nonce and PKCE verifier stay here, under sha256 of the state, for OIDCStateTTL.
+func (s *Service) StartOIDC(ctx context.Context, name string) (OIDCStart, error) {
+	return s.beginOIDC(ctx, name, oidcLink{})
+}
+
+var errSessionEnded = fault.Unauthenticatedf("UNAUTHENTICATED", "this session has ended; sign in again")
+
+// LinkOIDC begins linking an identity at the provider name to the signed-in user p, who proves it is them again: a
+// stolen token alone must not attach the thief's identity, a way in that outlives every password change. An
+// account with a password gives it (401 BAD_CREDENTIALS when wrong, under SignInAccountLimit as a sign-in); one
+// without gives none, and the provider is asked for a fresh sign-in instead (prompt=login, max_age=0, and the ID
+// token's auth_time is checked at the callback).
+func (s *Service) LinkOIDC(ctx context.Context, name string, p auth.Principal, password *string) (OIDCStart, error) {
+	if _, err := s.oidcProvider(name); err != nil {
+		return OIDCStart{}, err
+	}
+	u, hash, err := scanUser(s.db.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE user_id = ? AND deleted_at IS NULL", p.UserID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return OIDCStart{}, errSessionEnded
+	} else if err != nil {
+		return OIDCStart{}, err
+	}
+	if u.TokenEpoch != p.TokenEpoch {
+		return OIDCStart{}, errSessionEnded
+	}
+	link := oidcLink{user: u.ID, epoch: u.TokenEpoch}
+	switch {
+	case hash == "" && password != nil:
+		return OIDCStart{}, fault.Conflictf("NO_PASSWORD", "this account has no password: send none, and the identity provider asks you to sign in again")
+	case hash == "":
+		link.reauth = true
+	case password == nil:
+		return OIDCStart{}, fault.Invalidf("MISSING_FIELD", "field %q is required", "password")
+	default:
+		if s.cfg.Limiter != nil {
+			if err := s.cfg.Limiter.Allow(ctx, SignInAccountLimit, u.Username); err != nil {
+				return OIDCStart{}, err
+			}
+		}
+		ok, err := s.hasher.verify(ctx, hash, *password)
+		if err != nil {
+			return OIDCStart{}, err
+		}
+		if !ok {
+			return OIDCStart{}, errWrongPassword
+		}
+	}
+	return s.beginOIDC(ctx, name, link)
+}
+
+// beginOIDC stores a new sign-in's state, with the user to link (none when link.user is 0), and returns where to
+// send the browser.
+func (s *Service) beginOIDC(ctx context.Context, name string, link oidcLink) (OIDCStart, error) {
 	p, err := s.oidcProvider(name)
 	if err != nil {
 		return OIDCStart{}, err
@@ -278,17 +354,21 @@ func (s *Service) StartOIDC(ctx context.Context, name string, linkUser int64) (O
 		return OIDCStart{}, err
 	}
 	state, nonce, verifier := rand.Text(), rand.Text(), oauth2.GenerateVerifier()
-	var link sql.NullInt64
-	if linkUser != 0 {
-		link = sql.NullInt64{Int64: linkUser, Valid: true}
+	var user, epoch sql.NullInt64
+	if link.user != 0 {
+		user, epoch = sql.NullInt64{Int64: link.user, Valid: true}, sql.NullInt64{Int64: link.epoch, Valid: true}
 	}
 	hash := sha256.Sum256([]byte(state))
-	if _, err := s.db.ExecContext(ctx, "INSERT INTO oidc_state (state_hash, provider, nonce, code_verifier, link_user_id, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-		hash[:], name, nonce, verifier, link, now.Add(OIDCStateTTL).UTC()); err != nil {
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO oidc_state (state_hash, provider, nonce, code_verifier, link_user_id, link_epoch, reauth, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		hash[:], name, nonce, verifier, user, epoch, link.reauth, now.Add(OIDCStateTTL).UTC()); err != nil {
 		return OIDCStart{}, fmt.Errorf("store OIDC state: %w", err)
 	}
-	return OIDCStart{AuthorizationURL: e.oauth.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)),
-		State: state, Secure: strings.HasPrefix(p.RedirectURL, "https:")}, nil
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)}
+	if link.reauth {
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"), oauth2.SetAuthURLParam("max_age", "0"))
+	}
+	return OIDCStart{AuthorizationURL: e.oauth.AuthCodeURL(state, opts...), State: state,
+		Secure: strings.HasPrefix(p.RedirectURL, "https:")}, nil
 }
 
 var errInvalidState = fault.Invalidf("INVALID_STATE",
@@ -297,7 +377,7 @@ var errInvalidState = fault.Invalidf("INVALID_STATE",
 // oidcState is what StartOIDC kept of a sign-in.
 type oidcState struct {
 	provider, nonce, verifier string
-	linkUser                  int64
+	link                      oidcLink
 	expires                   time.Time
 }
 
@@ -305,9 +385,9 @@ type oidcState struct {
 func (s *Service) takeState(ctx context.Context, state string) (oidcState, error) {
 	hash := sha256.Sum256([]byte(state))
 	var st oidcState
-	var link sql.NullInt64
-	err := s.db.QueryRowContext(ctx, "SELECT provider, nonce, code_verifier, link_user_id, expires_at FROM oidc_state WHERE state_hash = ?", hash[:]).
-		Scan(&st.provider, &st.nonce, &st.verifier, &link, &st.expires)
+	var user, epoch sql.NullInt64
+	err := s.db.QueryRowContext(ctx, "SELECT provider, nonce, code_verifier, link_user_id, link_epoch, reauth, expires_at FROM oidc_state WHERE state_hash = ?", hash[:]).
+		Scan(&st.provider, &st.nonce, &st.verifier, &user, &epoch, &st.link.reauth, &st.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return oidcState{}, errInvalidState
 	}
@@ -321,7 +401,7 @@ func (s *Service) takeState(ctx context.Context, state string) (oidcState, error
 	if n, err := res.RowsAffected(); err != nil || n != 1 { // another callback took it meanwhile
 		return oidcState{}, errors.Join(err, errInvalidState)
 	}
-	st.linkUser = link.Int64
+	st.link.user, st.link.epoch = user.Int64, epoch.Int64
 	return st, nil
 }
 
@@ -381,7 +461,7 @@ func (s *Service) FinishOIDC(ctx context.Context, name string, query url.Values,
 	if err != nil {
 		return OIDCSignIn{}, err
 	}
-	return s.signInIdentity(ctx, name, claims, st.linkUser)
+	return s.signInIdentity(ctx, name, claims, st.link)
 }
 
 // errInvalidIDToken refuses an ID token. The reason is logged (FinishOIDC), not answered: it would help only a
@@ -422,9 +502,15 @@ func (p *oidcProvider) exchange(ctx context.Context, e *oidcEndpoints, code stri
 		Email             string `json:"email"`
 		EmailVerified     bool   `json:"email_verified"`
 		PreferredUsername string `json:"preferred_username"`
+		AuthTime          int64  `json:"auth_time"`
 	}
 	if err := idToken.Claims(&c); err != nil {
 		return oidcClaims{}, errInvalidIDToken(err)
+	}
+	// A fresh sign-in was asked for (max_age=0): a provider that answered from an older session of the browser
+	// does not count (OIDC Core §3.1.2.1 makes auth_time required then).
+	if begun := st.expires.Add(-OIDCStateTTL - authTimeSkew); st.link.reauth && time.Unix(c.AuthTime, 0).Before(begun) {
+		return oidcClaims{}, fault.Unauthenticatedf("REAUTHENTICATION_REQUIRED", "the identity provider did not ask you to sign in again; start linking again")
 	}
 	// Many providers (the test one too) give the e-mail only at the userinfo endpoint; its answer counts only for the
 	// subject the ID token names (OIDC Core §5.3.2).
@@ -469,12 +555,12 @@ var errIdentityTaken = fault.Conflictf("IDENTITY_TAKEN", "this identity is linke
 
 // signInIdentity finds or makes the account of the identity (provider, claims.Subject) and mints its token:
 //   - an identity already linked signs in as its account (while signed in as another: 409 IDENTITY_TAKEN);
-//   - a new identity while signed in (linkUser) is linked to that account;
+//   - a new identity while signed in (link.user) is linked to that account, while the session that asked lasts;
 //   - else, an e-mail the provider verified that an account has verified too links to that account;
 //   - else a user is made, without a password, with the provider's verified e-mail as theirs.
 //
 // An e-mail the provider has not verified is refused (403 EMAIL_NOT_VERIFIED) when it would make or link an account.
-func (s *Service) signInIdentity(ctx context.Context, provider string, c oidcClaims, linkUser int64) (OIDCSignIn, error) {
+func (s *Service) signInIdentity(ctx context.Context, provider string, c oidcClaims, link oidcLink) (OIDCSignIn, error) {
 	key := identityHash(provider, c.Subject)
 	// Two first sign-ins of one identity at once: the second's insert fails on the identity's key, and it goes round
 	// again to find the identity the first made.
@@ -483,7 +569,7 @@ func (s *Service) signInIdentity(ctx context.Context, provider string, c oidcCla
 		err := s.db.QueryRowContext(ctx, "SELECT user_id FROM user_identity WHERE identity_hash = ?", key).Scan(&owner)
 		switch {
 		case err == nil:
-			if linkUser != 0 && owner != linkUser {
+			if link.user != 0 && owner != link.user {
 				return OIDCSignIn{}, errIdentityTaken
 			}
 			return s.mintFor(ctx, OIDCSignIn{UserID: owner})
@@ -492,7 +578,7 @@ func (s *Service) signInIdentity(ctx context.Context, provider string, c oidcCla
 		case attempt == 2:
 			return OIDCSignIn{}, fault.Unavailablef(nil, "IDENTITY_BUSY", "this identity is being linked by another sign-in; try again")
 		}
-		out, err := s.placeIdentity(ctx, provider, key, c, linkUser)
+		out, err := s.placeIdentity(ctx, provider, key, c, link)
 		if errors.Is(err, errRaced) {
 			continue
 		}
@@ -507,9 +593,9 @@ func (s *Service) signInIdentity(ctx context.Context, provider string, c oidcCla
 var errRaced = errors.New("identity linked meanwhile")
 
 // placeIdentity links a new identity to an account, or makes one for it.
-func (s *Service) placeIdentity(ctx context.Context, provider string, key []byte, c oidcClaims, linkUser int64) (OIDCSignIn, error) {
-	if linkUser != 0 {
-		return OIDCSignIn{UserID: linkUser, Linked: true}, s.linkIdentity(ctx, provider, key, c, linkUser)
+func (s *Service) placeIdentity(ctx context.Context, provider string, key []byte, c oidcClaims, link oidcLink) (OIDCSignIn, error) {
+	if link.user != 0 {
+		return OIDCSignIn{UserID: link.user, Linked: true}, s.linkIdentity(ctx, provider, key, c, link.user, &link.epoch)
 	}
 	if c.Email != "" && !c.EmailVerified {
 		return OIDCSignIn{}, &fault.Error{Kind: fault.Forbidden, Code: "EMAIL_NOT_VERIFIED",
@@ -519,7 +605,7 @@ func (s *Service) placeIdentity(ctx context.Context, provider string, key []byte
 		var holder int64
 		err := s.db.QueryRowContext(ctx, "SELECT user_id FROM users WHERE email = ? AND deleted_at IS NULL", c.Email).Scan(&holder)
 		if err == nil {
-			return OIDCSignIn{UserID: holder, Linked: true}, s.linkIdentity(ctx, provider, key, c, holder)
+			return OIDCSignIn{UserID: holder, Linked: true}, s.linkIdentity(ctx, provider, key, c, holder, nil)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return OIDCSignIn{}, err
@@ -529,13 +615,82 @@ func (s *Service) placeIdentity(ctx context.Context, provider string, key []byte
 	return OIDCSignIn{UserID: id, Created: true}, err
 }
 
-func (s *Service) linkIdentity(ctx context.Context, provider string, key []byte, c oidcClaims, userID int64) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO user_identity (identity_hash, provider, subject, user_id, email, linked_at) VALUES (?, ?, ?, ?, ?, ?)",
-		key, provider, c.Subject, userID, nullString(c.Email), s.cfg.Now().UTC())
+// linkIdentity links the identity to the account userID, if it is not deleted and, when epoch is not nil, while
+// its token epoch is still *epoch (the session that asked for the link has not ended: 401 otherwise). The user's
+// row is held for share meanwhile, so that an epoch bump waits for the link, or the link sees it. The account's
+// verified address is mailed a notice in the same transaction: a link its owner did not make is a way in.
+func (s *Service) linkIdentity(ctx context.Context, provider string, key []byte, c oidcClaims, userID int64, epoch *int64) error {
+	err := s.cfg.Outbox.Transact(ctx, func(tx *sql.Tx, emit outbox.Emit) error {
+		var name string
+		var current int64
+		var deleted sql.NullTime
+		var email sql.NullString
+		err := tx.QueryRowContext(ctx, "SELECT username, token_epoch, deleted_at, email FROM users WHERE user_id = ?"+s.db.ForShare(), userID).
+			Scan(&name, &current, &deleted, &email)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (deleted.Valid || epoch != nil && current != *epoch) {
+			return errSessionEnded
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO user_identity (identity_hash, provider, subject, user_id, email, linked_at) VALUES (?, ?, ?, ?, ?, ?)",
+			key, provider, c.Subject, userID, nullString(c.Email), s.cfg.Now().UTC()); err != nil {
+			return err
+		}
+		if !email.Valid {
+			return nil
+		}
+		return s.emitMail(emit, userID, s.linkedMail(name, email.String, provider, c.Email))
+	})
 	if sqldb.IsDuplicate(err) {
 		return errRaced
 	}
 	return err
+}
+
+// linkedMail tells an account's owner that an identity at provider (known there as identityEmail, if any) now
+// signs in to their account.
+func (s *Service) linkedMail(username, addr, provider, identityEmail string) outMail {
+	who := "an account at " + provider
+	if identityEmail != "" {
+		who += " (" + identityEmail + ")"
+	}
+	account := s.link("/account")
+	text, body := paragraphs(account,
+		"Hello "+username+",",
+		who+" was connected to your account: it can now sign in as you.",
+		"If you did not do this, sign in, remove it and end every session on your account page, and change your password:",
+		account)
+	return outMail{event.MailNotification, addr, "A sign-in was connected to your account", text, body}
+}
+
+// errIdentityNotFound answers the removal of an identity the user does not have.
+var errIdentityNotFound = fault.NotFoundf("IDENTITY_NOT_FOUND", "your account has no identity at this provider")
+
+// UnlinkIdentity removes the user's identities at provider, unless they are the account's last way to sign in (no
+// password and no other identity: 409 LAST_SIGN_IN).
+func (s *Service) UnlinkIdentity(ctx context.Context, userID int64, provider string) error {
+	return s.db.Transact(ctx, func(tx *sql.Tx) error {
+		var hash string
+		err := tx.QueryRowContext(ctx, "SELECT password_hash FROM users WHERE user_id = ? AND deleted_at IS NULL"+s.db.ForUpdate(), userID).Scan(&hash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errIdentityNotFound
+		} else if err != nil {
+			return err
+		}
+		var here, elsewhere int
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(CASE WHEN provider = ? THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN provider = ? THEN 0 ELSE 1 END), 0) FROM user_identity WHERE user_id = ?",
+			provider, provider, userID).Scan(&here, &elsewhere); err != nil {
+			return err
+		}
+		switch {
+		case here == 0:
+			return errIdentityNotFound
+		case hash == "" && elsewhere == 0:
+			return fault.Conflictf("LAST_SIGN_IN", "this is the only way to sign in to your account: set a password or connect another provider first")
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM user_identity WHERE user_id = ? AND provider = ?", userID, provider)
+		return err
+	})
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -24,9 +24,13 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-redis/redis_rate/v10"
 
+	"board/internal/auth"
 	"board/internal/event"
 	"board/internal/httpio/httpiotest"
+	"board/internal/ratelimit"
+	"board/internal/redisclient/redisclienttest"
 	"board/internal/snowflake/snowflaketest"
 	"board/internal/sqldb"
 	"board/internal/sqldb/sqldbtest"
@@ -205,9 +209,15 @@ type oidcRig struct {
 
 func newOIDCRig(t *testing.T, db *sqldb.DB, providers ...OIDCProvider) *oidcRig {
 	t.Helper()
+	return newOIDCRigWith(t, db, Config{OIDC: providers})
+}
+
+// newOIDCRigWith is newOIDCRig with more of the service's configuration (its clock, hash and logger are the rig's).
+func newOIDCRigWith(t *testing.T, db *sqldb.DB, cfg Config) *oidcRig {
+	t.Helper()
 	clock := snowflaketest.NewClock(time.Now())
-	svc, err := NewService(context.Background(), db, snowflaketest.NewIDs(firstID),
-		Config{Hash: cheap, Now: clock.Now, Logger: httpiotest.Logger, OIDC: providers})
+	cfg.Hash, cfg.Now, cfg.Logger = cheap, clock.Now, httpiotest.Logger
+	svc, err := NewService(context.Background(), db, snowflaketest.NewIDs(firstID), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,19 +228,30 @@ func zit(issuer string) OIDCProvider {
 	return OIDCProvider{Name: "zit", Issuer: issuer, ClientID: "web", ClientSecret: "secret", RedirectURL: testRedirect}
 }
 
-// start calls GET /v1/oidc/{provider}/start (as user when not 0) in JSON mode and returns the authorization URL
-// and the state cookie's value.
+// start calls GET /v1/oidc/{provider}/start in JSON mode, or when user is not 0 POST /v1/oidc/{provider}/link as
+// user (epoch 0) with signUps' password, and returns the authorization URL and the state cookie's value.
 func (r *oidcRig) start(provider string, user int64) (authURL, cookie string) {
 	r.t.Helper()
-	var h http.Handler = Routes(r.svc, httpiotest.Logger)
 	if user != 0 {
-		h = httpiotest.As(h, user)
+		return r.began(r.link(provider, auth.Principal{UserID: user, Role: auth.RoleUser}, `{"password":"correct horse"}`))
 	}
 	req, _ := http.NewRequest("GET", "/v1/oidc/"+provider+"/start", nil)
 	req.Header.Set("Accept", "application/json")
-	rec := recordTo(h, req)
+	return r.began(recordTo(Routes(r.svc, httpiotest.Logger), req))
+}
+
+// link calls POST /v1/oidc/{provider}/link as p with body, in JSON mode.
+func (r *oidcRig) link(provider string, p auth.Principal, body string) recorded {
+	req, _ := http.NewRequest("POST", "/v1/oidc/"+provider+"/link", strings.NewReader(body))
+	req.Header.Set("Accept", "application/json")
+	return recordTo(Routes(r.svc, httpiotest.Logger), req.WithContext(auth.NewContext(req.Context(), p)))
+}
+
+// began returns the authorization URL and the state cookie of a start's or a link's answer.
+func (r *oidcRig) began(rec recorded) (authURL, cookie string) {
+	r.t.Helper()
 	if rec.status != http.StatusOK {
-		r.t.Fatalf("start: %d %s", rec.status, rec.body)
+		r.t.Fatalf("start or link: %d %s", rec.status, rec.body)
 	}
 	for _, c := range rec.cookies {
 		if c.Name == OIDCStateCookie {
@@ -374,6 +395,10 @@ func TestOIDCAccounts(t *testing.T) {
 		r.exec("UPDATE users SET email = ?, token_epoch = 3 WHERE user_id = ?", "ben@example.com", taken[1])
 		if b := r.wantSignIn(r.signIn("zit", "ben", 0), false, true); b.UserID != fmt.Sprint(taken[1]) {
 			t.Errorf("ben signed in as %s, want ben_board %d", b.UserID, taken[1])
+		}
+
+		if m := r.mails(); len(m) != 1 || m[0].To != "ben@example.com" || int64(m[0].UserID) != taken[1] {
+			t.Errorf("mails %+v, want the notice of the link to ben@example.com", m)
 		}
 
 		wantCode(t, r.signIn("zit", "cat", 0), http.StatusForbidden, "EMAIL_NOT_VERIFIED")
@@ -600,4 +625,176 @@ func TestParseOIDCProvider(t *testing.T) {
 			t.Errorf("%q was accepted", bad)
 		}
 	}
+}
+
+// mails returns the MAIL_REQUESTED payloads in the outbox, oldest first.
+func (r *oidcRig) mails() []event.Mail {
+	r.t.Helper()
+	rows, err := r.db.QueryContext(context.Background(), "SELECT payload FROM outbox WHERE event_type = ? ORDER BY outbox_id", string(event.MailRequested))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []event.Mail
+	for rows.Next() {
+		var payload []byte
+		if err := rows.Scan(&payload); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, decode[event.Mail](r.t, payload))
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// identities returns the providers of the user's identities.
+func (r *oidcRig) identities(user int64) []string {
+	r.t.Helper()
+	acc, err := r.svc.Account(context.Background(), user)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, id := range acc.Identities {
+		out = append(out, id.Provider+":"+id.Email)
+	}
+	return out
+}
+
+func principal(user, epoch int64) auth.Principal {
+	return auth.Principal{UserID: user, Role: auth.RoleUser, TokenEpoch: epoch}
+}
+
+// Linking needs more than a token: start ignores one (it only signs in); link takes the account's password, or,
+// for an account without one, a fresh sign-in at the provider. A link lands only while the session that began it
+// lasts, and the account's verified address is told of it.
+func TestOIDCLinking(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t, freePort(t), provUser("ann", "ann@example.com", true), provUser("ben", "ben@example.com", true),
+		provUser("cat", "cat@example.com", true), provUser("dan", "dan@example.com", true))
+	sqldbtest.RunIn(t, "user", Migrate, func(t *testing.T, db *sqldb.DB) {
+		r := newOIDCRig(t, db, zit(p.issuer))
+		ctx := context.Background()
+		ids := signUps(t, r.svc, "ann_board", "ben_board", "cat_board")
+		annB, benB, catB := ids[0], ids[1], ids[2]
+		r.exec("UPDATE users SET email = 'annb@example.org' WHERE user_id = ?", annB)
+
+		// A token on start is ignored: ann signs in as herself, a new user, and nothing is linked to ann_board.
+		req := httptest.NewRequest("GET", "/v1/oidc/zit/start", nil)
+		req.Header.Set("Accept", "application/json")
+		authURL, cookie := r.began(recordTo(httpiotest.As(Routes(r.svc, httpiotest.Logger), annB), req))
+		made := r.wantSignIn(r.callback("zit", login(t, authURL, "ann", "pw-ann"), cookie), true, false)
+		if made.UserID == fmt.Sprint(annB) || len(r.identities(annB)) != 0 {
+			t.Fatalf("start with ann_board's token signed in as %s and linked %v", made.UserID, r.identities(annB))
+		}
+		madeID, _ := strconv.ParseInt(made.UserID, 10, 64)
+
+		wantCode(t, r.link("zit", principal(annB, 0), `{}`), http.StatusBadRequest, "MISSING_FIELD")
+		wantCode(t, r.link("zit", principal(annB, 0), `{"password":"wrong"}`), http.StatusUnauthorized, "BAD_CREDENTIALS")
+		wantCode(t, r.link("nope", principal(annB, 0), `{"password":"correct horse"}`), http.StatusNotFound, "OIDC_PROVIDER_NOT_FOUND")
+		if b := r.wantSignIn(r.signIn("zit", "ben", annB), false, true); b.UserID != fmt.Sprint(annB) {
+			t.Errorf("ben linked to %s, want ann_board %d", b.UserID, annB)
+		}
+		mails := r.mails()
+		if len(mails) != 1 || mails[0].To != "annb@example.org" || int64(mails[0].UserID) != annB || mails[0].Kind != event.MailNotification ||
+			mails[0].Subject != "A sign-in was connected to your account" || !strings.Contains(mails[0].Text, "zit (ben@example.com)") {
+			t.Errorf("mails %+v, want one notice of the link to annb@example.org", mails)
+		}
+
+		// The session that began the link ends before the callback: nothing is linked.
+		authURL, cookie = r.start("zit", benB)
+		back := login(t, authURL, "cat", "pw-cat")
+		if _, err := r.svc.EndSessions(ctx, benB); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, r.callback("zit", back, cookie), http.StatusUnauthorized, "UNAUTHENTICATED")
+		wantCode(t, r.link("zit", principal(benB, 0), `{"password":"correct horse"}`), http.StatusUnauthorized, "UNAUTHENTICATED")
+		r.began(r.link("zit", principal(benB, 1), `{"password":"correct horse"}`)) // the new session may
+		// The account is deleted meanwhile (a deletion bumps the epoch too: deleted_at alone must do).
+		authURL, cookie = r.start("zit", catB)
+		back = login(t, authURL, "cat", "pw-cat")
+		r.exec("UPDATE users SET deleted_at = ? WHERE user_id = ?", r.clock.Now().UTC(), catB)
+		wantCode(t, r.callback("zit", back, cookie), http.StatusUnauthorized, "UNAUTHENTICATED")
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM user_identity WHERE user_id IN (?, ?)", benB, catB).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d identities (%v) linked by ended sessions", n, err)
+		}
+
+		// An account without a password: no password, and the provider is asked for a fresh sign-in.
+		wantCode(t, r.link("zit", principal(madeID, 0), `{"password":"x"}`), http.StatusConflict, "NO_PASSWORD")
+		authURL, cookie = r.began(r.link("zit", principal(madeID, 0), `{}`))
+		if u, _ := url.Parse(authURL); u.Query().Get("prompt") != "login" || u.Query().Get("max_age") != "0" {
+			t.Errorf("authorization URL %s, want prompt=login and max_age=0", authURL)
+		}
+		r.wantSignIn(r.callback("zit", login(t, authURL, "dan", "pw-dan"), cookie), false, true)
+		if got := r.identities(madeID); len(got) != 2 {
+			t.Errorf("identities %v, want ann's and dan's", got)
+		}
+		if m := r.mails(); len(m) != 2 || m[1].To != "ann@example.com" || !strings.Contains(m[1].Text, "dan@example.com") {
+			t.Errorf("mails %+v, want a notice to ann@example.com", m)
+		}
+		// A provider that answered from an older sign-in than the link's: refused.
+		authURL, cookie = r.began(r.link("zit", principal(madeID, 0), `{}`))
+		hash := sha256.Sum256([]byte(cookie))
+		r.exec("UPDATE oidc_state SET expires_at = ? WHERE state_hash = ?", r.clock.Now().Add(time.Hour).UTC(), hash[:])
+		wantCode(t, r.callback("zit", login(t, authURL, "cat", "pw-cat"), cookie), http.StatusUnauthorized, "REAUTHENTICATION_REQUIRED")
+	})
+}
+
+// DELETE /v1/users/me/identities/{provider} removes the caller's identity there, unless it is their last way in.
+func TestOIDCUnlink(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t, freePort(t), provUser("ann", "ann@example.com", true), provUser("ben", "ben@example.com", true))
+	sqldbtest.RunIn(t, "user", Migrate, func(t *testing.T, db *sqldb.DB) {
+		r := newOIDCRig(t, db, zit(p.issuer))
+		unlink := func(user int64, provider string) recorded {
+			return recordTo(httpiotest.As(Routes(r.svc, httpiotest.Logger), user), httptest.NewRequest("DELETE", "/v1/users/me/identities/"+provider, nil))
+		}
+		made, _ := strconv.ParseInt(r.wantSignIn(r.signIn("zit", "ann", 0), true, false).UserID, 10, 64)
+		wantCode(t, unlink(made, "zit"), http.StatusConflict, "LAST_SIGN_IN")
+		wantCode(t, unlink(made, "other"), http.StatusNotFound, "IDENTITY_NOT_FOUND")
+		r.exec("INSERT INTO user_identity (identity_hash, provider, subject, user_id, linked_at) VALUES (?, 'other', 's', ?, ?)",
+			identityHash("other", "s"), made, r.clock.Now().UTC())
+		if rec := unlink(made, "zit"); rec.status != http.StatusNoContent {
+			t.Errorf("unlink with another identity left: %d %s", rec.status, rec.body)
+		}
+		wantCode(t, unlink(made, "other"), http.StatusConflict, "LAST_SIGN_IN")
+
+		ann := signUps(t, r.svc, "ann_board")[0]
+		r.wantSignIn(r.signIn("zit", "ben", ann), false, true)
+		if rec := unlink(ann, "zit"); rec.status != http.StatusNoContent || len(r.identities(ann)) != 0 {
+			t.Errorf("unlink of an account with a password: %d %s, identities %v", rec.status, rec.body, r.identities(ann))
+		}
+		wantCode(t, unlink(ann, "zit"), http.StatusNotFound, "IDENTITY_NOT_FOUND")
+	})
+}
+
+// The OIDC routes share a per-client budget; a link's password is held to the per-account sign-in limit too.
+func TestOIDCRateLimits(t *testing.T) {
+	t.Parallel()
+	b := redisclienttest.Mini(t)
+	perHour := func(n int) ratelimit.Rule {
+		return ratelimit.Rule{Limit: redis_rate.Limit{Rate: n, Burst: n, Period: time.Hour}}
+	}
+	limiter := ratelimit.New(b.Client, b.Prefix, map[string]ratelimit.Rule{OIDCLimit: perHour(4), SignInAccountLimit: perHour(2)}, httpiotest.Logger)
+	r := newOIDCRigWith(t, sqldbtest.OpenSQLite(t, Migrate), Config{Limiter: limiter})
+	ann := signUps(t, r.svc, "ann")[0]
+	routes := Routes(r.svc, httpiotest.Logger)
+	from := func(method, target, addr string) recorded {
+		req := httptest.NewRequest(method, target, strings.NewReader(`{"password":"wrong"}`))
+		req.RemoteAddr = addr + ":4000"
+		return recordTo(httpiotest.As(routes, ann), req)
+	}
+	wantCode(t, from("GET", "/v1/oidc/nope/start", "192.0.2.1"), http.StatusNotFound, "OIDC_PROVIDER_NOT_FOUND")
+	wantCode(t, from("GET", "/v1/oidc/nope/callback?state=s", "192.0.2.1"), http.StatusNotFound, "OIDC_PROVIDER_NOT_FOUND")
+	r.svc.oidc["zit"] = &oidcProvider{} // known, so that the password is checked; never reached
+	wantCode(t, from("POST", "/v1/oidc/zit/link", "192.0.2.1"), http.StatusUnauthorized, "BAD_CREDENTIALS")
+	wantCode(t, from("POST", "/v1/oidc/zit/link", "192.0.2.1"), http.StatusUnauthorized, "BAD_CREDENTIALS")
+	wantCode(t, from("GET", "/v1/oidc/nope/start", "192.0.2.1"), http.StatusTooManyRequests, "RATE_LIMITED")
+	wantCode(t, from("GET", "/v1/oidc/nope/callback?state=s", "192.0.2.1"), http.StatusTooManyRequests, "RATE_LIMITED")
+	// Another client has its own budget, but ann's password has had its two guesses.
+	wantCode(t, from("GET", "/v1/oidc/nope/start", "192.0.2.2"), http.StatusNotFound, "OIDC_PROVIDER_NOT_FOUND")
+	wantCode(t, from("POST", "/v1/oidc/zit/link", "192.0.2.2"), http.StatusTooManyRequests, "RATE_LIMITED")
 }

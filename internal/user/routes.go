@@ -49,6 +49,8 @@ func Routes(svc *Service, logger *slog.Logger) *http.ServeMux {
 	handle("GET "+ExportPath, h.export)
 	handle("GET /v1/oidc/{provider}/start", h.oidcStart)
 	handle("GET /v1/oidc/{provider}/callback", h.oidcCallback)
+	handle("POST /v1/oidc/{provider}/link", h.oidcLink)
+	handle("DELETE /v1/users/me/identities/{provider}", h.unlinkIdentity)
 	return mux
 }
 
