@@ -154,7 +154,8 @@ type settingsPage struct {
 	Notify            bool
 	NotifyUnavailable bool
 	EmailPref         string
-	// Problem is a form's refusal, shown in that form: its name ("email", "password", "notify", "delete") and why.
+	// Problem is a form's refusal, shown in that form: its name ("email", "password", "providers", "notify",
+	// "delete") and why.
 	Problem  accountProblem
 	NewEmail string // the address typed in the e-mail form, kept when it comes back
 	Content  string // the delete form's choice, kept when it comes back

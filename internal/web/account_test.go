@@ -198,6 +198,33 @@ func (f *fakes) accountRoutes(mux *http.ServeMux) {
 		http.SetCookie(w, &http.Cookie{Name: "board_oidc_state", Value: "s-acme", Path: "/", HttpOnly: true})
 		writeJSON(w, http.StatusOK, map[string]any{"authorizationUrl": "https://idp.example/authorize?client_id=board&state=s-acme"})
 	})
+	mux.HandleFunc("POST /v1/oidc/{provider}/link", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := f.acting(w, r)
+		if !ok {
+			return
+		}
+		var in struct{ Password *string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		if in.Password == nil {
+			writeError(w, http.StatusBadRequest, "MISSING_FIELD", "password is required")
+			return
+		}
+		if !f.password(w, p, *in.Password) {
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "board_oidc_state", Value: "s-link", Path: "/", HttpOnly: true})
+		writeJSON(w, http.StatusOK, map[string]any{"authorizationUrl": "https://idp.example/authorize?prompt=login&state=s-link"})
+	})
+	mux.HandleFunc("DELETE /v1/users/me/identities/{provider}", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := f.acting(w, r); !ok {
+			return
+		}
+		if r.PathValue("provider") == "last" {
+			writeError(w, http.StatusConflict, "LAST_SIGN_IN", "This is the only way left to sign in to your account.")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /v1/oidc/{provider}/callback", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if c, err := r.Cookie("board_oidc_state"); err != nil || c.Value != q.Get("state") || q.Get("state") != "s-acme" {
@@ -287,7 +314,9 @@ func TestAccountPage(t *testing.T) {
 		`Waiting for verification: <strong>alice@new.example</strong>`,
 		`<form id="password-form"`, `<form id="sessions-form"`,
 		`<li data-provider="acme"><strong>Acme</strong>: connected as alice@acme.example`,
-		`<a class="button secondary provider-start" href="/oidc/globex/start">Connect Globex</a>`,
+		`<form class="provider-connect stack narrow" method="post" action="/account/providers/globex/connect">`,
+		`<input id="connect-password-globex" name="password" type="password" required`,
+		`<form class="provider-disconnect" method="post" action="/account/providers/acme/disconnect" data-confirm=`,
 		`<input id="email-pref-daily" type="radio" name="email" value="daily" checked>`,
 		`<a id="export-link" class="button secondary" href="/account/export" download>`,
 		`<form id="delete-account" class="stack" method="post" action="/account/delete" data-confirm=`,
@@ -695,11 +724,11 @@ func TestSignInWithProvider(t *testing.T) {
 	if got := lastCall(t, f, "user"); got.String() != "GET /v1/oidc/acme/start" || got.Auth != "" {
 		t.Errorf("start sent %v with %q", got, got.Auth)
 	}
-	// Signed in, the start connects: the reader's token goes along.
+	// The start only signs in: a signed-in reader's token does not go along (connecting is the account page's form).
 	alice := f.token(t, 10, auth.RoleUser)
 	get(t, h, "/oidc/globex/start", alice)
-	if got := lastCall(t, f, "user"); got.String() != "GET /v1/oidc/globex/start" || got.Auth != "Bearer "+alice {
-		t.Errorf("a connecting start sent %v with %q", got, got.Auth)
+	if got := lastCall(t, f, "user"); got.String() != "GET /v1/oidc/globex/start" || got.Auth != "" {
+		t.Errorf("a signed-in start sent %v with %q", got, got.Auth)
 	}
 
 	callback := func(query string, cookie string) *httptest.ResponseRecorder {
@@ -756,4 +785,53 @@ func TestAccountHungUserService(t *testing.T) {
 			t.Errorf("%s %s: %d", v.method, v.target, w.Code)
 		}
 	}
+}
+
+// TestConnectProvider: connecting a provider on the account page sends the password with the reader's token and goes
+// on to the provider by a page (a form's redirect there would be stopped by form-action 'self'), with the state in
+// this browser's cookie; a wrong password comes back in the form; disconnecting says what the service refused.
+func TestConnectProvider(t *testing.T) {
+	t.Parallel()
+	f := newFakes(t)
+	h := accountPages(t, f, func(c *Config) { c.OIDCProviders = append(c.OIDCProviders, "last") })
+	alice := f.token(t, 10, auth.RoleUser)
+	w := post(t, h, "/account/providers/globex/connect", url.Values{"password": {"correct horse"}}, alice)
+	if w.Code != http.StatusOK || w.Header().Get("Refresh") != "0; url=https://idp.example/authorize?prompt=login&state=s-link" {
+		t.Fatalf("connect: %d, Refresh %q\n%s", w.Code, w.Header().Get("Refresh"), w.Body)
+	}
+	mustContain(t, "the page on to the provider", w.Body.String(),
+		`<a id="oidc-continue" class="button" href="https://idp.example/authorize?prompt=login&amp;state=s-link">Continue to Globex</a>`)
+	var state *http.Cookie
+	for _, c := range w.Result().Cookies() {
+		if c.Name == oidcCookie {
+			state = c
+		}
+	}
+	if state == nil || state.Value != "s-link" || state.Path != "/oidc/globex/" || !state.HttpOnly {
+		t.Errorf("the state cookie: %+v", state)
+	}
+	if got := lastCall(t, f, "user"); got.String() != "POST /v1/oidc/globex/link" || got.Auth != "Bearer "+alice || got.Body != `{"password":"correct horse"}` {
+		t.Errorf("connect sent %v with %q: %s", got, got.Auth, got.Body)
+	}
+	w = post(t, h, "/account/providers/globex/connect", url.Values{"password": {"wrong"}}, alice)
+	if w.Code != http.StatusUnauthorized || w.Header().Get("Refresh") != "" {
+		t.Errorf("a wrong password: %d", w.Code)
+	}
+	mustContain(t, "a wrong password", w.Body.String(), "That is not your password.")
+	if w := post(t, h, "/account/providers/initech/connect", url.Values{"password": {"correct horse"}}, alice); w.Code != http.StatusNotFound {
+		t.Errorf("an unknown provider: %d", w.Code)
+	}
+
+	w = post(t, h, "/account/providers/acme/disconnect", nil, alice)
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/account?notice=disconnected#providers" {
+		t.Errorf("disconnect: %d to %q", w.Code, w.Header().Get("Location"))
+	}
+	if got := lastCall(t, f, "user"); got.String() != "DELETE /v1/users/me/identities/acme" || got.Auth != "Bearer "+alice {
+		t.Errorf("disconnect sent %v with %q", got, got.Auth)
+	}
+	w = post(t, h, "/account/providers/last/disconnect", nil, alice)
+	if w.Code != http.StatusConflict {
+		t.Errorf("the last way to sign in: %d", w.Code)
+	}
+	mustContain(t, "the last way to sign in", w.Body.String(), "This is the only way left to sign in to your account.")
 }

@@ -40,15 +40,34 @@ type oidcSignedIn struct {
 	Linked  bool `json:"linked"`
 }
 
-// oidcStart starts a sign-in with the provider; with the reader's token (v not nil), one that connects the
-// provider's account to theirs.
-func (b *backend) oidcStart(ctx context.Context, provider string, v *viewer, client string) (oidcStarted, error) {
+// oidcStart starts a sign-in with the provider.
+func (b *backend) oidcStart(ctx context.Context, provider, client string) (oidcStarted, error) {
+	return b.oidcBegin(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/start",
+		client: client})
+}
+
+// oidcLink starts a linking of the provider's account to v's, confirmed with their password (nil for an account
+// without one, which the provider is asked to sign in again instead).
+func (b *backend) oidcLink(ctx context.Context, provider string, v *viewer, password *string, client string) (oidcStarted, error) {
+	return b.oidcBegin(ctx, call{service: "user", method: http.MethodPost, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/link",
+		body: map[string]*string{"password": password}, token: v.token, client: client})
+}
+
+// unlinkIdentity removes v's identity at the provider.
+func (b *backend) unlinkIdentity(ctx context.Context, provider string, v *viewer) error {
+	return b.do(ctx, call{service: "user", method: http.MethodDelete, url: b.origins.User + "/v1/users/me/identities/" + url.PathEscape(provider),
+		token: v.token}, nil)
+}
+
+// oidcBegin sends c, a start or a link, and reads where to send the browser and the state the user service binds
+// to it.
+func (b *backend) oidcBegin(ctx context.Context, c call) (oidcStarted, error) {
 	var (
 		out    oidcStarted
 		header http.Header
 	)
-	err := b.do(ctx, call{service: "user", method: http.MethodGet, url: b.origins.User + "/v1/oidc/" + url.PathEscape(provider) + "/start",
-		token: v.Token(), client: client, header: &header}, &out)
+	c.header = &header
+	err := b.do(ctx, c, &out)
 	for _, c := range (&http.Response{Header: header}).Cookies() {
 		if c.Name == stateCookie {
 			out.State = c.Value
@@ -74,26 +93,86 @@ func (s *Service) oidcProvider(r *http.Request) (string, error) {
 	return p, nil
 }
 
-// oidcStart sends the browser to the provider. A signed-in reader connects the provider's account to theirs; anyone
-// else signs in with it (or signs up, the first time). It is a link, not a form: the pages' form-action 'self' would
-// stop a form's redirect to the provider. Started from another site, it does no harm: only this browser can finish
-// the sign-in (the state cookie), and only as whom the reader signs in as at the provider.
+// oidcStart sends the browser to the provider to sign in with it (or sign up, the first time). It is a link, not a
+// form: the pages' form-action 'self' would stop a form's redirect to the provider. Started from another site, it
+// does no harm: only this browser can finish the sign-in (the state cookie), and only as whom the reader signs in
+// as at the provider.
 func (s *Service) oidcStart(w http.ResponseWriter, r *http.Request) error {
 	provider, err := s.oidcProvider(r)
 	if err != nil {
 		return err
 	}
-	started, err := s.api.oidcStart(r.Context(), provider, s.reader(w, r), s.cfg.ClientAddr(r))
+	started, err := s.api.oidcStart(r.Context(), provider, s.cfg.ClientAddr(r))
 	if err != nil {
 		return err
 	}
+	to, err := s.bindOIDC(w, r, provider, started)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// bindOIDC keeps the state of a sign-in or linking begun in this browser's cookie and returns the provider's address
+// to send it to.
+func (s *Service) bindOIDC(w http.ResponseWriter, r *http.Request, provider string, started oidcStarted) (string, error) {
 	to, err := url.Parse(started.AuthorizationURL)
 	if err != nil || (to.Scheme != "https" && to.Scheme != "http") || to.Host == "" || started.State == "" {
-		return &serviceError{service: "user", status: http.StatusBadGateway, err: errInvalidStart}
+		return "", &serviceError{service: "user", status: http.StatusBadGateway, err: errInvalidStart}
 	}
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: started.State, Path: "/oidc/" + provider + "/", MaxAge: oidcCookieAge,
 		HttpOnly: true, Secure: s.cfg.SecureCookies || r.TLS != nil, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	return to.String(), nil
+}
+
+// connectProvider links the provider's account to the signed-in reader's: a form of the account page, with the
+// password (a linked identity signs in for good, so the session alone must not link one; an account without a
+// password is asked to sign in at the provider again instead). The answer is a page that goes on to the provider
+// (a refresh and a link): a form's redirect there would be stopped by the pages' form-action 'self'.
+func (s *Service) connectProvider(w http.ResponseWriter, r *http.Request) error {
+	provider, err := s.oidcProvider(r)
+	if err != nil {
+		return err
+	}
+	v, ok, err := s.accountForm(w, r)
+	if !ok {
+		return err
+	}
+	var password *string
+	if r.PostForm.Has("password") {
+		p := r.PostFormValue("password")
+		password = &p
+	}
+	started, err := s.api.oidcLink(r.Context(), provider, v, password, s.cfg.ClientAddr(r))
+	if err != nil {
+		return s.refused(w, r, v, "providers", settingsPage{}, err)
+	}
+	to, err := s.bindOIDC(w, r, provider, started)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Refresh", "0; url="+to)
+	return s.render(w, r, http.StatusOK, oidcContinueView(oidcPage{layout: s.pageLayout(r, v, "Connect "+providerLabel(provider)),
+		Provider: provider, Continue: to}))
+}
+
+// disconnectProvider removes the reader's identity at the provider; the user service refuses to remove the last way
+// to sign in (409 LAST_SIGN_IN), which the account page says.
+func (s *Service) disconnectProvider(w http.ResponseWriter, r *http.Request) error {
+	provider := r.PathValue("provider")
+	v, ok, err := s.accountForm(w, r)
+	if !ok {
+		return err
+	}
+	err = s.api.unlinkIdentity(r.Context(), provider, v)
+	if statusOf(err) == http.StatusNotFound {
+		err = nil // removed already: a second click, or a second tab
+	}
+	if err != nil {
+		return s.refused(w, r, v, "providers", settingsPage{}, err)
+	}
+	http.Redirect(w, r, "/account?notice=disconnected#providers", http.StatusSeeOther)
 	return nil
 }
 
@@ -148,11 +227,12 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// oidcPage is a sign-in with a provider that did not end signed in: why.
+// oidcPage is a sign-in with a provider that did not end signed in (why), or a linking on its way to the provider.
 type oidcPage struct {
 	layout
 	Provider string
 	Message  string
+	Continue string // the provider's address, for a linking's page that goes on there
 }
 
 // oidcStartPath is where a button starts a sign-in with the provider.

@@ -63,6 +63,7 @@ var notices = map[string]string{
 	"sessionsended":   "Every other session of your account is ended; this one goes on.",
 	"emailpreference": "Your notification e-mail choice is saved.",
 	"connected":       "The provider's account is connected: you may sign in with it.",
+	"disconnected":    "The provider's account is disconnected: it no longer signs in to yours.",
 	"passwordreset":   "Your password is set. Sign in with it.",
 	"accountdeleted":  "Your account is deleted and you are signed out.",
 }

@@ -218,6 +218,8 @@ func (s *Service) Routes() *http.ServeMux {
 	handle("GET /verify-email/{token}", s.verifyForm)
 	handle("POST /verify-email/{token}", s.verifyEmail)
 	handle("GET /oidc/{provider}/start", s.oidcStart)
+	handle("POST /account/providers/{provider}/connect", s.connectProvider)
+	handle("POST /account/providers/{provider}/disconnect", s.disconnectProvider)
 	handle("GET /oidc/{provider}/callback", s.oidcCallback)
 	if s.cfg.Origins.Notification != "" {
 		handle("GET /notifications", s.inbox)
