@@ -303,8 +303,8 @@ var oidcProviderBuild = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// startOIDCProvider runs the provider on a free port, its one user dev (dev-password, dev@example.com, verified)
-// and its client web (secret "secret") sending browsers back to redirect; it returns the issuer.
+// startOIDCProvider runs the provider on a free port, with its users dev (dev-password, dev@example.com, verified)
+// and ivy (ivy-at-dev) and its client web (secret "secret") sending browsers back to redirect; it returns the issuer.
 func startOIDCProvider(t *testing.T, redirect string) string {
 	t.Helper()
 	bin := os.Getenv(oidcProviderEnv)
@@ -315,7 +315,8 @@ func startOIDCProvider(t *testing.T, redirect string) string {
 		}
 	}
 	dir := t.TempDir()
-	users := `{"dev": {"ID": "dev", "Username": "dev", "Password": "dev-password", "Email": "dev@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
+	users := `{"dev": {"ID": "dev", "Username": "dev", "Password": "dev-password", "Email": "dev@example.com", "EmailVerified": true, "PreferredLanguage": "en"},
+		"ivy": {"ID": "ivy", "Username": "ivy", "Password": "ivy-at-dev", "Email": "ivy@example.com", "EmailVerified": true, "PreferredLanguage": "en"}}`
 	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte(users), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +367,9 @@ func freeLoopbackPort(t *testing.T) int {
 
 // TestBrowserSignInWithProvider signs in with a real OpenID Connect provider through the pages: dev presses "Sign in
 // with Dev" on the sign-in page, signs in at the provider, and comes back signed in to an account made for him,
-// which his account page shows connected; a callback that reaches another browser is refused. With
-// BOARD_WEB_SCREENSHOTS set it photographs the sign-in page with its button for docs/web.md.
+// which his account page shows connected; ivy, signed up with a password, connects the provider with it and signs
+// in through it as herself; a callback that reaches another browser is refused. With BOARD_WEB_SCREENSHOTS set it
+// photographs the sign-in page with its button for docs/web.md.
 func TestBrowserSignInWithProvider(t *testing.T) {
 	t.Parallel()
 	needBrowser(t)
@@ -404,6 +406,32 @@ func TestBrowserSignInWithProvider(t *testing.T) {
 		b.failf("the account's provider: %q", b.text("#provider-list"))
 	}
 	expect(b, "an account without a password", b.count("#no-password"), 1)
+
+	// ivy, who signed up with a password, connects her account at the provider with it, and then signs in with the
+	// provider as herself.
+	ivy := newTab(t, "ivy", p.urls["web"])
+	ivy.signUpWith("ivy")
+	ivy.openOK("/account")
+	ivy.fill("her password", "#connect-password-dev", "ivy-password")
+	ivy.followOK("connect the provider", `#provider-list li[data-provider="dev"] form.provider-connect button`)
+	ivy.waitFor("on at the provider", `location.host.startsWith("localhost:") && !!document.querySelector('input[name="username"]')`)
+	ivy.fill("the provider's username", `input[name="username"]`, "ivy")
+	ivy.fill("the provider's password", `input[name="password"]`, "ivy-at-dev")
+	ivy.followOK("sign in at the provider", `form button[type="submit"], form input[type="submit"]`)
+	expect(ivy, "back on her account", ivy.location(), "/account?notice=connected#providers")
+	if !strings.Contains(ivy.text(`#provider-list li[data-provider="dev"]`), "connected as ivy@example.com") {
+		ivy.failf("the connected provider: %q", ivy.text("#provider-list"))
+	}
+	ivy.followOK("sign out", "#signout button")
+	ivy.openOK("/signin")
+	ivy.followOK("sign in with the provider", `#providers a[data-provider="dev"]`)
+	ivy.waitFor("at the provider", `!!document.querySelector('input[name="username"]') || !!document.querySelector("#nav-user")`)
+	if ivy.count("#nav-user") == 0 {
+		ivy.fill("the provider's username", `input[name="username"]`, "ivy")
+		ivy.fill("the provider's password", `input[name="password"]`, "ivy-at-dev")
+		ivy.followOK("sign in at the provider", `form button[type="submit"], form input[type="submit"]`)
+	}
+	expect(ivy, "signed in as herself", ivy.text("#nav-user"), "ivy")
 
 	// The provider's answer, opened in another browser that did not start the sign-in: refused there.
 	other := newTab(t, "someone-else", p.urls["web"])
