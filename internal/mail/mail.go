@@ -2,12 +2,16 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"board/internal/event"
+	"board/internal/fault"
 	"board/internal/kafka"
 	"board/internal/redisclient"
 )
@@ -25,7 +29,15 @@ const (
 	sentTTL = 24 * time.Hour
 	// redisTimeout bounds each Redis call.
 	redisTimeout = 2 * time.Second
+	// claimTTL is how long a mail's claim by the member sending it lasts, should that member die mid-send; the send
+	// itself is bounded by half of it, so that a claim never ends while its send may still go through.
+	claimTTL = 4 * time.Minute
+	// sentMark is the value of a mail's key once it is sent; a claim's value is "sending:" and a random token.
+	sentMark = "1"
 )
+
+// release deletes a mail's claim if it is still the caller's (its token), so that a retry may claim it at once.
+var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
 // Config configures a Service.
 type Config struct {
@@ -69,26 +81,46 @@ func (s *Service) handle(ctx context.Context, env event.Envelope) error {
 	if err := check(m); err != nil {
 		return err
 	}
+	// The mail's key is claimed before the send and marked sent after it: a record redelivered later finds the mark
+	// and is skipped, and one handled at the same moment by another member (two owners of a partition during a
+	// rebalance) finds the claim and waits, then finds the mark.
 	key := s.sentKey(m.MailID.String())
+	token := "sending:" + strconv.FormatUint(rand.Uint64(), 36)
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	sent, err := s.redis.Exists(rctx, key).Result()
+	claimed, err := s.redis.SetNX(rctx, key, token, claimTTL).Result()
+	var held string
+	if err == nil && !claimed {
+		held, err = s.redis.Get(rctx, key).Result()
+	}
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return fault.Unavailablef(nil, "MAIL_BEING_SENT", "a claim of this mail just ended; it is tried again")
+	case err != nil:
 		// Sending without knowing would risk a duplicate; waiting for Redis loses nothing.
 		return redisclient.Unavailable(err, "REDIS_UNAVAILABLE", "cannot tell whether the mail was sent already")
-	}
-	if sent > 0 {
+	case !claimed && held == sentMark:
 		s.log.Info("mail: sent already; skipped", "mail_id", m.MailID, "kind", m.Kind)
 		return nil
+	case !claimed:
+		return fault.Unavailablef(nil, "MAIL_BEING_SENT", "another member is sending this mail; it is tried again")
 	}
-	if err := s.sender.Send(ctx, m); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, claimTTL/2)
+	err = s.sender.Send(sctx, m)
+	cancel()
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+		defer cancel()
+		if rerr := release.Run(rctx, s.redis, []string{key}, token).Err(); rerr != nil {
+			s.log.Warn("mail: a failed send's claim is not released; it ends by itself", "mail_id", m.MailID, "err", rerr)
+		}
 		return err
 	}
-	// The server has the mail. Failing now would send it again: a Redis that cannot keep the id only leaves this
-	// mail without the guard against a redelivery.
+	// The server has the mail. Failing now would send it again: a Redis that cannot keep the mark only leaves this
+	// mail without the guard against a redelivery once its claim ends.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
 	defer cancel()
-	if err := s.redis.Set(wctx, key, 1, sentTTL).Err(); err != nil {
+	if err := s.redis.Set(wctx, key, sentMark, sentTTL).Err(); err != nil {
 		s.log.Warn("mail: sent, but its id is not kept: a redelivery of its record would send it again",
 			"mail_id", m.MailID, "err", err)
 	}

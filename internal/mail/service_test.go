@@ -429,6 +429,64 @@ func TestRedeliveredMailIsNotSentAgain(t *testing.T) {
 	}
 }
 
+// slowSender takes a while over each send, and counts them.
+type slowSender struct {
+	sends atomic.Int32
+	fail  atomic.Bool
+}
+
+func (s *slowSender) Send(ctx context.Context, _ event.Mail) error {
+	s.sends.Add(1)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(200 * time.Millisecond):
+	}
+	if s.fail.Load() {
+		return fault.Unavailablef(nil, "SMTP_UNAVAILABLE", "down")
+	}
+	return nil
+}
+
+// TestMailHandledTwiceAtOnceIsSentOnce: two members handling one record at the same moment (a partition's two owners
+// during a rebalance) send it once: the second waits on the first's claim, then finds the mail sent. A failed send
+// releases its claim, so that the retry sends at once.
+func TestMailHandledTwiceAtOnceIsSentOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rb := redisclienttest.Mini(t)
+	sender := &slowSender{}
+	svc := New(Config{Sender: sender, Redis: rb.Client, KeyPrefix: rb.Prefix, Logger: testLogger(t)})
+	handle := svc.Handlers()[event.MailRequested]
+
+	sender.fail.Store(true)
+	if err := handle(ctx, envelope(t, sampleMail(11, "reader@example.com", false))); fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("a failed send: %v, want fault.Unavailable", err)
+	}
+	sender.fail.Store(false)
+
+	env := envelope(t, sampleMail(11, "reader@example.com", false))
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- handle(ctx, env) }()
+	}
+	var waited int
+	for range 2 {
+		switch err := <-errs; {
+		case fault.KindOf(err) == fault.Unavailable:
+			waited++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if err := handle(ctx, env); err != nil { // the waiting member's retry
+		t.Fatal(err)
+	}
+	if n := sender.sends.Load(); n != 2 || waited != 1 {
+		t.Errorf("%d sends (one failed) and %d members waited; want 2 and 1", n, waited)
+	}
+}
+
 // A server that took the mail (250 to its data) and then went away before the session's end has the mail: the send
 // succeeded, and sending it again would deliver it twice.
 func TestSMTPMailTakenBeforeTheConnectionDropsIsSent(t *testing.T) {
