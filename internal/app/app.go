@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (a *App, err erro
 		}
 		var guard *httpio.Guard
 		if !s.pages {
-			guard = &httpio.Guard{Verify: tokens.Verify, Standing: e.Standing, Sessions: e.Standing, Open: s.open,
+			guard = &httpio.Guard{Verify: tokens.Verify, Standing: e.Standing, Sessions: e.Standing, Open: s.open, Unbanned: s.unbanned,
 				ClientAddr: clientAddr(cfg.ClientIPHeader, cfg.TrustedProxies)}
 			if limiter != nil {
 				guard.Limiter = limiter

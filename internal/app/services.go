@@ -58,6 +58,8 @@ type service struct {
 	// pages: the service serves pages for browsers, whose forms carry a session cookie rather than a Bearer token;
 	// it checks that they come from its own pages (web.Service.Routes) instead of going through the Guard.
 	pages bool
+	// unbanned are the route patterns of the writes a banned user may still make (httpio.Guard.Unbanned).
+	unbanned map[string]bool
 	// open maps the route patterns of the writes it takes without an access token to the rate limit that holds
 	// each instead, per client address (see httpio.Guard).
 	open map[string]string
@@ -99,7 +101,7 @@ type producer struct {
 var services = []service{
 	// user comes first: in one process, the others fetch its signing keys where it listens.
 	{Service: Service{Name: "user", Database: "user", Publishes: true}, migrate: user.Migrate, openAPI: user.OpenAPI,
-		open: user.OpenRoutes, streams: map[string]bool{user.ExportPath: true}, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
+		open: user.OpenRoutes, unbanned: user.UnbannedRoutes, streams: map[string]bool{user.ExportPath: true}, addr: func(c *Config) string { return c.UserAddr }, build: buildUser},
 	// article consumes the moderation topic for its articles' moderation state, and USER_DELETED. Exports are streams.
 	{Service: Service{Name: "article", Database: "article", Group: "article", Publishes: true}, migrate: article.Migrate,
 		openAPI: article.OpenAPI, streams: map[string]bool{article.ExportPath: true},

@@ -31,6 +31,9 @@ type Guard struct {
 	// Limiter, when not nil, rate-limits writes: each user's under the limit "write", keyed by service and user, and
 	// the open routes under their own limits, keyed by client address.
 	Limiter Limiter
+	// Unbanned are the route patterns of the writes a banned user may still make: a ban stops them writing on the
+	// site, not keeping their account safe or leaving it (e.g. "DELETE /v1/users/me").
+	Unbanned map[string]bool
 	// Open maps the route patterns of writes taken without a token (sign-up and sign-in, e.g. "POST /v1/tokens") to
 	// the name of the limit they are held to instead, per client address.
 	Open map[string]string
@@ -114,7 +117,7 @@ func (s Server) admit(r *http.Request, pattern string) (*http.Request, error) {
 			// token said a moment ago.
 		case err != nil:
 			return r, err
-		case ban != nil && !read:
+		case ban != nil && !read && !g.Unbanned[pattern]:
 			return r, auth.Banned(*ban)
 		case role != "":
 			p.Role = role

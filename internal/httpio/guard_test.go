@@ -44,6 +44,7 @@ func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing, s
 	api.HandleFunc("POST /v1/things", echo)
 	api.HandleFunc("DELETE /v1/things/{id}", echo)
 	api.HandleFunc("POST /v1/sign-in", echo)
+	api.HandleFunc("DELETE /v1/me", echo)
 	verify := func(_ context.Context, token string) (auth.Principal, error) {
 		switch {
 		case token == "keys-down":
@@ -64,7 +65,7 @@ func guardedServer(t *testing.T, limiter *recordingLimiter, standing Standing, s
 	srv := testServer(t, func(s *Server) {
 		s.API = api
 		s.Guard = &Guard{Verify: verify, Standing: standing, Sessions: sessions, Limiter: limiter,
-			Open: map[string]string{"POST /v1/sign-in": "sign-in"}}
+			Open: map[string]string{"POST /v1/sign-in": "sign-in"}, Unbanned: map[string]bool{"DELETE /v1/me": true}}
 	})
 	return srv.URL
 }
@@ -209,6 +210,11 @@ func TestGuardStanding(t *testing.T) {
 	if len(limiter.asked) != 0 {
 		t.Errorf("a banned user's writes were counted against their limit: %v", limiter.asked)
 	}
+	// A ban does not keep a user from leaving.
+	if a := guardRequest(t, "DELETE", base+"/v1/me", "Bearer token-7"); a.status != 200 || a.body["user"] != 7.0 {
+		t.Errorf("a banned user leaving: %d %v", a.status, a.body)
+	}
+	limiter.asked = nil
 
 	// A demoted moderator: a user on writes and on reads, whatever the token says; a promoted user the other way.
 	standing.set(func() {

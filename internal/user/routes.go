@@ -22,6 +22,15 @@ var OpenRoutes = map[string]string{
 	"POST /v1/email-verifications/{token}": "email-verification",
 }
 
+// UnbannedRoutes are the writes a banned user may still make (httpio.Guard.Unbanned): a ban stops them writing on the
+// site, not keeping their account safe (a password, an address, their sessions) or leaving it.
+var UnbannedRoutes = map[string]bool{
+	"DELETE /v1/users/me":          true,
+	"PUT /v1/users/me/password":    true,
+	"PUT /v1/users/me/email":       true,
+	"DELETE /v1/users/me/sessions": true,
+}
+
 // JWKSPath is where the public signing keys are served.
 const JWKSPath = "/.well-known/jwks.json"
 
