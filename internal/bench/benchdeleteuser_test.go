@@ -12,8 +12,8 @@ import (
 // checks (an error otherwise).
 func TestBenchDeleteUserRuns(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := Command(context.Background(), []string{"delete-user", "--articles", "3", "--comments", "250", "--likes", "1200", "--notifications", "20", "--data-dir", t.TempDir()},
-		func(string) string { return "" }, &stdout, &stderr)
+	err := Command(context.Background(), append([]string{"delete-user", "--articles", "3", "--comments", "250", "--likes", "1200",
+		"--notifications", "20", "--data-dir", t.TempDir()}, embeddedAddrs(t)...), func(string) string { return "" }, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench delete-user: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}

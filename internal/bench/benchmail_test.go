@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -22,8 +23,8 @@ func TestBenchMailViaResetsRuns(t *testing.T) {
 		t.Skipf("no mailpit: %s is unset and it could not be built: %v", mailpit.TestEnv, err)
 	}
 	var stdout, stderr bytes.Buffer
-	err = Command(context.Background(), []string{"mail", "--via", "resets", "--mails", "20", "--outage", "1s", "--mailpit", bin,
-		"--data-dir", t.TempDir()}, func(string) string { return "" }, &stdout, &stderr)
+	err = Command(context.Background(), append([]string{"mail", "--via", "resets", "--mails", "20", "--outage", "1s", "--mailpit", bin,
+		"--data-dir", t.TempDir()}, embeddedAddrs(t)...), func(string) string { return "" }, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench mail: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
@@ -33,4 +34,19 @@ func TestBenchMailViaResetsRuns(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s\nstderr:\n%s", want, out, stderr.String())
 		}
 	}
+}
+
+// embeddedAddrs are flags that put a bench's embedded Redis and Kafka on ports of their own: the defaults are a
+// board's, which another test or a board running here may hold.
+func embeddedAddrs(t *testing.T) []string {
+	t.Helper()
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	return []string{"--embedded-redis-addr", free(), "--embedded-kafka-addr", free()}
 }
